@@ -1,0 +1,236 @@
+"""`load()`: a `.tflite` file (untrusted input) into the in-memory model.
+
+Weights are not copied: buffers are numpy views over the file's bytes (or an mmap of it). Every
+read is checked; anything wrong raises `ModelError` saying what and where, never another exception,
+and the total work is bounded by the file's size.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+import numpy as np
+
+from . import tflite_generated as fb
+from .errors import ModelError
+from .model import (TENSOR_TYPES, Buffer, Metadata, Model, Operator, OperatorCode,
+                    QuantizationParameters, SignatureDef, Subgraph, Tensor)
+from .options import (OPERATOR_NAMES, OPTIONS2_NAMES, OPTIONS_NAMES, default_options,
+                      options_from_table, options_kind)
+from .validate import OPTIONS_REQUIRED, validate
+
+MAX_RANK = 16
+
+
+class _Budget:
+    """Counts the elements read, so a hostile file that shares one huge vector among many tables
+    cannot make loading take more than a few passes over the file's size."""
+
+    def __init__(self, nbytes: int):
+        self.left = 8 * nbytes + 100_000
+
+    def spend(self, n: int, where: str) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise ModelError(f"{where}: the file refers to far more data than it holds "
+                             "(shared or overlapping vectors)")
+
+
+def _file_bytes(source):
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source) if isinstance(source, memoryview) else source
+    path = os.fspath(source)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return b""
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        raise ModelError(f"cannot read model file {path!r}: {e.strerror or e}") from None
+
+
+def load(source) -> Model:
+    """Load a `.tflite` model from a path or from bytes. Raises `ModelError` on a bad file."""
+    buf = _file_bytes(source)
+    if len(buf) < 8:
+        raise ModelError(f"not a .tflite model: the file has {len(buf)} bytes, too short for a "
+                         "FlatBuffer header")
+    ident = bytes(buf[4:8])
+    if ident != b"TFL3":
+        raise ModelError(f"not a .tflite model: file identifier is {ident!r}, expected b'TFL3'")
+    budget = _Budget(len(buf))
+    where = "model"
+    try:
+        root = fb.Model.GetRootAs(buf, 0)
+        model = _read_model(root, buf, budget)
+    except ModelError:
+        raise
+    except (IndexError, struct.error, ValueError, TypeError, OverflowError,
+            UnicodeDecodeError, MemoryError, AttributeError) as e:
+        raise ModelError(f"corrupt .tflite file ({where}): {type(e).__name__}: {e}") from None
+    validate(model)
+    return model
+
+
+def _count(n: int, elem_size: int, buf, what: str, budget: _Budget) -> int:
+    if n < 0 or n * elem_size > len(buf):
+        raise ModelError(f"{what}: vector of {n} entries does not fit in a {len(buf)}-byte file")
+    budget.spend(n, what)
+    return n
+
+
+def _array(value, dtype, what: str, budget: _Budget):
+    """A generated `XxxAsNumpy()` result as an array (the generated code returns 0 when absent)."""
+    if isinstance(value, int):
+        return np.zeros(0, dtype)
+    budget.spend(value.size, what)
+    return value
+
+
+def _ints(value, what, budget) -> list:
+    return [int(v) for v in _array(value, np.int32, what, budget)]
+
+
+def _str(value) -> str:
+    return value.decode("utf-8", "replace") if value else ""
+
+
+def _read_model(root, buf, budget: _Budget) -> Model:
+    version = root.Version()
+    if version != 3:
+        raise ModelError(f"unsupported .tflite schema version {version}; edgelite reads version 3")
+    codes = [_read_opcode(root.OperatorCodes(i), i)
+             for i in range(_count(root.OperatorCodesLength(), 4, buf, "operator_codes", budget))]
+    buffers = [_read_buffer(root.Buffers(i), i, buf, budget)
+               for i in range(_count(root.BuffersLength(), 4, buf, "buffers", budget))]
+    subgraphs = [_read_subgraph(root.Subgraphs(i), i, codes, buf, budget)
+                 for i in range(_count(root.SubgraphsLength(), 4, buf, "subgraphs", budget))]
+    metadata = []
+    for i in range(_count(root.MetadataLength(), 4, buf, "metadata", budget)):
+        m = root.Metadata(i)
+        metadata.append(Metadata(_str(m.Name()), int(m.Buffer())))
+    signatures = []
+    for i in range(_count(root.SignatureDefsLength(), 4, buf, "signature_defs", budget)):
+        s = root.SignatureDefs(i)
+        ins = {_str(s.Inputs(j).Name()): int(s.Inputs(j).TensorIndex())
+               for j in range(_count(s.InputsLength(), 4, buf, f"signature {i} inputs", budget))}
+        outs = {_str(s.Outputs(j).Name()): int(s.Outputs(j).TensorIndex())
+                for j in range(_count(s.OutputsLength(), 4, buf, f"signature {i} outputs",
+                                      budget))}
+        signatures.append(SignatureDef(_str(s.SignatureKey()), int(s.SubgraphIndex()), ins, outs))
+    return Model(subgraphs=subgraphs, buffers=buffers, description=_str(root.Description()),
+                 signature_defs=signatures, metadata=metadata, version=version)
+
+
+def _read_opcode(oc, i: int) -> OperatorCode:
+    code = max(int(oc.DeprecatedBuiltinCode()), int(oc.BuiltinCode()))
+    name = OPERATOR_NAMES.get(code)
+    if name is None:
+        raise ModelError(f"operator code #{i}: unknown builtin operator code {code} "
+                         f"(edgelite knows codes 0..{max(OPERATOR_NAMES)})")
+    custom = _str(oc.CustomCode()) if name == "CUSTOM" else None
+    return OperatorCode(name, int(oc.Version()), custom)
+
+
+def _read_buffer(b, i: int, buf, budget: _Budget) -> Buffer:
+    offset, size = int(b.Offset()), int(b.Size())
+    if offset > 1:  # large-model format: the bytes live after the FlatBuffer, at `offset`
+        if offset + size > len(buf):
+            raise ModelError(f"buffer {i}: offset {offset} + size {size} lies beyond the end of "
+                             f"the {len(buf)}-byte file")
+        return Buffer(np.frombuffer(buf, np.uint8, size, offset))
+    data = b.DataAsNumpy()
+    if isinstance(data, int):
+        return Buffer()
+    return Buffer(data)
+
+
+def _read_quantization(q, where, budget) -> QuantizationParameters | None:
+    if q is None:
+        return None
+    scale = _array(q.ScaleAsNumpy(), np.float32, where, budget)
+    zp = _array(q.ZeroPointAsNumpy(), np.int64, where, budget)
+    mn = _array(q.MinAsNumpy(), np.float32, where, budget)
+    mx = _array(q.MaxAsNumpy(), np.float32, where, budget)
+    if scale.size == 0 and zp.size == 0 and mn.size == 0 and mx.size == 0:
+        return None
+    return QuantizationParameters(scale=scale, zero_point=zp,
+                                  quantized_dimension=int(q.QuantizedDimension()),
+                                  min=mn if mn.size else None, max=mx if mx.size else None)
+
+
+def _read_tensor(t, where: str, buf, budget: _Budget) -> Tensor:
+    code = int(t.Type())
+    dtype = TENSOR_TYPES.get(code)
+    if dtype is None:
+        raise ModelError(f"{where}: unknown tensor type code {code}")
+    shape = _array(t.ShapeAsNumpy(), np.int32, where, budget)
+    sig = t.ShapeSignatureAsNumpy()
+    if shape.size > MAX_RANK:
+        raise ModelError(f"{where}: rank {shape.size} is absurd (edgelite allows up to {MAX_RANK})")
+    if t.Sparsity() is not None:
+        raise ModelError(f"{where}: sparse tensors are not supported by edgelite")
+    return Tensor(name=_str(t.Name()), shape=tuple(shape.tolist()), dtype=dtype,
+                  buffer=int(t.Buffer()),
+                  quantization=_read_quantization(t.Quantization(), where, budget),
+                  shape_signature=(None if isinstance(sig, int)
+                                   else tuple(_array(sig, np.int32, where, budget).tolist())),
+                  is_variable=bool(t.IsVariable()), has_rank=bool(t.HasRank()))
+
+
+def _read_subgraph(s, si: int, codes: list, buf, budget: _Budget) -> Subgraph:
+    n_tensors = _count(s.TensorsLength(), 4, buf, f"subgraph {si} tensors", budget)
+    tensors = [_read_tensor(s.Tensors(i), f"subgraph {si} tensor {i}", buf, budget)
+               for i in range(n_tensors)]
+    ops = []
+    for i in range(_count(s.OperatorsLength(), 4, buf, f"subgraph {si} operators", budget)):
+        ops.append(_read_operator(s.Operators(i), f"subgraph {si} operator {i}", codes, buf,
+                                  budget))
+    return Subgraph(tensors=tensors, inputs=_ints(s.InputsAsNumpy(), f"subgraph {si}", budget),
+                    outputs=_ints(s.OutputsAsNumpy(), f"subgraph {si}", budget),
+                    operators=ops, name=_str(s.Name()))
+
+
+def _read_operator(o, where: str, codes: list, buf, budget: _Budget) -> Operator:
+    index = int(o.OpcodeIndex())
+    if index >= len(codes):
+        raise ModelError(f"{where}: opcode index {index} out of range "
+                         f"(the model has {len(codes)} operator codes)")
+    opcode = codes[index]
+    where = f"{where} ({opcode.name})"
+    options = None
+    kind_code = int(o.BuiltinOptionsType())
+    table = o.BuiltinOptions()
+    names = OPTIONS_NAMES
+    if kind_code == 0:
+        kind_code, table, names = int(o.BuiltinOptions2Type()), o.BuiltinOptions2(), OPTIONS2_NAMES
+    if kind_code != 0:
+        kind = names.get(kind_code)
+        if kind is None:
+            raise ModelError(f"{where}: unknown builtin options type {kind_code}")
+        if table is None:
+            raise ModelError(f"{where}: options type {kind} is set but the table is missing")
+        options = options_from_table(kind, buf, table.Pos)
+        budget.spend(sum(len(v) for v in options.fields.values()
+                         if isinstance(v, (tuple, bytes))), where)
+    elif opcode.builtin in OPTIONS_REQUIRED:
+        raise ModelError(f"{where}: missing its options table {options_kind(opcode.builtin)}")
+    else:  # files may omit a table whose fields all have their defaults
+        options = default_options(opcode.builtin)
+    custom = None
+    if o.LargeCustomOptionsSize() > 0:
+        off, size = int(o.LargeCustomOptionsOffset()), int(o.LargeCustomOptionsSize())
+        if off + size > len(buf):
+            raise ModelError(f"{where}: custom options at {off}+{size} lie beyond the file")
+        custom = bytes(buf[off:off + size])
+    else:
+        raw = o.CustomOptionsAsNumpy()
+        if not isinstance(raw, int):
+            budget.spend(raw.size, where)
+            custom = raw.tobytes()
+    return Operator(opcode=opcode, inputs=_ints(o.InputsAsNumpy(), where, budget),
+                    outputs=_ints(o.OutputsAsNumpy(), where, budget), options=options,
+                    custom_options=custom,
+                    intermediates=_ints(o.IntermediatesAsNumpy(), where, budget))

@@ -1,0 +1,128 @@
+"""Consistency checks of a model: what a loaded file must satisfy before anything trusts it, and
+what the writer checks before it serializes."""
+from __future__ import annotations
+
+import math
+
+from .errors import ModelError
+from .model import NUMPY_DTYPES, Model, Subgraph
+from .options import options_kind
+
+# Largest tensor edgelite accepts: 2**31 elements (8 GiB of float32). A shape beyond it is absurd.
+MAX_ELEMENTS = 2 ** 31
+
+# Ops that cannot run without their options table (no sensible default exists).
+OPTIONS_REQUIRED = frozenset({
+    "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "AVERAGE_POOL_2D", "MAX_POOL_2D",
+    "L2_POOL_2D", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "IF", "WHILE", "CALL_ONCE", "CONV_3D",
+    "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "GATHER", "CONCATENATION",
+})
+
+_SUBGRAPH_FIELDS = ("then_subgraph_index", "else_subgraph_index", "cond_subgraph_index",
+                    "body_subgraph_index", "init_subgraph_index", "subgraph")
+
+
+def validate(model: Model) -> None:
+    """Raise `ModelError` for the first inconsistency found; return None when the model is sound."""
+    nbuf = len(model.buffers)
+    nsub = len(model.subgraphs)
+    if nsub == 0:
+        raise ModelError("the model has no subgraphs")
+    for si, sg in enumerate(model.subgraphs):
+        _check_tensors(model, si, sg)
+        _check_operators(si, sg, nsub)
+    for m in model.metadata:
+        if not 0 <= m.buffer < nbuf:
+            raise ModelError(f"metadata {m.name!r}: buffer {m.buffer} out of range "
+                             f"(the model has {nbuf} buffers)")
+    for sig in model.signature_defs:
+        if not 0 <= sig.subgraph_index < nsub:
+            raise ModelError(f"signature {sig.signature_key!r}: subgraph {sig.subgraph_index} out "
+                             f"of range (the model has {nsub} subgraphs)")
+        n = len(model.subgraphs[sig.subgraph_index].tensors)
+        for kind, io in (("input", sig.inputs), ("output", sig.outputs)):
+            for name, t in io.items():
+                if not 0 <= t < n:
+                    raise ModelError(f"signature {sig.signature_key!r} {kind} {name!r}: tensor "
+                                     f"{t} out of range (subgraph has {n} tensors)")
+
+
+def _check_tensors(model: Model, si: int, sg: Subgraph) -> None:
+    nbuf = len(model.buffers)
+    for ti, t in enumerate(sg.tensors):
+        where = f"subgraph {si} tensor {ti} {t.name!r}"
+        if any(d < 0 for d in t.shape):
+            raise ModelError(f"{where}: negative dimension in shape {list(t.shape)}")
+        count = math.prod(t.shape)
+        if count > MAX_ELEMENTS:
+            raise ModelError(f"{where}: shape {list(t.shape)} has {count} elements, an absurd "
+                             f"size (limit {MAX_ELEMENTS})")
+        if t.shape_signature is not None and any(d < -1 for d in t.shape_signature):
+            raise ModelError(f"{where}: invalid shape_signature {list(t.shape_signature)}")
+        if not 0 <= t.buffer < nbuf:
+            raise ModelError(f"{where}: buffer {t.buffer} out of range "
+                             f"(the model has {nbuf} buffers)")
+        size = model.buffers[t.buffer].nbytes
+        if size and t.dtype in NUMPY_DTYPES and t.dtype not in ("resource", "variant"):
+            need = count * NUMPY_DTYPES[t.dtype].itemsize
+            if size != need:
+                raise ModelError(f"{where}: buffer {t.buffer} holds {size} bytes but shape "
+                                 f"{list(t.shape)} of {t.dtype} needs {need}")
+        q = t.quantization
+        if q is not None and q.scale.size:
+            if q.scale.size > 1:
+                if not 0 <= q.quantized_dimension < len(t.shape):
+                    raise ModelError(f"{where}: quantized_dimension {q.quantized_dimension} out "
+                                     f"of range for shape {list(t.shape)}")
+                if q.scale.size != t.shape[q.quantized_dimension]:
+                    raise ModelError(f"{where}: {q.scale.size} per-channel scales for dimension "
+                                     f"{q.quantized_dimension} of size "
+                                     f"{t.shape[q.quantized_dimension]}")
+            if q.zero_point.size not in (0, q.scale.size):
+                raise ModelError(f"{where}: {q.zero_point.size} zero points for "
+                                 f"{q.scale.size} scales")
+    n = len(sg.tensors)
+    for kind, ids in (("input", sg.inputs), ("output", sg.outputs)):
+        for t in ids:
+            if not 0 <= t < n:
+                raise ModelError(f"subgraph {si}: graph {kind} tensor {t} out of range "
+                                 f"(subgraph has {n} tensors)")
+
+
+def _check_operators(si: int, sg: Subgraph, nsub: int) -> None:
+    n = len(sg.tensors)
+    produced_by: dict = {}
+    for oi, op in enumerate(sg.operators):
+        where = f"subgraph {si} operator {oi} ({op.op})"
+        for kind, ids, optional in (("input", op.inputs, True), ("output", op.outputs, False),
+                                    ("intermediate", op.intermediates, False)):
+            for k, t in enumerate(ids):
+                if (t == -1 and optional) or 0 <= t < n:
+                    continue
+                raise ModelError(f"{where}: {kind} {k} is tensor {t}, out of range "
+                                 f"(subgraph has {n} tensors)")
+        expected = options_kind(op.opcode.builtin) if op.opcode.builtin != "CUSTOM" else None
+        if op.options is None:
+            if op.opcode.builtin in OPTIONS_REQUIRED:
+                raise ModelError(f"{where}: missing its options table {expected}")
+        else:
+            if expected is not None and op.options.kind != expected:
+                raise ModelError(f"{where}: has {op.options.kind}, expected {expected}")
+            for name in _SUBGRAPH_FIELDS:
+                idx = op.options.fields.get(name)
+                if isinstance(idx, int) and not 0 <= idx < nsub:
+                    raise ModelError(f"{where}: {name} {idx} out of range "
+                                     f"(the model has {nsub} subgraphs)")
+        for t in op.outputs:
+            if t in produced_by:
+                raise ModelError(f"{where}: tensor {t} {sg.tensors[t].name!r} is also written by "
+                                 f"operator {produced_by[t]}")
+            produced_by[t] = oi
+    # A read of a tensor that a later op writes is a cycle in the graph.
+    for oi, op in enumerate(sg.operators):
+        for t in op.inputs:
+            p = produced_by.get(t)
+            if p is not None and p >= oi:
+                raise ModelError(f"subgraph {si} operator {oi} ({op.op}): reads tensor {t} "
+                                 f"{sg.tensors[t].name!r}, which operator {p} ({sg.operators[p].op}) "
+                                 "writes later: the graph has a cycle or is out of order")

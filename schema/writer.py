@@ -1,0 +1,197 @@
+"""`save()`: the in-memory model into `.tflite` bytes, from the IR alone.
+
+Buffer 0 stays empty, buffer data is 16-byte aligned, op codes above 127 carry both code fields,
+every op that takes options gets an explicit table, op versions follow the features used, and a
+`min_runtime_version` metadata entry is added when the model has none. The same IR always gives
+the same bytes.
+"""
+from __future__ import annotations
+
+import flatbuffers
+import numpy as np
+
+from . import tflite_generated as fb
+from .errors import ModelError
+from .model import TENSOR_TYPE_CODES, Buffer, Model, Operator, Subgraph
+from .options import OPERATOR_CODES, OPTIONS2_CODES, OPTIONS_CODES, default_options, \
+    is_options2, options_to_object
+from .validate import validate
+from .versions import min_runtime_version, op_version
+
+ALIGN = 16
+# A FlatBuffer cannot exceed 2 GiB; bigger models keep their buffers after it (offset/size).
+FLATBUFFER_LIMIT = 2 ** 31 - 2 ** 24
+
+
+class _AlignedBufferT(fb.BufferT):
+    """A Buffer whose bytes start on a 16-byte boundary of the file, as TFLite's writer does."""
+
+    def __init__(self, data: np.ndarray, offset: int = 0, size: int = 0):
+        super().__init__()
+        self.raw, self.offset, self.size = data, offset, size
+
+    def Pack(self, builder):
+        vec = None
+        n = int(self.raw.size)
+        if n:
+            builder.StartVector(1, n, ALIGN)
+            builder.head -= n
+            builder.Bytes[builder.head:builder.head + n] = self.raw.tobytes()
+            vec = builder.EndVector()
+        fb.BufferStart(builder)
+        if vec is not None:
+            fb.BufferAddData(builder, vec)
+        if self.offset:
+            fb.BufferAddOffset(builder, self.offset)
+            fb.BufferAddSize(builder, self.size)
+        return fb.BufferEnd(builder)
+
+
+def save(model: Model, large: bool | None = None) -> bytes:
+    """Serialize `model`. `large=True` (automatic past 2 GiB) writes the buffers after the
+    FlatBuffer, addressed by offset and size, as TFLite's large-model format does."""
+    validate(model)
+    if model.buffers and model.buffers[0].nbytes:
+        raise ModelError("buffer 0 must be empty (the format reserves it for tensors without data)")
+    total = sum(b.nbytes for b in model.buffers)
+    if large is None:
+        large = total > FLATBUFFER_LIMIT
+    if not large:
+        return _build(model, None, total)
+    # Pass 1 with placeholder offsets measures the FlatBuffer; offsets are fixed-width fields,
+    # so pass 2 with the real offsets has the same size.
+    placeholder = [2 ** 62 if b.nbytes else 0 for b in model.buffers]
+    head = _build(model, placeholder, 0)
+    offsets, pos = [], _align(len(head))
+    for b in model.buffers:
+        offsets.append(pos if b.nbytes else 0)
+        pos = _align(pos + b.nbytes) if b.nbytes else pos
+    head = _build(model, offsets, 0)
+    out = bytearray(head)
+    for b, off in zip(model.buffers, offsets):
+        if off:
+            out.extend(b"\0" * (off - len(out)))
+            out.extend(b.data.tobytes())
+    return bytes(out)
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _build(model: Model, offsets, data_bytes: int) -> bytes:
+    codes: dict = {}
+    m = fb.ModelT()
+    m.version = 3
+    m.description = model.description
+    m.subgraphs = [_subgraph(sg, codes) for sg in model.subgraphs]
+    m.operatorCodes = [_opcode(builtin, custom, version) for builtin, custom, version in codes]
+    buffers = list(model.buffers)
+    metadata = [(md.name, md.buffer) for md in model.metadata]
+    if not any(name == "min_runtime_version" for name, _ in metadata):
+        text = min_runtime_version(codes).encode()
+        buffers.append(_bytes_buffer(text.ljust(16, b"\0")))
+        metadata.append(("min_runtime_version", len(buffers) - 1))
+    if offsets is None:
+        m.buffers = [_AlignedBufferT(b.data) for b in buffers]
+    else:
+        offsets = list(offsets) + [0] * (len(buffers) - len(offsets))
+        m.buffers = [_AlignedBufferT(b.data[:0] if off else b.data, off, b.nbytes if off else 0)
+                     for b, off in zip(buffers, offsets)]
+    m.metadata = []
+    for name, index in metadata:
+        md = fb.MetadataT()
+        md.name, md.buffer = name, index
+        m.metadata.append(md)
+    m.signatureDefs = [_signature(s) for s in model.signature_defs]
+    builder = flatbuffers.Builder(data_bytes + 65536)
+    builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _bytes_buffer(data: bytes):
+    return Buffer(np.frombuffer(data, np.uint8))
+
+
+def _opcode(builtin: str, custom: str | None, version: int):
+    oc = fb.OperatorCodeT()
+    code = OPERATOR_CODES[builtin]
+    oc.deprecatedBuiltinCode = min(code, 127)
+    oc.builtinCode = code
+    oc.customCode = custom
+    oc.version = version
+    return oc
+
+
+def _subgraph(sg: Subgraph, codes: dict):
+    s = fb.SubGraphT()
+    s.tensors = [_tensor(t) for t in sg.tensors]
+    s.inputs = np.asarray(sg.inputs, np.int32)
+    s.outputs = np.asarray(sg.outputs, np.int32)
+    s.operators = [_operator(op, sg, codes) for op in sg.operators]
+    s.name = sg.name
+    return s
+
+
+def _tensor(t):
+    tt = fb.TensorT()
+    tt.shape = np.asarray(t.shape, np.int32)
+    tt.type = TENSOR_TYPE_CODES[t.dtype]
+    tt.buffer = t.buffer
+    tt.name = t.name
+    if t.quantization is not None:
+        q = t.quantization
+        qt = fb.QuantizationParametersT()
+        qt.scale = np.asarray(q.scale, np.float32) if q.scale.size else None
+        qt.zeroPoint = np.asarray(q.zero_point, np.int64) if q.zero_point.size else None
+        qt.min = None if q.min is None else np.asarray(q.min, np.float32)
+        qt.max = None if q.max is None else np.asarray(q.max, np.float32)
+        qt.quantizedDimension = q.quantized_dimension
+        tt.quantization = qt
+    tt.isVariable = t.is_variable
+    if t.shape_signature is not None:
+        tt.shapeSignature = np.asarray(t.shape_signature, np.int32)
+    tt.hasRank = t.has_rank
+    return tt
+
+
+def _operator(op: Operator, sg: Subgraph, codes: dict):
+    builtin = op.opcode.builtin
+    if builtin not in OPERATOR_CODES:
+        raise ModelError(f"unknown builtin operator {builtin!r}")
+    version = op.opcode.version or op_version(op, sg)
+    key = (builtin, op.opcode.custom_code if builtin == "CUSTOM" else None, version)
+    index = codes.setdefault(key, len(codes))
+    o = fb.OperatorT()
+    o.opcodeIndex = index
+    o.inputs = np.asarray(op.inputs, np.int32)
+    o.outputs = np.asarray(op.outputs, np.int32)
+    options = op.options if op.options is not None else default_options(builtin)
+    if options is not None:
+        if is_options2(options.kind):
+            o.builtinOptions2Type = OPTIONS2_CODES[options.kind]
+            o.builtinOptions2 = options_to_object(options)
+        else:
+            o.builtinOptionsType = OPTIONS_CODES[options.kind]
+            o.builtinOptions = options_to_object(options)
+    if op.custom_options is not None:
+        o.customOptions = np.frombuffer(bytes(op.custom_options), np.uint8)
+    if op.intermediates:
+        o.intermediates = np.asarray(op.intermediates, np.int32)
+    return o
+
+
+def _signature(sig):
+    s = fb.SignatureDefT()
+    s.signatureKey = sig.signature_key
+    s.subgraphIndex = sig.subgraph_index
+    s.inputs = [_tensor_map(n, i) for n, i in sig.inputs.items()]
+    s.outputs = [_tensor_map(n, i) for n, i in sig.outputs.items()]
+    return s
+
+
+def _tensor_map(name: str, index: int):
+    tm = fb.TensorMapT()
+    tm.name, tm.tensorIndex = name, index
+    return tm
+
