@@ -1,0 +1,5 @@
+"""The kernels. Importing this package registers every kernel; each module below is one family,
+so this list reads as the coverage table."""
+from .registry import KERNELS, CUSTOM_OPS, KernelError, Node, TensorInfo, register, register_custom_op
+
+from . import elementwise  # noqa: F401  ADD SUB MUL DIV ... and unary math

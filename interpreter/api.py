@@ -1,0 +1,236 @@
+"""`Interpreter`: a drop-in for `ai_edge_litert.interpreter.Interpreter`.
+
+Same constructor, methods, detail dicts and exception types as LiteRT; messages name the tensor,
+what was expected and what was given.
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from edgelite.schema import ModelError, load
+from edgelite.schema.model import NUMPY_DTYPES
+
+from . import threads
+from .plan import Runtime
+
+
+class OpResolverType(enum.Enum):
+    """Which kernels run the model (LiteRT's names). edgelite's kernels follow TFLite's reference
+    arithmetic in every mode, so BUILTIN_REF results are what AUTO and BUILTIN give too."""
+
+    AUTO = 0
+    BUILTIN = 1
+    BUILTIN_REF = 2
+    BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
+
+
+def _details(model, sg, t: int, shape) -> dict:
+    tensor = sg.tensors[t]
+    q = tensor.quantization
+    scales = np.array(q.scale, np.float32) if q is not None else np.zeros(0, np.float32)
+    zps = np.array(q.zero_point, np.int32) if q is not None else np.zeros(0, np.int32)
+    if scales.size and zps.size < scales.size:
+        zps = np.zeros(scales.size, np.int32)
+    sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+    np_type = NUMPY_DTYPES.get(tensor.dtype)
+    return {
+        "name": tensor.name,
+        "index": t,
+        "shape": np.array(shape, np.int32),
+        "shape_signature": np.array(sig, np.int32),
+        "dtype": np.object_ if tensor.dtype in ("string", "resource", "variant") or np_type is None
+        else np_type.type,
+        "quantization": (float(scales[0]), int(zps[0])) if scales.size == 1 else (0.0, 0),
+        "quantization_parameters": {
+            "scales": scales, "zero_points": zps,
+            "quantized_dimension": int(q.quantized_dimension) if q is not None else 0,
+        },
+        "sparsity_parameters": {},
+    }
+
+
+class Interpreter:
+    """Runs a `.tflite` model on the CPU with numpy kernels."""
+
+    def __init__(self, model_path=None, model_content=None, experimental_delegates=None,
+                 num_threads=None,
+                 experimental_op_resolver_type=OpResolverType.AUTO,
+                 experimental_preserve_all_tensors=False,
+                 experimental_disable_delegate_clustering=False,
+                 experimental_default_delegate_latest_features=False):
+        if model_path is None and model_content is None:
+            raise ValueError("`model_path` or `model_content` must be specified.")
+        if model_path is not None and model_content is not None:
+            raise ValueError("Can't both provide `model_path` and `model_content`")
+        if num_threads is not None:
+            if not isinstance(num_threads, int):
+                raise ValueError("type of num_threads should be int")
+            if num_threads < 1 and num_threads != -1:
+                raise ValueError("num_threads should >= 1 or -1 (let the runtime decide)")
+        try:
+            self._model = load(model_path if model_path is not None else model_content)
+        except ModelError as e:
+            src = f"{model_path!r}" if model_path is not None else "model_content"
+            raise ValueError(f"Could not load {src}: {e}") from e
+        self._num_threads = num_threads
+        self._op_resolver_type = experimental_op_resolver_type
+        self._runtime = Runtime(self._model, bool(experimental_preserve_all_tensors),
+                                experimental_delegates or ())
+        self._runtime.check_supported()
+        self._main = self._runtime.subgraph(0)
+        self._allocated = False
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    def allocate_tensors(self) -> None:
+        with threads.limit(self._num_threads):
+            self._main.prepare()
+        self._allocated = True
+
+    def resize_tensor_input(self, input_index, tensor_size, strict=False) -> None:
+        sg = self._main.sg
+        if input_index not in sg.inputs:
+            raise ValueError(f"Tensor {input_index} is not an input of the model "
+                             f"(inputs: {list(sg.inputs)})")
+        size = np.asarray(tensor_size)
+        if size.ndim != 1 or not np.issubdtype(size.dtype, np.integer) or (size < 0).any():
+            raise ValueError(f"Cannot resize input {input_index}: size must be a 1-D list of "
+                             f"non-negative ints, got {tensor_size!r}")
+        if strict:
+            t = sg.tensors[input_index]
+            sig = t.shape_signature if t.shape_signature is not None else t.shape
+            if len(sig) != len(size) or any(s != -1 and s != d for s, d in zip(sig, size)):
+                raise ValueError(f"Cannot resize input {input_index} ({t.name}) to "
+                                 f"{list(size)} with strict=True: only dimensions that are -1 "
+                                 f"in its shape signature {list(sig)} may change")
+        self._main.resize_input(input_index, size.tolist())
+        self._allocated = False
+
+    # -- details -----------------------------------------------------------------------------
+
+    def _shape(self, t: int):
+        plan = self._main
+        if plan.ready and plan.arrays[t] is not None:
+            return plan.arrays[t].shape
+        return plan.input_shapes.get(t, plan.sg.tensors[t].shape)
+
+    def get_input_details(self) -> list:
+        sg = self._main.sg
+        return [_details(self._model, sg, t, self._shape(t)) for t in sg.inputs]
+
+    def get_output_details(self) -> list:
+        sg = self._main.sg
+        return [_details(self._model, sg, t, self._shape(t)) for t in sg.outputs]
+
+    def get_tensor_details(self) -> list:
+        sg = self._main.sg
+        return [_details(self._model, sg, t, self._shape(t)) for t in range(len(sg.tensors))]
+
+    def num_subgraphs(self) -> int:
+        return len(self._model.subgraphs)
+
+    # -- data --------------------------------------------------------------------------------
+
+    def _check_index(self, tensor_index) -> None:
+        n = len(self._main.sg.tensors)
+        if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
+            raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index "
+                             f"{n - 1}")
+
+    def _array(self, tensor_index) -> np.ndarray:
+        self._check_index(tensor_index)
+        plan = self._main
+        if not self._allocated or not plan.ready:
+            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+        value = plan.arrays[tensor_index]
+        if value is None:
+            name = plan.sg.tensors[tensor_index].name
+            raise ValueError(f"Tensor {tensor_index} ({name}) has no data: edgelite does not "
+                             "keep it (an unused tensor)")
+        return value
+
+    def set_tensor(self, tensor_index, value) -> None:
+        target = self._array(tensor_index)
+        value = np.asarray(value)
+        t = self._main.sg.tensors[tensor_index]
+        k = list(self._main.sg.inputs).index(tensor_index) \
+            if tensor_index in self._main.sg.inputs else tensor_index
+        what = f"input {k}" if tensor_index in self._main.sg.inputs else f"tensor {tensor_index}"
+        if value.dtype != target.dtype:
+            raise ValueError(f"Cannot set tensor: Got value of type {_tfl_type(value.dtype)} but "
+                             f"expected type {_tfl_type(target.dtype)} for {what}, name: {t.name}")
+        if value.ndim != target.ndim:
+            raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {value.ndim} but "
+                             f"expected {target.ndim} for {what} ({t.name}, shape "
+                             f"{list(target.shape)}).")
+        for d, (got, want) in enumerate(zip(value.shape, target.shape)):
+            if got != want:
+                raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {got} but expected "
+                                 f"{want} for dimension {d} of {what} ({t.name}, shape "
+                                 f"{list(target.shape)}).")
+        if not target.flags.writeable:
+            raise ValueError(f"Cannot set tensor {tensor_index} ({t.name}): it is a constant")
+        np.copyto(target, value)
+
+    def get_tensor(self, tensor_index, subgraph_index=0) -> np.ndarray:
+        return np.array(self._array(tensor_index))
+
+    def tensor(self, tensor_index):
+        """A function returning a zero-copy view of the tensor's current memory."""
+        self._array(tensor_index)
+        return lambda: self._array(tensor_index)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def invoke(self) -> None:
+        if not self._allocated or not self._main.ready:
+            raise RuntimeError("Invoke called on model that is not ready: call "
+                               "allocate_tensors() first (and again after resize_tensor_input)")
+        with threads.limit(self._num_threads):
+            self._main.invoke()
+
+    def reset_all_variables(self) -> None:
+        for plan in self._runtime.plans.values():
+            if plan.ready:
+                plan.reset_variables()
+
+    @property
+    def arena_bytes(self) -> int:
+        """Bytes of the main subgraph's shared activation arena (0 before allocate_tensors)."""
+        return self._main.arena_bytes
+
+    # -- signatures --------------------------------------------------------------------------
+
+    def get_signature_list(self) -> dict:
+        return {s.signature_key: {"inputs": list(s.inputs), "outputs": list(s.outputs)}
+                for s in self._model.signature_defs}
+
+    def get_signature_runner(self, signature_key=None):
+        from .signature import SignatureRunner
+        sigs = self._model.signature_defs
+        if signature_key is None:
+            if len(sigs) != 1:
+                raise ValueError("SignatureDef signature_key is None and model has "
+                                 f"{len(sigs)} Signatures. None is only allowed when the model "
+                                 "has 1 SignatureDef")
+            return SignatureRunner(self, sigs[0])
+        for s in sigs:
+            if s.signature_key == signature_key:
+                return SignatureRunner(self, s)
+        raise ValueError(f'Invalid signature_key provided: "{signature_key}". The model has: '
+                         f"{[s.signature_key for s in sigs]}")
+
+
+_TFL_TYPE_NAMES = {np.dtype(np.float32): "FLOAT32", np.dtype(np.float64): "FLOAT64",
+                   np.dtype(np.float16): "FLOAT16", np.dtype(np.int8): "INT8",
+                   np.dtype(np.uint8): "UINT8", np.dtype(np.int16): "INT16",
+                   np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64",
+                   np.dtype(np.bool_): "BOOL", np.dtype(np.uint16): "UINT16",
+                   np.dtype(np.uint32): "UINT32", np.dtype(np.uint64): "UINT64",
+                   np.dtype(np.complex64): "COMPLEX64"}
+
+
+def _tfl_type(dtype) -> str:
+    return _TFL_TYPE_NAMES.get(np.dtype(dtype), str(dtype).upper())

@@ -1,0 +1,88 @@
+"""Helpers shared by kernels: fused activations, padding arithmetic, broadcasting."""
+from __future__ import annotations
+
+import numpy as np
+
+try:  # the clip ufunc without np.clip's Python wrapper (~3x cheaper per call)
+    from numpy._core.umath import clip as _clip_ufunc
+except ImportError:  # numpy < 2
+    try:
+        from numpy.core.umath import clip as _clip_ufunc
+    except ImportError:
+        _clip_ufunc = None
+
+
+def clip_(x: np.ndarray, lo, hi) -> None:
+    """x = clip(x, lo, hi) in place, with scalar bounds."""
+    if _clip_ufunc is not None:
+        _clip_ufunc(x, lo, hi, out=x)
+    else:
+        np.clip(x, lo, hi, out=x)
+
+
+# ActivationFunctionType values of the format.
+NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT, SIGMOID = 0, 1, 2, 3, 4, 5, 6
+
+_FLOAT_BOUNDS = {RELU: (0.0, np.inf), RELU_N1_TO_1: (-1.0, 1.0), RELU6: (0.0, 6.0)}
+
+
+def fused_activation(code: int, node=None):
+    """An in-place function applying a fused activation to a float array, or None for NONE."""
+    code = int(code or 0)
+    if code == NONE:
+        return None
+    if code in _FLOAT_BOUNDS:
+        lo, hi = _FLOAT_BOUNDS[code]
+        return lambda x: clip_(x, lo, hi)
+    if code == TANH:
+        return lambda x: np.tanh(x, out=x)
+    if code == SIGMOID:
+        def sigmoid(x):
+            np.negative(x, out=x)
+            np.exp(x, out=x)
+            x += 1.0
+            np.reciprocal(x, out=x)
+        return sigmoid
+    if code == SIGN_BIT:
+        return lambda x: np.signbit(x, out=x)
+    msg = f"unknown fused activation {code}"
+    raise (node.fail(msg) if node is not None else ValueError(msg))
+
+
+def with_activation(compute, act):
+    """`compute(*arrays)` followed by `act` on its last argument (the output), if any."""
+    if act is None:
+        return compute
+
+    def run(*arrays):
+        compute(*arrays)
+        act(arrays[-1])
+    return run
+
+
+def broadcast_shape(node, *shapes) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise node.fail(f"input shapes {', '.join(str(list(s)) for s in shapes)} do not "
+                        "broadcast") from None
+
+
+def same_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> tuple:
+    """(output size, padding before) of TFLite's SAME padding."""
+    effective = (kernel - 1) * dilation + 1
+    out = (in_size + stride - 1) // stride
+    total = max((out - 1) * stride + effective - in_size, 0)
+    return out, total // 2
+
+
+def valid_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> tuple:
+    effective = (kernel - 1) * dilation + 1
+    return (in_size - effective + stride) // stride, 0
+
+
+def conv_output(padding: int, in_size: int, kernel: int, stride: int, dilation: int = 1) -> tuple:
+    """(output size, padding before) for the format's Padding value (0 SAME, 1 VALID)."""
+    if padding == 0:
+        return same_padding(in_size, kernel, stride, dilation)
+    return valid_padding(in_size, kernel, stride, dilation)

@@ -1,0 +1,140 @@
+"""The kernel registry: (op, arithmetic) -> a prepare function.
+
+A kernel is one function `prepare(node) -> run`. `prepare` validates the op, infers and sets its
+output shapes (`node.outputs[k].shape = ...`), precomputes what it can (weights in the layout the
+arithmetic wants, quantization multipliers, index tables) and returns `run`, which only computes:
+it is called as `run(*inputs, *outputs)` with numpy arrays (None for an omitted optional input)
+and writes its results into the output arrays, which already exist. Kernels never see the
+interpreter.
+
+The arithmetic key says which kernel computes an op: the dtype of its first input ("float32",
+"int8", "uint8", "int16", "int32", "int64", "bool", ...) or "hybrid" (float activations with int8
+weights). `register("ADD", "float32", "int32")` declares a kernel for those keys.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from edgelite.schema.model import QuantizationParameters
+
+
+class KernelError(ValueError):
+    """An operator cannot run: bad shapes, unsupported options or dtypes. Names the operator."""
+
+
+@dataclass
+class TensorInfo:
+    """What `prepare` knows of a tensor: its shape, dtype, quantization, and its value when
+    constant. `prepare` sets an output's `shape` (and may set `data` when the value is known
+    before running, e.g. SHAPE of a static tensor)."""
+
+    index: int
+    name: str
+    shape: tuple
+    dtype: np.dtype
+    type_name: str
+    quantization: QuantizationParameters | None = None
+    data: np.ndarray | None = None
+    is_variable: bool = False
+
+    @property
+    def scale(self) -> float:
+        """The per-tensor scale (the first one for per-channel tensors); 0.0 if not quantized."""
+        q = self.quantization
+        return float(q.scale[0]) if q is not None and q.scale.size else 0.0
+
+    @property
+    def zero_point(self) -> int:
+        q = self.quantization
+        return int(q.zero_point[0]) if q is not None and q.zero_point.size else 0
+
+
+@dataclass
+class Node:
+    """One operator as `prepare` sees it."""
+
+    op: str
+    index: int
+    inputs: list            # TensorInfo, or None for an omitted optional input (-1)
+    outputs: list           # TensorInfo; shapes start as the model declares them
+    options: Any = None     # edgelite.schema.Options or None
+    custom_options: bytes | None = None
+    subgraph: int = 0
+    is_custom: bool = False  # then `op` is the custom code
+    runtime: Any = None     # services for control flow and variables (see interpreter.plan)
+    state: dict = field(default_factory=dict)
+
+    def fail(self, message: str) -> KernelError:
+        """An error naming this operator; `raise node.fail("...")`."""
+        return KernelError(f"subgraph {self.subgraph} operator {self.index} ({self.op}): {message}")
+
+    def input(self, k: int) -> TensorInfo:
+        if k >= len(self.inputs) or self.inputs[k] is None:
+            raise self.fail(f"input {k} is missing")
+        return self.inputs[k]
+
+    def optional_input(self, k: int) -> TensorInfo | None:
+        return self.inputs[k] if k < len(self.inputs) else None
+
+    def expect_inputs(self, *counts: int) -> None:
+        if len(self.inputs) not in counts:
+            want = " or ".join(str(c) for c in counts)
+            raise self.fail(f"expected {want} inputs, got {len(self.inputs)}")
+
+
+Prepare = Callable[[Node], Callable]
+
+KERNELS: dict = {}      # op -> {arithmetic key -> prepare}
+CUSTOM_OPS: dict = {}   # custom code -> prepare
+
+
+def register(op: str, *keys: str):
+    """Decorator: declare `prepare` as the kernel of `op` for the arithmetic `keys`."""
+    def wrap(prepare: Prepare) -> Prepare:
+        table = KERNELS.setdefault(op, {})
+        for key in keys:
+            if key in table:
+                raise RuntimeError(f"two kernels registered for {op} / {key}")
+            table[key] = prepare
+        return prepare
+    return wrap
+
+
+def register_custom_op(name: str, prepare: Prepare, *, replace: bool = False) -> None:
+    """Register a Python kernel for the custom op `name` (a model's custom_code).
+
+    `prepare(node) -> run` as for builtin kernels: set `node.outputs[k].shape`, return
+    `run(*inputs, *outputs)`. `node.custom_options` holds the op's raw options bytes."""
+    if name in CUSTOM_OPS and not replace:
+        raise ValueError(f"custom op {name!r} is already registered (pass replace=True)")
+    CUSTOM_OPS[name] = prepare
+
+
+HYBRID_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL",
+                        "UNIDIRECTIONAL_SEQUENCE_LSTM", "EMBEDDING_LOOKUP"})
+
+
+def arithmetic(node: Node) -> str:
+    """The key that selects a kernel: the first input's dtype, or "hybrid"."""
+    first = next((t for t in node.inputs if t is not None), None)
+    if first is None:
+        return node.outputs[0].type_name if node.outputs else "none"
+    key = first.type_name
+    if key == "float32" and node.op in HYBRID_OPS and len(node.inputs) > 1 \
+            and node.inputs[1] is not None and node.inputs[1].type_name in ("int8", "uint8"):
+        return "hybrid"
+    return key
+
+
+def lookup(node: Node) -> Prepare | None:
+    """The kernel for a node, or None when edgelite has none."""
+    if node.is_custom:
+        return CUSTOM_OPS.get(node.op)
+    return KERNELS.get(node.op, {}).get(arithmetic(node))
+
+
+def supported_keys(op: str) -> list:
+    return sorted(KERNELS.get(op, {}))

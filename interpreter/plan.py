@@ -1,0 +1,264 @@
+"""The execution plan of a subgraph: prepared kernels in a flat list over preallocated arrays.
+
+`prepare()` walks the operators in order, asks each kernel to validate and infer its outputs,
+folds operators whose inputs are all constant, then plans memory (one arena shared by tensors
+whose lifetimes do not overlap) and binds every step to its arrays. `invoke()` is a tight loop.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from edgelite.schema.graph import has_side_effects
+from edgelite.schema.model import NUMPY_DTYPES, Model
+
+from . import arena
+from .kernels import registry
+from .kernels.registry import KernelError, Node, TensorInfo
+
+
+class UnsupportedOpsError(RuntimeError):
+    """The model uses operators edgelite has no kernel for; the message lists all of them."""
+
+
+class Runtime:
+    """What the subgraphs of one interpreter share: the model, their plans, resource variables."""
+
+    def __init__(self, model: Model, preserve_all: bool = False, delegates=()):
+        self.model = model
+        self.preserve_all = preserve_all
+        self.delegates = list(delegates)
+        self.plans: dict = {}
+        self.resources: dict = {}      # resource id -> np.ndarray value
+        self._resource_ids: dict = {}  # (container, shared_name) -> id
+        self.variables: dict = {}      # (subgraph, tensor) -> persistent array (is_variable)
+        self.once_done: set = set()    # CALL_ONCE subgraphs already run
+
+    def subgraph(self, index: int) -> "SubgraphPlan":
+        plan = self.plans.get(index)
+        if plan is None:
+            plan = self.plans[index] = SubgraphPlan(self, index)
+        return plan
+
+    def resource_id(self, container: str, shared_name: str, owner) -> int:
+        """The id of a resource variable: one per (container, shared_name); an empty name makes a
+        variable private to the op that declares it."""
+        key = (container, shared_name) if shared_name else ("", owner)
+        return self._resource_ids.setdefault(key, len(self._resource_ids) + 1)
+
+    def check_supported(self) -> None:
+        """Raise UnsupportedOpsError listing every operator without a kernel, in every subgraph."""
+        missing = []
+        for si, sg in enumerate(self.model.subgraphs):
+            for oi, op in enumerate(sg.operators):
+                node = _node(self, si, sg, oi, op, _static_infos(self.model, si))
+                if registry.lookup(node) is None:
+                    missing.append(_describe_missing(node))
+        if missing:
+            raise UnsupportedOpsError(
+                f"edgelite has no kernel for {len(missing)} operator(s):\n  "
+                + "\n  ".join(missing))
+
+
+def _describe_missing(node: Node) -> str:
+    where = f"subgraph {node.subgraph} operator {node.index}"
+    if node.is_custom:
+        return (f"{where}: custom op {node.op!r} is not registered "
+                "(register a Python kernel with edgelite.interpreter.register_custom_op)")
+    key = registry.arithmetic(node)
+    have = registry.supported_keys(node.op)
+    if have:
+        return f"{where}: {node.op} with {key} arithmetic (edgelite has {', '.join(have)})"
+    return f"{where}: {node.op} (no kernel in edgelite)"
+
+
+def _static_infos(model: Model, si: int, shapes: dict | None = None) -> list:
+    sg = model.subgraphs[si]
+    graph_inputs = set(sg.inputs)
+    infos = []
+    for i, t in enumerate(sg.tensors):
+        data = None
+        if i not in graph_inputs and not t.is_variable:
+            data = model.constant(sg, i) if t.dtype in NUMPY_DTYPES else None
+        shape = shapes.get(i, t.shape) if shapes else t.shape
+        infos.append(TensorInfo(i, t.name, tuple(shape), NUMPY_DTYPES.get(t.dtype, np.dtype(object)),
+                                t.dtype, t.quantization, data, t.is_variable))
+    return infos
+
+
+def _node(runtime, si, sg, oi, op, infos) -> Node:
+    return Node(op=op.opcode.name, index=oi,
+                inputs=[infos[t] if t >= 0 else None for t in op.inputs],
+                outputs=[infos[t] for t in op.outputs], options=op.options,
+                custom_options=op.custom_options, subgraph=si,
+                is_custom=op.opcode.builtin == "CUSTOM", runtime=runtime)
+
+
+def memory_limit() -> int:
+    """Bytes a plan may allocate: the machine's physical memory."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
+
+
+class SubgraphPlan:
+    def __init__(self, runtime: Runtime, index: int):
+        self.runtime = runtime
+        self.index = index
+        self.sg = runtime.model.subgraphs[index]
+        self.input_shapes: dict = {}   # tensor -> shape set by resize
+        self.ready = False
+        self.steps: list = []
+        self.arrays: list = []
+        self.infos: list = []
+        self.arena_bytes = 0
+        self.live_bytes = 0
+        self.step_ops: list = []       # operator index of each step (for profiles and errors)
+
+    # -- preparation -------------------------------------------------------------------------
+
+    def resize_input(self, tensor: int, shape) -> None:
+        self.input_shapes[tensor] = tuple(int(d) for d in shape)
+        self.ready = False
+
+    def prepare(self) -> None:
+        model, sg, si = self.runtime.model, self.sg, self.index
+        infos = _static_infos(model, si, self.input_shapes)
+        specs = []  # (op index, run, input tensors, output tensors)
+        for oi, op in enumerate(sg.operators):
+            node = _node(self.runtime, si, sg, oi, op, infos)
+            prepare = registry.lookup(node)
+            if prepare is None:
+                raise UnsupportedOpsError(_describe_missing(node))
+            run = prepare(node)
+            for k, out in enumerate(node.outputs):
+                if any(not isinstance(d, (int, np.integer)) or d < 0 for d in out.shape):
+                    raise node.fail(f"output {k} has an unknown shape {out.shape}; data-dependent "
+                                    "shapes are not supported yet")
+                out.shape = tuple(int(d) for d in out.shape)
+            if all(o.data is not None for o in node.outputs) and node.outputs:
+                continue  # prepare knew the values (e.g. SHAPE of a static tensor)
+            if self._foldable(op, node):
+                self._fold(node, run)
+                continue
+            specs.append((oi, run, list(op.inputs), list(op.outputs)))
+        self.infos = infos
+        self._allocate(specs)
+        self.ready = True
+
+    @staticmethod
+    def _foldable(op, node: Node) -> bool:
+        return (not has_side_effects(op) and not node.is_custom
+                and all(t is None or t.data is not None for t in node.inputs))
+
+    @staticmethod
+    def _fold(node: Node, run) -> None:
+        ins = [None if t is None else t.data for t in node.inputs]
+        outs = [np.empty(o.shape, o.dtype) for o in node.outputs]
+        run(*ins, *outs)
+        for o, value in zip(node.outputs, outs):
+            value.flags.writeable = False
+            o.data = value
+
+    def _allocate(self, specs: list) -> None:
+        infos, sg = self.infos, self.sg
+        arrays: list = [None] * len(infos)
+        own = set(sg.inputs) | set(sg.outputs)
+        if self.runtime.preserve_all:
+            own.update(range(len(infos)))
+        # Lifetimes of the tensors the steps write or read.
+        first: dict = {}
+        last: dict = {}
+        for s, (_, _, ins, outs) in enumerate(specs):
+            for t in outs:
+                first.setdefault(t, s)
+                last[t] = max(last.get(t, s), s)
+            for t in ins:
+                if t >= 0:
+                    first.setdefault(t, -1)
+                    last[t] = s
+        needed = set(first) | own
+        total = 0
+        lifetimes = []
+        for t in sorted(needed):
+            info = infos[t]
+            if info.data is not None:
+                arrays[t] = info.data
+                continue
+            nbytes = int(np.prod(info.shape, dtype=np.int64)) * info.dtype.itemsize
+            total += nbytes
+            if info.is_variable or t in own or first.get(t, -1) < 0:
+                continue
+            lifetimes.append(arena.Lifetime(t, nbytes, first[t], last[t]))
+        if total > memory_limit():
+            raise MemoryError(f"subgraph {self.index} needs {total / 2**30:.1f} GiB for its "
+                              "tensors, more than this machine has")
+        offsets, size = arena.plan(lifetimes)
+        block = arena.allocate(size)
+        for lt in lifetimes:
+            info = infos[lt.tensor]
+            arrays[lt.tensor] = block[offsets[lt.tensor]:offsets[lt.tensor] + lt.nbytes] \
+                .view(info.dtype).reshape(info.shape)
+        for t in sorted(needed):
+            if arrays[t] is None:
+                arrays[t] = self._own_array(t, infos[t])
+        self.arena_bytes = size
+        self.live_bytes = arena.live_lower_bound(lifetimes)
+        self.arrays = arrays
+        self.steps = [(run, tuple(None if t < 0 else arrays[t] for t in ins)
+                       + tuple(arrays[t] for t in outs)) for _, run, ins, outs in specs]
+        self.step_ops = [oi for oi, *_ in specs]
+
+    def _own_array(self, t: int, info: TensorInfo) -> np.ndarray:
+        if info.is_variable:
+            key = (self.index, t)
+            value = self.runtime.variables.get(key)
+            if value is None or value.shape != info.shape:
+                value = self.runtime.variables[key] = self._variable_initial(t, info)
+            return value
+        return np.zeros(info.shape, info.dtype)
+
+    def _variable_initial(self, t: int, info: TensorInfo) -> np.ndarray:
+        """A variable tensor starts from its buffer's data when it has some, else zeros."""
+        buf = self.runtime.model.buffers[self.sg.tensors[t].buffer]
+        if buf.nbytes and buf.nbytes == int(np.prod(info.shape)) * info.dtype.itemsize:
+            return buf.data.view(info.dtype).reshape(info.shape).copy()
+        return np.zeros(info.shape, info.dtype)
+
+    def reset_variables(self) -> None:
+        for (si, t), value in self.runtime.variables.items():
+            if si == self.index:
+                value[...] = self._variable_initial(t, self.infos[t])
+
+    # -- running -----------------------------------------------------------------------------
+
+    def invoke(self) -> None:
+        if not self.ready:
+            self.prepare()
+        i = 0
+        try:
+            for i, (run, args) in enumerate(self.steps):
+                run(*args)
+        except KernelError:
+            raise
+        except Exception as e:
+            oi = self.step_ops[i]
+            raise RuntimeError(f"subgraph {self.index} operator {oi} "
+                               f"({self.sg.operators[oi].op}) failed: {type(e).__name__}: {e}") \
+                from e
+
+    def call(self, inputs: list) -> list:
+        """Run this subgraph on `inputs` (control flow): re-plans when their shapes change and
+        returns its output arrays (owned by the plan: copy before the next call)."""
+        for t, value in zip(self.sg.inputs, inputs):
+            if not self.ready or self.arrays[t].shape != value.shape:
+                self.input_shapes[t] = value.shape
+                self.ready = False
+        if not self.ready:
+            self.prepare()
+        for t, value in zip(self.sg.inputs, inputs):
+            np.copyto(self.arrays[t], value, casting="unsafe")
+        self.invoke()
+        return [self.arrays[t] for t in self.sg.outputs]
