@@ -214,7 +214,7 @@ def _read_operator(o, where: str, codes: list, buf, budget: _Budget) -> Operator
             raise ModelError(f"{where}: options type {kind} is set but the table is missing")
         options = options_from_table(kind, buf, table.Pos)
         budget.spend(sum(len(v) for v in options.fields.values()
-                         if isinstance(v, (tuple, bytes))), where)
+                         if isinstance(v, (tuple, str))), where)
     elif opcode.builtin in OPTIONS_REQUIRED:
         raise ModelError(f"{where}: missing its options table {options_kind(opcode.builtin)}")
     else:  # files may omit a table whose fields all have their defaults

@@ -175,10 +175,13 @@ class Tensor:
 
 @dataclass(frozen=True)
 class OperatorCode:
-    """What an operator is: a builtin op by name (e.g. "CONV_2D"), or "CUSTOM" with custom_code."""
+    """What an operator is: a builtin op by name (e.g. "CONV_2D"), or "CUSTOM" with custom_code.
+
+    `version` 0 (the default) lets the writer pick the version from the features the op uses
+    (`versions.op_version`); a loaded model keeps the versions its file states."""
 
     builtin: str
-    version: int = 1
+    version: int = 0
     custom_code: str | None = None
 
     @property

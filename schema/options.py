@@ -68,7 +68,9 @@ def is_options2(kind: str) -> bool:
 
 
 def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    """The .fbs field name of a flatc object-API attribute: flatc capitalizes every word of the
+    snake_case name, so each capital starts a word ("dilationWFactor" -> "dilation_w_factor")."""
+    return re.sub(r"([A-Z])", r"_\1", name).lower()
 
 
 @lru_cache(maxsize=None)
@@ -81,6 +83,8 @@ def _field_names(kind: str) -> tuple:
 
 
 def _from_value(v):
+    if isinstance(v, bytes):  # a string field (flatc's Python object API gives bytes)
+        return v.decode("utf-8", "replace")
     if isinstance(v, np.ndarray):
         return tuple(v.tolist())
     if isinstance(v, list):

@@ -1,0 +1,30 @@
+"""Shared test helpers: where the shared real models live."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SKIP_REASON = "shared models not found: set EDGELITE_MODELS or clone beside ../shared/models"
+
+
+def find_models_dir() -> Path | None:
+    """The shared models folder ($EDGELITE_MODELS, else <repo>/../shared/models), or None."""
+    env = os.environ.get("EDGELITE_MODELS")
+    path = Path(env) if env else REPO_ROOT.parent / "shared" / "models"
+    return path if path.is_dir() else None
+
+
+def models_dir() -> Path:
+    """The shared models folder; skips the calling test when it is missing."""
+    path = find_models_dir()
+    if path is None:
+        pytest.skip(SKIP_REASON)
+    return path
+
+
+@pytest.fixture(name="models_dir")
+def models_dir_fixture() -> Path:
+    return models_dir()
