@@ -20,6 +20,8 @@ from .options import (OPERATOR_NAMES, OPTIONS2_NAMES, OPTIONS_NAMES, default_opt
                       options_from_table, options_kind)
 from .validate import OPTIONS_REQUIRED, validate
 
+BUFFER_LOCATION = "buffer_location"  # the large-model marker; see writer.save
+
 MAX_RANK = 16
 
 
@@ -120,8 +122,33 @@ def _read_model(root, buf, budget: _Budget) -> Model:
                 for j in range(_count(s.OutputsLength(), 4, buf, f"signature {i} outputs",
                                       budget))}
         signatures.append(SignatureDef(_str(s.SignatureKey()), int(s.SubgraphIndex()), ins, outs))
-    return Model(subgraphs=subgraphs, buffers=buffers, description=_str(root.Description()),
-                 signature_defs=signatures, metadata=metadata, version=version)
+    model = Model(subgraphs=subgraphs, buffers=buffers, description=_str(root.Description()),
+                  signature_defs=signatures, metadata=metadata, version=version)
+    _drop_layout_metadata(model)
+    return model
+
+
+def _drop_layout_metadata(model: Model) -> None:
+    """Remove the large-model marker (`buffer_location`) and its buffer: it describes the file's
+    layout, not the model, and the writer adds it again when it writes that layout."""
+    for k, md in enumerate(model.metadata):
+        if md.name != BUFFER_LOCATION:
+            continue
+        index = md.buffer
+        shared = (any(t.buffer == index for sg in model.subgraphs for t in sg.tensors)
+                  or sum(m.buffer == index for m in model.metadata) > 1)
+        del model.metadata[k]
+        if shared or not 0 < index < len(model.buffers):
+            return
+        del model.buffers[index]
+        for sg in model.subgraphs:
+            for t in sg.tensors:
+                if t.buffer > index:
+                    t.buffer -= 1
+        for m in model.metadata:
+            if m.buffer > index:
+                m.buffer -= 1
+        return
 
 
 def _read_opcode(oc, i: int) -> OperatorCode:

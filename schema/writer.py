@@ -21,6 +21,8 @@ from .versions import min_runtime_version, op_version
 ALIGN = 16
 # A FlatBuffer cannot exceed 2 GiB; bigger models keep their buffers after it (offset/size).
 FLATBUFFER_LIMIT = 2 ** 31 - 2 ** 24
+# Metadata entry that marks a large-model file (TFLite's `tflite_metadata_buffer_location`).
+BUFFER_LOCATION = "buffer_location"
 
 
 class _AlignedBufferT(fb.BufferT):
@@ -49,7 +51,10 @@ class _AlignedBufferT(fb.BufferT):
 
 def save(model: Model, large: bool | None = None) -> bytes:
     """Serialize `model`. `large=True` (automatic past 2 GiB) writes the buffers after the
-    FlatBuffer, addressed by offset and size, as TFLite's large-model format does."""
+    FlatBuffer, addressed by offset and size, as TFLite's large-model format does: tensor data
+    16-byte aligned after the FlatBuffer, 16 zero bytes after the last one (XNNPACK may read
+    past a buffer's end), metadata kept inline, and a `buffer_location` metadata entry saying
+    "outside flatbuffers" (what TFLite's tools check to know the weights are not inline)."""
     validate(model)
     if model.buffers and model.buffers[0].nbytes:
         raise ModelError("buffer 0 must be empty (the format reserves it for tensors without data)")
@@ -58,20 +63,24 @@ def save(model: Model, large: bool | None = None) -> bytes:
         large = total > FLATBUFFER_LIMIT
     if not large:
         return _build(model, None, total)
+    inline = {md.buffer for md in model.metadata}  # runtimes read metadata from `data` only
+    outside = [b.nbytes > 0 and i not in inline for i, b in enumerate(model.buffers)]
     # Pass 1 with placeholder offsets measures the FlatBuffer; offsets are fixed-width fields,
     # so pass 2 with the real offsets has the same size.
-    placeholder = [2 ** 62 if b.nbytes else 0 for b in model.buffers]
-    head = _build(model, placeholder, 0)
+    head = _build(model, [2 ** 62 if o else 0 for o in outside], 0)
     offsets, pos = [], _align(len(head))
-    for b in model.buffers:
-        offsets.append(pos if b.nbytes else 0)
-        pos = _align(pos + b.nbytes) if b.nbytes else pos
-    head = _build(model, offsets, 0)
-    out = bytearray(head)
+    for b, o in zip(model.buffers, outside):
+        offsets.append(pos if o else 0)
+        pos = _align(pos + b.nbytes) if o else pos
+    final = _build(model, offsets, 0)
+    if len(final) != len(head):
+        raise AssertionError("large-model header changed size between passes")
+    out = bytearray(final)
     for b, off in zip(model.buffers, offsets):
         if off:
             out.extend(b"\0" * (off - len(out)))
             out.extend(b.data.tobytes())
+    out.extend(b"\0" * (_align(len(out)) - len(out) + ALIGN))
     return bytes(out)
 
 
@@ -87,11 +96,15 @@ def _build(model: Model, offsets, data_bytes: int) -> bytes:
     m.subgraphs = [_subgraph(sg, codes) for sg in model.subgraphs]
     m.operatorCodes = [_opcode(builtin, custom, version) for builtin, custom, version in codes]
     buffers = list(model.buffers)
-    metadata = [(md.name, md.buffer) for md in model.metadata]
+    # `buffer_location` describes this file's layout, so the writer alone decides it.
+    metadata = [(md.name, md.buffer) for md in model.metadata if md.name != BUFFER_LOCATION]
     if not any(name == "min_runtime_version" for name, _ in metadata):
         text = min_runtime_version(codes).encode()
         buffers.append(_bytes_buffer(text.ljust(16, b"\0")))
         metadata.append(("min_runtime_version", len(buffers) - 1))
+    if offsets is not None:
+        buffers.append(_bytes_buffer(b"outside flatbuffers"))
+        metadata.append((BUFFER_LOCATION, len(buffers) - 1))
     if offsets is None:
         m.buffers = [_AlignedBufferT(b.data) for b in buffers]
     else:
