@@ -175,6 +175,10 @@ def build_model(params: dict):
     """The trained network as an edgelite IR `Model` (float32, NHWC, batch dimension dynamic)."""
     from edgelite.schema import (Model, Operator, OperatorCode, SignatureDef, Subgraph, Tensor,
                                  default_options)
+    from edgelite.schema.options import ACTIVATIONS, PADDINGS
+
+    same, valid = (next(c for c, n in PADDINGS.items() if n == name) for name in ("SAME", "VALID"))
+    relu = next(c for c, n in ACTIVATIONS.items() if n == "RELU")
 
     model = Model(description="edgelite default sample: 16x16 stroke-shape classifier "
                               f"({len(CLASSES)} classes), trained in numpy")
@@ -204,8 +208,8 @@ def build_model(params: dict):
 
     op("CONV_2D", [image, constant("conv/weights", params["conv_w"]),
                    constant("conv/bias", params["conv_b"])], [conv],
-       padding=0, stride_w=1, stride_h=1, fused_activation_function=1)  # SAME, RELU
-    op("MAX_POOL_2D", [conv], [pool], padding=1, stride_w=POOL, stride_h=POOL,  # VALID
+       padding=same, stride_w=1, stride_h=1, fused_activation_function=relu)
+    op("MAX_POOL_2D", [conv], [pool], padding=valid, stride_w=POOL, stride_h=POOL,
        filter_width=POOL, filter_height=POOL)
     op("RESHAPE", [pool, constant("flatten/shape", np.array([-1, flat], np.int32))], [flattened],
        new_shape=(-1, flat))
