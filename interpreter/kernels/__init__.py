@@ -3,3 +3,4 @@ so this list reads as the coverage table."""
 from .registry import KERNELS, CUSTOM_OPS, KernelError, Node, TensorInfo, register, register_custom_op
 
 from . import elementwise  # noqa: F401  ADD SUB MUL DIV ... and unary math
+from . import control  # noqa: F401  CALL_ONCE IF WHILE VAR_HANDLE READ_VARIABLE ASSIGN_VARIABLE

@@ -1,0 +1,136 @@
+"""Control flow and resource variables: CALL_ONCE IF WHILE VAR_HANDLE READ_VARIABLE ASSIGN_VARIABLE.
+
+Subgraphs run through `node.runtime.subgraph(i)` (an execution plan of their own); variables live in
+`node.runtime.resources`, keyed by the id VAR_HANDLE gives at prepare.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import register
+
+ANY = ("none", "float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool",
+       "resource", "variant", "uint32", "uint16", "uint64", "float64", "complex64")
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else (value or "")
+
+
+@register("VAR_HANDLE", *ANY)
+def var_handle(node):
+    opts = node.options
+    rid = node.runtime.resource_id(_text(opts.container), _text(opts.shared_name),
+                                   (node.subgraph, node.index))
+    out = node.outputs[0]
+    out.data = np.full(out.shape, rid, np.int32)
+    return None
+
+
+def _resource_id(node) -> int:
+    handle = node.input(0)
+    if handle.data is None:
+        raise node.fail("the resource handle is not known before running (it must come from a "
+                        "VAR_HANDLE in the same subgraph)")
+    return int(np.asarray(handle.data).reshape(-1)[0])
+
+
+@register("READ_VARIABLE", "resource")
+def read_variable(node):
+    rid = _resource_id(node)
+    resources = node.runtime.resources
+    name = node.outputs[0].name
+
+    def run(handle, out):
+        value = resources.get(rid)
+        if value is None:
+            raise RuntimeError(f"READ_VARIABLE {name!r}: the variable was never assigned")
+        if value.shape != out.shape:
+            raise RuntimeError(f"READ_VARIABLE {name!r}: the variable has shape {value.shape}, "
+                               f"the model declares {out.shape}")
+        np.copyto(out, value, casting="unsafe")
+    return run
+
+
+@register("ASSIGN_VARIABLE", "resource")
+def assign_variable(node):
+    node.expect_inputs(2)
+    rid = _resource_id(node)
+    resources = node.runtime.resources
+
+    def run(handle, value):
+        current = resources.get(rid)
+        if current is None or current.shape != value.shape or current.dtype != value.dtype:
+            resources[rid] = np.array(value)
+        else:
+            np.copyto(current, value)
+    return run
+
+
+@register("CALL_ONCE", *ANY)
+def call_once(node):
+    index = node.options.init_subgraph_index
+    runtime = node.runtime
+    plan = runtime.subgraph(index)
+
+    def run(*_):
+        if index not in runtime.once_done:
+            plan.call([])
+            runtime.once_done.add(index)
+    return run
+
+
+def _prepared(node, index: int, inputs: list) -> object:
+    """The plan of subgraph `index`, prepared for `inputs` (TensorInfos) shapes."""
+    plan = node.runtime.subgraph(index)
+    if len(plan.sg.inputs) != len(inputs):
+        raise node.fail(f"subgraph {index} takes {len(plan.sg.inputs)} inputs, got {len(inputs)}")
+    for t, info in zip(plan.sg.inputs, inputs):
+        plan.resize_input(t, info.shape)
+    plan.prepare()
+    return plan
+
+
+def _copy_out(values, outs) -> None:
+    for value, out in zip(values, outs):
+        if value.shape != out.shape:
+            raise RuntimeError(f"a subgraph output has shape {value.shape}, planned {out.shape}: "
+                               "shape-changing control flow is not supported yet")
+        np.copyto(out, value, casting="unsafe")
+
+
+@register("IF", "bool")
+def if_(node):
+    opts = node.options
+    args = node.inputs[1:]
+    then_plan = _prepared(node, opts.then_subgraph_index, args)
+    else_plan = _prepared(node, opts.else_subgraph_index, args)
+    shapes = [then_plan.arrays[t].shape for t in then_plan.sg.outputs]
+    other = [else_plan.arrays[t].shape for t in else_plan.sg.outputs]
+    if shapes != other:
+        raise node.fail(f"the branches give different output shapes {shapes} and {other}")
+    for out, shape in zip(node.outputs, shapes):
+        out.shape = shape
+    n_in = len(node.inputs)
+
+    def run(cond, *arrays):
+        plan = then_plan if bool(np.asarray(cond).reshape(-1)[0]) else else_plan
+        _copy_out(plan.call(list(arrays[:n_in - 1])), arrays[n_in - 1:])
+    return run
+
+
+@register("WHILE", *ANY)
+def while_(node):
+    opts = node.options
+    cond = _prepared(node, opts.cond_subgraph_index, node.inputs)
+    body = _prepared(node, opts.body_subgraph_index, node.inputs)
+    for out, t in zip(node.outputs, body.sg.outputs):
+        out.shape = body.arrays[t].shape
+    n = len(node.inputs)
+
+    def run(*arrays):
+        values = [np.array(a) for a in arrays[:n]]
+        while bool(np.asarray(cond.call(values)[0]).reshape(-1)[0]):
+            values = [np.array(v) for v in body.call(values)]
+        _copy_out(values, arrays[n:])
+    return run
