@@ -99,4 +99,17 @@ def order(sg: Subgraph) -> None:
             segment.append(i)
             segment_set.add(i)
     flush()
+    _check_order(result)
     sg.operators = result
+
+
+def _check_order(ops: list) -> None:
+    """ValueError when an op reads a tensor that a later op writes (a barrier stands between)."""
+    written_later = {t: i for i, op in enumerate(ops) for t in op.outputs if t >= 0}
+    for i, op in enumerate(ops):
+        for t in op.inputs:
+            j = written_later.get(t)
+            if j is not None and j >= i:
+                raise ValueError(f"operator #{i} {op.op} reads tensor {t}, which operator #{j} "
+                                 f"{ops[j].op} writes later, across a side-effect barrier that "
+                                 "no pass may reorder")
