@@ -51,8 +51,9 @@ class Runtime:
         """Raise UnsupportedOpsError listing every operator without a kernel, in every subgraph."""
         missing = []
         for si, sg in enumerate(self.model.subgraphs):
+            infos = _static_infos(self.model, si)
             for oi, op in enumerate(sg.operators):
-                node = _node(self, si, sg, oi, op, _static_infos(self.model, si))
+                node = _node(self, si, sg, oi, op, infos)
                 if registry.lookup(node) is None:
                     missing.append(_describe_missing(node))
         if missing:
