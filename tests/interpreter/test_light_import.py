@@ -1,0 +1,44 @@
+"""The interpreter imports and runs a model with only numpy and flatbuffers: onnx, typer and
+pyopencl are made unimportable in a fresh process."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from tests.conftest import REPO_ROOT
+from tests.opmodel import In, op_model
+
+_BLOCKER = textwrap.dedent("""
+    import importlib.abc, sys
+    BLOCKED = {"onnx", "typer", "pyopencl", "onnxruntime", "ai_edge_litert", "scipy", "torch"}
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"{name} is blocked in this test")
+    sys.meta_path.insert(0, Block())
+""")
+
+
+def test_interpreter_runs_without_heavy_dependencies(tmp_path):
+    path = tmp_path / "add.tflite"
+    path.write_bytes(op_model("ADD", [In((2, 3)), np.ones(3, np.float32)]))
+    code = _BLOCKER + textwrap.dedent(f"""
+        import numpy as np
+        from edgelite.interpreter import Interpreter
+        it = Interpreter(model_path={str(path)!r})
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], np.zeros((2, 3), np.float32))
+        it.invoke()
+        out = it.get_tensor(it.get_output_details()[0]["index"])
+        assert (out == 1).all(), out
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+        assert not loaded, loaded
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO_ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
