@@ -4,3 +4,4 @@ from .registry import KERNELS, CUSTOM_OPS, KernelError, Node, TensorInfo, regist
 
 from . import elementwise  # noqa: F401  ADD SUB MUL DIV ... and unary math
 from . import control  # noqa: F401  CALL_ONCE IF WHILE VAR_HANDLE READ_VARIABLE ASSIGN_VARIABLE
+from . import lstm  # noqa: F401  UNIDIRECTIONAL_SEQUENCE_LSTM

@@ -1,0 +1,124 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM, float32: TFLite's LSTM over a sequence.
+
+The state lives in two variable tensors (inputs 18 and 19: output state h, cell state c) that keep
+their values across invokes, as TFLite keeps them. Optional parts: CIFG (no input gate), peephole
+connections, projection, layer normalization, cell and projection clipping.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import fused_activation
+from .registry import register
+
+# Input positions of the op (the format's fixed layout).
+X = 0
+W_I, W_F, W_C, W_O = 1, 2, 3, 4          # input-to-gate weights [n_cell, n_input]
+R_I, R_F, R_C, R_O = 5, 6, 7, 8          # recurrent weights [n_cell, n_output]
+P_I, P_F, P_O = 9, 10, 11                # peephole weights [n_cell]
+B_I, B_F, B_C, B_O = 12, 13, 14, 15      # gate biases [n_cell]
+PROJ_W, PROJ_B = 16, 17
+H_STATE, C_STATE = 18, 19
+LN_I, LN_F, LN_C, LN_O = 20, 21, 22, 23
+
+
+def _sigmoid(x):
+    np.negative(x, out=x)
+    np.exp(x, out=x)
+    x += 1.0
+    np.reciprocal(x, out=x)
+
+
+def _layer_norm(x, coef):
+    mean = x.mean(axis=-1, keepdims=True)
+    x -= mean
+    var = (x * x).mean(axis=-1, keepdims=True)
+    x /= np.sqrt(var + 1e-8)
+    x *= coef
+
+
+@register("UNIDIRECTIONAL_SEQUENCE_LSTM", "float32")
+def unidirectional_sequence_lstm(node):
+    if len(node.inputs) not in (20, 24):
+        raise node.fail(f"expected 20 or 24 inputs, got {len(node.inputs)}")
+    opts = node.options
+    x = node.input(X)
+    if len(x.shape) != 3:
+        raise node.fail(f"input must be rank 3, got shape {list(x.shape)}")
+    time_major = bool(opts.time_major)
+    n_cell = node.input(W_F).shape[0]
+    n_output = node.input(R_F).shape[1]
+    batch = x.shape[1] if time_major else x.shape[0]
+    for k, want in ((H_STATE, (batch, n_output)), (C_STATE, (batch, n_cell))):
+        state = node.input(k)
+        if tuple(state.shape) != want:
+            raise node.fail(f"state input {k} has shape {list(state.shape)}, expected {list(want)}")
+    node.outputs[0].shape = x.shape[:2] + (n_output,)
+
+
+    cifg = node.optional_input(W_I) is None
+    gates = ["f", "c", "o"] if cifg else ["i", "f", "c", "o"]
+    w_idx = dict(i=W_I, f=W_F, c=W_C, o=W_O)
+    r_idx = dict(i=R_I, f=R_F, c=R_C, o=R_O)
+    b_idx = dict(i=B_I, f=B_F, c=B_C, o=B_O)
+    ln_idx = dict(i=LN_I, f=LN_F, c=LN_C, o=LN_O)
+    peep_idx = dict(i=P_I, f=P_F, o=P_O)
+    use_ln = len(node.inputs) == 24 and node.optional_input(LN_F) is not None
+    act = fused_activation(opts.fused_activation_function, node) or (lambda v: None)
+    cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
+    has_proj = node.optional_input(PROJ_W) is not None
+
+
+    def run(*arrays):
+        ins = arrays[:len(node.inputs)]
+        out = arrays[-1]
+        xs = ins[X]
+        if time_major:
+            xs = xs.transpose(1, 0, 2)
+        h, c = ins[H_STATE], ins[C_STATE]
+        w = np.concatenate([ins[w_idx[g]] for g in gates]).astype(np.float32, copy=False)
+        r = np.concatenate([ins[r_idx[g]] for g in gates]).astype(np.float32, copy=False)
+        bias = np.concatenate([ins[b_idx[g]] if ins[b_idx[g]] is not None
+                               else np.zeros(n_cell, np.float32) for g in gates])
+        xw = xs @ w.T  # [batch, time, n_g * n_cell]
+        if not use_ln:
+            xw += bias
+        outs = out.transpose(1, 0, 2) if time_major else out
+        for t in range(xs.shape[1]):
+            z = xw[:, t] + h @ r.T
+            parts = {g: z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
+            for g in ("i", "f"):
+                if g in parts and ins[peep_idx[g]] is not None:
+                    parts[g] += c * ins[peep_idx[g]]
+            if use_ln:
+                for k, g in enumerate(gates):
+                    _layer_norm(parts[g], ins[ln_idx[g]])
+                    parts[g] += ins[b_idx[g]]
+            _sigmoid(parts["f"])
+            if cifg:
+                i_gate = 1.0 - parts["f"]
+            else:
+                _sigmoid(parts["i"])
+                i_gate = parts["i"]
+            g_gate = parts["c"]
+            act(g_gate)
+            c *= parts["f"]
+            c += i_gate * g_gate
+            if cell_clip > 0:
+                np.clip(c, -cell_clip, cell_clip, out=c)
+            o_gate = parts["o"]
+            if ins[P_O] is not None:
+                o_gate += c * ins[P_O]
+            _sigmoid(o_gate)
+            cell_act = c.copy()
+            act(cell_act)
+            hidden = o_gate * cell_act
+            if has_proj:
+                hidden = hidden @ ins[PROJ_W].T
+                if ins[PROJ_B] is not None:
+                    hidden += ins[PROJ_B]
+                if proj_clip > 0:
+                    np.clip(hidden, -proj_clip, proj_clip, out=hidden)
+            h[...] = hidden
+            outs[:, t] = hidden
+    return run

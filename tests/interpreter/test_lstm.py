@@ -1,0 +1,76 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM against LiteRT: state kept in variable tensors across invokes,
+with and without CIFG, peepholes, projection and clipping."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options, save
+from tests.opmodel import assert_close
+
+litert = pytest.importorskip("ai_edge_litert.interpreter",
+                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+from edgelite import interpreter as edgelite_interpreter  # noqa: E402
+
+
+def _lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, cifg=False, peephole=False,
+                projection=False, time_major=False, cell_clip=0.0, seed=0) -> bytes:
+    rng = np.random.default_rng(seed)
+    model = Model()
+    sg = Subgraph(name="main")
+    shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+    x = sg.add_tensor(Tensor("x", shape))
+
+    def const(name, *shape_):
+        value = (rng.standard_normal(shape_) * 0.5).astype(np.float32)
+        return sg.add_tensor(Tensor(name, shape_, buffer=model.add_buffer(value)))
+
+    n_proj_out = n_out if projection else n_cell
+    ins = [x]
+    ins += [-1 if cifg else const("w_i", n_cell, n_in)] + [const(f"w_{g}", n_cell, n_in) for g in "fco"]
+    ins += [-1 if cifg else const("r_i", n_cell, n_proj_out)] + \
+           [const(f"r_{g}", n_cell, n_proj_out) for g in "fco"]
+    ins += [(-1 if cifg else const("p_i", n_cell)) if peephole else -1,
+            const("p_f", n_cell) if peephole else -1, const("p_o", n_cell) if peephole else -1]
+    ins += [-1 if cifg else const("b_i", n_cell)] + [const(f"b_{g}", n_cell) for g in "fco"]
+    ins += [const("proj_w", n_proj_out, n_cell) if projection else -1,
+            const("proj_b", n_proj_out) if projection else -1]
+    ins += [sg.add_tensor(Tensor("h", (batch, n_proj_out), is_variable=True)),
+            sg.add_tensor(Tensor("c", (batch, n_cell), is_variable=True))]
+    y = sg.add_tensor(Tensor("y", shape[:2] + (n_proj_out,)))
+    sg.inputs, sg.outputs = [x], [y]
+    sg.operators = [Operator(OperatorCode("UNIDIRECTIONAL_SEQUENCE_LSTM", 0), ins, [y],
+                             default_options("UNIDIRECTIONAL_SEQUENCE_LSTM",
+                                             fused_activation_function=4, cell_clip=cell_clip,
+                                             time_major=time_major))]
+    model.subgraphs.append(sg)
+    return save(model)
+
+
+def _run(module, content, xs):
+    it = module.Interpreter(model_content=content)
+    it.allocate_tensors()
+    outs = []
+    for x in xs:
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        outs.append(it.get_tensor(it.get_output_details()[0]["index"]))
+    it.reset_all_variables()
+    it.set_tensor(it.get_input_details()[0]["index"], xs[0])
+    it.invoke()
+    outs.append(it.get_tensor(it.get_output_details()[0]["index"]))
+    return outs
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"cifg": True}, {"peephole": True}, {"projection": True, "n_out": 3},
+    {"time_major": True}, {"cell_clip": 0.3}, {"cifg": True, "peephole": True, "projection": True},
+], ids=lambda k: ",".join(k) or "plain")
+def test_lstm_matches_litert_across_invokes(kwargs):
+    content = _lstm_model(**kwargs)
+    rng = np.random.default_rng(1)
+    shape = (3, 2, 5) if kwargs.get("time_major") else (2, 3, 5)
+    xs = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    ours, theirs = _run(edgelite_interpreter, content, xs), _run(litert, content, xs)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(ours[0], ours[1])  # the state carried over between invokes
