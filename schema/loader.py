@@ -10,6 +10,7 @@ import mmap
 import os
 import struct
 
+import flatbuffers
 import numpy as np
 
 from . import tflite_generated as fb
@@ -24,13 +25,21 @@ BUFFER_LOCATION = "buffer_location"  # the large-model marker; see writer.save
 
 MAX_RANK = 16
 
+# Where low-level read errors come from: the FlatBuffers runtime and the generated bindings read
+# through offsets they do not check (no verifier in Python), so on a corrupt file they raise these.
+_READ_ERRORS = (IndexError, struct.error, ValueError, TypeError, OverflowError)
+_READER_FILES = (os.path.dirname(flatbuffers.__file__), os.path.abspath(fb.__file__))
+
 
 class _Budget:
     """Counts the elements read, so a hostile file that shares one huge vector among many tables
-    cannot make loading take more than a few passes over the file's size."""
+    cannot make loading take more than about one pass over the file's size. Also remembers where
+    the reader is, for messages about low-level errors."""
 
     def __init__(self, nbytes: int):
-        self.left = 8 * nbytes + 100_000
+        # A sound file has at most one element per byte (int32 vectors: one per 4 bytes).
+        self.left = nbytes + 100_000
+        self.where = "model"
 
     def spend(self, n: int, where: str) -> None:
         self.left -= n
@@ -40,8 +49,10 @@ class _Budget:
 
 
 def _file_bytes(source):
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return bytes(source) if isinstance(source, memoryview) else source
+    if isinstance(source, (bytes, bytearray)):
+        return source
+    if isinstance(source, memoryview):
+        return source.cast("B") if source.c_contiguous else source.tobytes()
     path = os.fspath(source)
     try:
         with open(path, "rb") as f:
@@ -62,18 +73,41 @@ def load(source) -> Model:
     ident = bytes(buf[4:8])
     if ident != b"TFL3":
         raise ModelError(f"not a .tflite model: file identifier is {ident!r}, expected b'TFL3'")
+    _check_root(buf)
     budget = _Budget(len(buf))
-    where = "model"
     try:
-        root = fb.Model.GetRootAs(buf, 0)
-        model = _read_model(root, buf, budget)
-    except ModelError:
-        raise
-    except (IndexError, struct.error, ValueError, TypeError, OverflowError,
-            UnicodeDecodeError, MemoryError, AttributeError) as e:
-        raise ModelError(f"corrupt .tflite file ({where}): {type(e).__name__}: {e}") from None
+        model = _read_model(fb.Model.GetRootAs(buf, 0), buf, budget)
+    except _READ_ERRORS as e:
+        if isinstance(e, ModelError) or not _raised_by_reader(e):
+            raise
+        raise ModelError(f"corrupt or truncated .tflite file: reading {budget.where}, an offset "
+                         f"or length points outside the file ({type(e).__name__}: {e})") from None
     validate(model)
     return model
+
+
+def _raised_by_reader(e: BaseException) -> bool:
+    """True when `e` was raised inside the FlatBuffers runtime or the generated bindings (a
+    corrupt offset), False when it comes from edgelite's own code (a bug to fix, not hide)."""
+    tb = e.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last is not None and os.path.abspath(last).startswith(_READER_FILES)
+
+
+def _check_root(buf) -> None:
+    """The root table and its vtable must lie inside the file."""
+    n = len(buf)
+    root = struct.unpack_from("<I", buf, 0)[0]
+    if not 8 <= root <= n - 4:
+        raise ModelError(f"corrupt .tflite file: root table offset {root} lies outside the "
+                         f"{n}-byte file")
+    vtable = root - struct.unpack_from("<i", buf, root)[0]
+    if not 0 <= vtable <= n - 4:
+        raise ModelError(f"corrupt .tflite file: the root table's vtable at {vtable} lies outside "
+                         f"the {n}-byte file")
 
 
 def _count(n: int, elem_size: int, buf, what: str, budget: _Budget) -> int:
@@ -92,7 +126,7 @@ def _array(value, dtype, what: str, budget: _Budget):
 
 
 def _ints(value, what, budget) -> list:
-    return [int(v) for v in _array(value, np.int32, what, budget)]
+    return _array(value, np.int32, what, budget).tolist()
 
 
 def _str(value) -> str:
@@ -103,18 +137,25 @@ def _read_model(root, buf, budget: _Budget) -> Model:
     version = root.Version()
     if version != 3:
         raise ModelError(f"unsupported .tflite schema version {version}; edgelite reads version 3")
-    codes = [_read_opcode(root.OperatorCodes(i), i)
+    budget.where = "operator_codes"
+    codes = [_read_opcode(root.OperatorCodes(i), i, budget)
              for i in range(_count(root.OperatorCodesLength(), 4, buf, "operator_codes", budget))]
+    budget.where = "buffers"
     buffers = [_read_buffer(root.Buffers(i), i, buf, budget)
                for i in range(_count(root.BuffersLength(), 4, buf, "buffers", budget))]
+    budget.where = "subgraphs"
     subgraphs = [_read_subgraph(root.Subgraphs(i), i, codes, buf, budget)
                  for i in range(_count(root.SubgraphsLength(), 4, buf, "subgraphs", budget))]
     metadata = []
+    budget.where = "metadata"
     for i in range(_count(root.MetadataLength(), 4, buf, "metadata", budget)):
+        budget.where = f"metadata {i}"
         m = root.Metadata(i)
         metadata.append(Metadata(_str(m.Name()), int(m.Buffer())))
     signatures = []
+    budget.where = "signature_defs"
     for i in range(_count(root.SignatureDefsLength(), 4, buf, "signature_defs", budget)):
+        budget.where = f"signature_def {i}"
         s = root.SignatureDefs(i)
         ins = {_str(s.Inputs(j).Name()): int(s.Inputs(j).TensorIndex())
                for j in range(_count(s.InputsLength(), 4, buf, f"signature {i} inputs", budget))}
@@ -122,6 +163,7 @@ def _read_model(root, buf, budget: _Budget) -> Model:
                 for j in range(_count(s.OutputsLength(), 4, buf, f"signature {i} outputs",
                                       budget))}
         signatures.append(SignatureDef(_str(s.SignatureKey()), int(s.SubgraphIndex()), ins, outs))
+    budget.where = "model description"
     model = Model(subgraphs=subgraphs, buffers=buffers, description=_str(root.Description()),
                   signature_defs=signatures, metadata=metadata, version=version)
     _drop_layout_metadata(model)
@@ -151,7 +193,8 @@ def _drop_layout_metadata(model: Model) -> None:
         return
 
 
-def _read_opcode(oc, i: int) -> OperatorCode:
+def _read_opcode(oc, i: int, budget: _Budget) -> OperatorCode:
+    budget.where = f"operator code {i}"
     code = max(int(oc.DeprecatedBuiltinCode()), int(oc.BuiltinCode()))
     name = OPERATOR_NAMES.get(code)
     if name is None:
@@ -162,6 +205,7 @@ def _read_opcode(oc, i: int) -> OperatorCode:
 
 
 def _read_buffer(b, i: int, buf, budget: _Budget) -> Buffer:
+    budget.where = f"buffer {i}"
     offset, size = int(b.Offset()), int(b.Size())
     if offset > 1:  # large-model format: the bytes live after the FlatBuffer, at `offset`
         if offset + size > len(buf):
@@ -189,6 +233,7 @@ def _read_quantization(q, where, budget) -> QuantizationParameters | None:
 
 
 def _read_tensor(t, where: str, buf, budget: _Budget) -> Tensor:
+    budget.where = where
     code = int(t.Type())
     dtype = TENSOR_TYPES.get(code)
     if dtype is None:
@@ -208,6 +253,7 @@ def _read_tensor(t, where: str, buf, budget: _Budget) -> Tensor:
 
 
 def _read_subgraph(s, si: int, codes: list, buf, budget: _Budget) -> Subgraph:
+    budget.where = f"subgraph {si}"
     n_tensors = _count(s.TensorsLength(), 4, buf, f"subgraph {si} tensors", budget)
     tensors = [_read_tensor(s.Tensors(i), f"subgraph {si} tensor {i}", buf, budget)
                for i in range(n_tensors)]
@@ -215,18 +261,20 @@ def _read_subgraph(s, si: int, codes: list, buf, budget: _Budget) -> Subgraph:
     for i in range(_count(s.OperatorsLength(), 4, buf, f"subgraph {si} operators", budget)):
         ops.append(_read_operator(s.Operators(i), f"subgraph {si} operator {i}", codes, buf,
                                   budget))
+    budget.where = f"subgraph {si} inputs, outputs and name"
     return Subgraph(tensors=tensors, inputs=_ints(s.InputsAsNumpy(), f"subgraph {si}", budget),
                     outputs=_ints(s.OutputsAsNumpy(), f"subgraph {si}", budget),
                     operators=ops, name=_str(s.Name()))
 
 
 def _read_operator(o, where: str, codes: list, buf, budget: _Budget) -> Operator:
+    budget.where = where
     index = int(o.OpcodeIndex())
     if index >= len(codes):
         raise ModelError(f"{where}: opcode index {index} out of range "
                          f"(the model has {len(codes)} operator codes)")
     opcode = codes[index]
-    where = f"{where} ({opcode.name})"
+    where = budget.where = f"{where} ({opcode.name})"
     options = None
     kind_code = int(o.BuiltinOptionsType())
     table = o.BuiltinOptions()

@@ -6,7 +6,7 @@ import math
 
 from .errors import ModelError
 from .model import NUMPY_DTYPES, Model, Subgraph
-from .options import options_kind
+from .options import OPERATOR_CODES, options_kind
 
 # Largest tensor edgelite accepts: 2**31 elements (8 GiB of float32). A shape beyond it is absurd.
 MAX_ELEMENTS = 2 ** 31
@@ -101,6 +101,10 @@ def _check_operators(si: int, sg: Subgraph, nsub: int) -> None:
                     continue
                 raise ModelError(f"{where}: {kind} {k} is tensor {t}, out of range "
                                  f"(subgraph has {n} tensors)")
+        if op.opcode.builtin not in OPERATOR_CODES:
+            raise ModelError(f"{where}: unknown builtin operator {op.opcode.builtin!r}")
+        if op.opcode.builtin == "CUSTOM" and not op.opcode.custom_code:
+            raise ModelError(f"{where}: a CUSTOM operator needs a custom_code")
         expected = options_kind(op.opcode.builtin) if op.opcode.builtin != "CUSTOM" else None
         if op.options is None:
             if op.opcode.builtin in OPTIONS_REQUIRED:

@@ -28,6 +28,6 @@ def models_dir() -> Path:
     return path
 
 
-@pytest.fixture(name="models_dir")
+@pytest.fixture(name="models_dir", scope="session")
 def models_dir_fixture() -> Path:
     return models_dir()
