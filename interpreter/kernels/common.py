@@ -86,3 +86,29 @@ def conv_output(padding: int, in_size: int, kernel: int, stride: int, dilation: 
     if padding == 0:
         return same_padding(in_size, kernel, stride, dilation)
     return valid_padding(in_size, kernel, stride, dilation)
+
+
+# The dtypes that data-movement ops (reshape, transpose, slicing, ...) copy without arithmetic.
+DATA_TYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")
+
+
+def constant_value(node, k: int, what: str) -> np.ndarray:
+    """The value of input `k`, which must be known before running (a constant, or folded).
+
+    Ops whose output shape depends on that value (RESHAPE's shape, TILE's multiples, ...) call
+    this: edgelite plans every shape before running, so a value known only at run time fails."""
+    t = node.input(k)
+    if t.data is None and 0 in t.shape:  # an empty constant has no buffer to read
+        return np.zeros(t.shape, t.dtype)
+    if t.data is None:
+        raise node.fail(f"{what} (input {k}, {t.name!r}) is not constant: its value is known only "
+                        "at run time, and data-dependent shapes are not supported")
+    return t.data
+
+
+def normalize_axis(node, axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` in [-rank, rank) as a non-negative index; fails naming the op otherwise."""
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise node.fail(f"{what} {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
