@@ -7,3 +7,6 @@ from . import control  # noqa: F401  CALL_ONCE IF WHILE VAR_HANDLE READ_VARIABLE
 from . import lstm  # noqa: F401  UNIDIRECTIONAL_SEQUENCE_LSTM
 from . import shape_ops  # noqa: F401  RESHAPE SQUEEZE EXPAND_DIMS SHAPE RANK BROADCAST_TO FILL ...
 from . import layout  # noqa: F401  TRANSPOSE CONCATENATION PACK UNPACK SPLIT SPLIT_V TILE REVERSE_V2
+from . import conv_int8  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D (int8, uint8)
+from . import fully_connected_int8  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL (int8, uint8)
+from . import pool_int8  # noqa: F401  MAX_POOL_2D AVERAGE_POOL_2D MEAN (int8, uint8)

@@ -1,0 +1,265 @@
+"""CONV_2D and DEPTHWISE_CONV_2D on int8 (per-channel weights) and uint8 (per-tensor), bit-exact
+to TFLite's reference kernels (reference_integer_ops::ConvPerChannel, DepthwiseConvPerChannel;
+reference_ops::Conv, DepthwiseConv for uint8).
+
+The integer sums run on float BLAS: raw 8-bit values as float32 are exact while every partial
+sum stays below 2^24 (checked in prepare from the weights; float64 otherwise). Zero points fold
+into the bias with precomputed weight sums: sum w (x - zx) = sum w x - zx sum w, and padding
+holds zx, so padded taps add w zx - zx w = 0, as TFLite skips them. Work runs in chunks of output
+rows so that the int64 requantization stays in cache.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .common import conv_output
+from .quantized import Requantizer, activation_range, channel_scales, f32, quant_params, \
+    quantize_multiplier, quantize_multipliers
+from .registry import register
+
+CHUNK_BYTES = 1 << 19
+EXACT_F32 = 1 << 24
+
+
+def _weights(node, k: int, dtype_name: str, what: str) -> np.ndarray:
+    w = node.input(k)
+    if w.type_name != dtype_name:
+        raise node.fail(f"{what} are {w.type_name}; {dtype_name} inputs need {dtype_name} {what}")
+    if w.data is None:
+        raise node.fail(f"{what} (input {k}, {w.name!r}) must be constant for integer kernels")
+    return w.data
+
+
+def _bias(node, k: int, channels: int) -> np.ndarray:
+    b = node.optional_input(k)
+    if b is None:
+        return np.zeros(channels, np.int64)
+    if b.type_name != "int32":
+        raise node.fail(f"bias is {b.type_name}; integer kernels need an int32 bias")
+    if b.data is None:
+        raise node.fail(f"bias (input {k}, {b.name!r}) must be constant for integer kernels")
+    if b.data.size != channels:
+        raise node.fail(f"bias has {b.data.size} values for {channels} output channels")
+    return b.data.astype(np.int64).reshape(-1)
+
+
+def _multipliers(node, key: str, channels: int, axis: int) -> tuple:
+    """Per-channel (multiplier, shift) as PopulateConvolutionQuantizationParams: int8 in double
+    per channel; uint8 per tensor with the float32 product input_scale * filter_scale."""
+    in_scale, _ = quant_params(node, 0)
+    out_scale, _ = quant_params(node, 0, output=True)
+    scales = channel_scales(node, 1, channels, axis)
+    if key == "uint8":
+        if node.input(1).quantization.scale.size > 1:
+            raise node.fail("uint8 convolutions take per-tensor weight scales only")
+        m, s = quantize_multiplier(float(f32(in_scale) * scales[0]) / float(out_scale))
+        return np.full(channels, m, np.int64), np.full(channels, s, np.int64)
+    return quantize_multipliers(float(in_scale) * scales.astype(np.float64) / float(out_scale))
+
+
+def _weight_zero_point(node) -> int:
+    q = node.input(1).quantization
+    zp = q.zero_point if q is not None else np.zeros(0, np.int64)
+    if node.input(0).type_name == "int8" and np.any(zp != 0):
+        raise node.fail("int8 weights must be symmetric (zero point 0)")
+    return int(zp[0]) if zp.size else 0
+
+
+def _float_type(weight_abs_sums: np.ndarray, x_max: int):
+    """float32 when every partial sum of products is an exact float32 integer, else float64."""
+    bound = float(weight_abs_sums.max(initial=0)) * x_max
+    return np.float32 if bound < EXACT_F32 else np.float64
+
+
+def _chunks(n: int, rows: int, row_elems: int) -> list:
+    """(batch, first row, end row) blocks of about CHUNK_BYTES of float32 work each."""
+    per = max(1, CHUNK_BYTES // max(1, 4 * row_elems))
+    return [(b, r, min(r + per, rows)) for b in range(n) for r in range(0, rows, per)]
+
+
+class _PaddedSource:
+    """The input as the windows see it: the input itself when no padding is needed, else a
+    buffer whose border holds `fill` (the input zero point) and whose interior is refreshed."""
+
+    def __init__(self, x_shape, dtype, out_hw, kernel, stride, dilation, pad, fill):
+        n, h, w, c = x_shape
+        need_h = (out_hw[0] - 1) * stride[0] + (kernel[0] - 1) * dilation[0] + 1
+        need_w = (out_hw[1] - 1) * stride[1] + (kernel[1] - 1) * dilation[1] + 1
+        self.direct = pad == (0, 0) and need_h <= h and need_w <= w
+        self.rows = min(h, need_h - pad[0])
+        self.cols = min(w, need_w - pad[1])
+        if not self.direct:
+            self.buffer = np.full((n, need_h, need_w, c), fill, dtype)
+            self.interior = self.buffer[:, pad[0]:pad[0] + self.rows, pad[1]:pad[1] + self.cols]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if self.direct:
+            return x
+        np.copyto(self.interior, x[:, :self.rows, :self.cols], casting="unsafe")
+        return self.buffer
+
+
+def _conv_geometry(node, x_shape, kh, kw, opts):
+    sh, sw = int(opts.stride_h), int(opts.stride_w)
+    dh, dw = int(opts.dilation_h_factor or 1), int(opts.dilation_w_factor or 1)
+    if sh <= 0 or sw <= 0:
+        raise node.fail(f"strides must be positive, got {sh}x{sw}")
+    if dh <= 0 or dw <= 0:
+        raise node.fail(f"dilations must be positive, got {dh}x{dw}")
+    oh, pt = conv_output(opts.padding, x_shape[1], kh, sh, dh)
+    ow, pl = conv_output(opts.padding, x_shape[2], kw, sw, dw)
+    if oh <= 0 or ow <= 0:
+        raise node.fail(f"the {kh}x{kw} kernel does not fit the {x_shape[1]}x{x_shape[2]} input")
+    return (sh, sw), (dh, dw), (oh, ow), (pt, pl)
+
+
+@register("CONV_2D", "int8", "uint8")
+def conv_2d(node):
+    node.expect_inputs(2, 3)
+    key = node.input(0).type_name
+    x = node.input(0)
+    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
+        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
+                        f"{list(node.input(1).shape)}")
+    w = _weights(node, 1, key, "weights")
+    cout, kh, kw, cg = w.shape
+    n, h, wd, cin = x.shape
+    if cg <= 0 or cin % cg or cout % (cin // cg):
+        raise node.fail(f"input has {cin} channels, weights {cg} per group for {cout} outputs")
+    groups = cin // cg
+    opts = node.options
+    stride, dilation, (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, opts)
+    node.outputs[0].shape = (n, oh, ow, cout)
+    if node.outputs[0].type_name != key:
+        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
+
+    _, zx = quant_params(node, 0)
+    _, zo = quant_params(node, 0, output=True)
+    multiplier, shift = _multipliers(node, key, cout, 0)
+    lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
+    wc = w.astype(np.int64) - _weight_zero_point(node)
+    bias = _bias(node, 2, cout) - zx * wc.reshape(cout, -1).sum(1)
+    ftype = _float_type(np.abs(wc).reshape(cout, -1).sum(1), 128 if key == "int8" else 255)
+    k = kh * kw * cg
+    per_group = cout // groups
+    wmats = [np.ascontiguousarray(wc[g * per_group:(g + 1) * per_group].reshape(per_group, k).T,
+                                  dtype=ftype) for g in range(groups)]
+
+    source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, zx)
+    chunks = _chunks(n, oh, ow * max(k * groups, cout))
+    most = max((r1 - r0) * ow for _, r0, r1 in chunks)
+    cols = np.empty((most, kh, kw, cin), ftype)
+    acc_f = np.empty((most, cout), ftype)
+    acc_i = np.empty((most, cout), np.int64)
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias)
+    cache = {}
+
+    def windows(src):
+        view = cache.get("view")
+        if view is None or cache.get("src") is not src:
+            s0, s1, s2, s3 = src.strides
+            view = as_strided(src, (n, oh, ow, kh, kw, cin),
+                              (s0, s1 * stride[0], s2 * stride[1], s1 * dilation[0],
+                               s2 * dilation[1], s3), writeable=False)
+            cache["view"], cache["src"] = view, src
+        return view
+
+    def run(x, w_, b_, out):
+        view = windows(source(x))
+        flat = out.reshape(n * oh * ow, cout)
+        for b, r0, r1 in chunks:
+            p = (r1 - r0) * ow
+            c = cols[:p]
+            np.copyto(c.reshape(r1 - r0, ow, kh, kw, cin), view[b, r0:r1], casting="unsafe")
+            if groups == 1:
+                np.matmul(c.reshape(p, k), wmats[0], out=acc_f[:p])
+            else:
+                for g, wm in enumerate(wmats):
+                    part = np.ascontiguousarray(c[..., g * cg:(g + 1) * cg]).reshape(p, k)
+                    np.matmul(part, wm, out=acc_f[:p, g * per_group:(g + 1) * per_group])
+            np.copyto(acc_i[:p], acc_f[:p], casting="unsafe")
+            start = (b * oh + r0) * ow
+            requant(acc_i[:p], flat[start:start + p])
+
+    if len(node.inputs) == 2:
+        return lambda x, w_, out: run(x, w_, None, out)
+    return run
+
+
+@register("DEPTHWISE_CONV_2D", "int8", "uint8")
+def depthwise_conv_2d(node):
+    node.expect_inputs(2, 3)
+    key = node.input(0).type_name
+    x = node.input(0)
+    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
+        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
+                        f"{list(node.input(1).shape)}")
+    w = _weights(node, 1, key, "weights")
+    one, kh, kw, cout = w.shape
+    n, h, wd, cin = x.shape
+    if one != 1 or cout % cin:
+        raise node.fail(f"weights {list(w.shape)} do not fit a depthwise conv of {cin} channels")
+    mult = cout // cin
+    opts = node.options
+    stride, dilation, (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, opts)
+    node.outputs[0].shape = (n, oh, ow, cout)
+    if node.outputs[0].type_name != key:
+        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
+
+    _, zx = quant_params(node, 0)
+    _, zo = quant_params(node, 0, output=True)
+    multiplier, shift = _multipliers(node, key, cout, 3)
+    lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
+    wc = w[0].astype(np.int64) - _weight_zero_point(node)          # (kh, kw, cout)
+    bias = _bias(node, 2, cout) - zx * wc.reshape(-1, cout).sum(0)
+    ftype = _float_type(np.abs(wc).reshape(-1, cout).sum(0), 128 if key == "int8" else 255)
+    taps = [(i, j, wc[i, j].astype(ftype)) for i in range(kh) for j in range(kw)]
+
+    # The float input, padded with zx, channels repeated `mult` times.
+    need_h = (oh - 1) * stride[0] + (kh - 1) * dilation[0] + 1
+    need_w = (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
+    rows, cols = min(h, need_h - pad[0]), min(wd, need_w - pad[1])
+    xp = np.full((n, need_h, need_w, cout), zx, ftype)
+    interior = xp[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
+    interior_m = interior.reshape(n, rows, cols, cin, mult)
+
+    chunks = _chunks(n, oh, ow * cout)
+    most = max((r1 - r0) * ow for _, r0, r1 in chunks)
+    acc_f = np.empty((most, cout), ftype)
+    tmp = np.empty((most, cout), ftype)
+    acc_i = np.empty((most, cout), np.int64)
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias)
+    sh, sw = stride
+    dh, dw = dilation
+    plan = []
+    for b, r0, r1 in chunks:
+        p = (r1 - r0) * ow
+        views = []
+        for i, j, wt in taps:
+            y0 = r0 * sh + i * dh
+            x0 = j * dw
+            views.append((xp[b, y0:y0 + (r1 - r0 - 1) * sh + 1:sh, x0:x0 + (ow - 1) * sw + 1:sw],
+                          wt))
+        shape3 = (r1 - r0, ow, cout)
+        plan.append((views, acc_f[:p].reshape(shape3), tmp[:p].reshape(shape3), acc_f[:p],
+                     acc_i[:p], (b * oh + r0) * ow, p))
+
+    def run(x, w_, b_, out):
+        if mult == 1:
+            np.copyto(interior, x[:, :rows, :cols], casting="unsafe")
+        else:
+            np.copyto(interior_m, x[:, :rows, :cols, :, None], casting="unsafe")
+        flat = out.reshape(n * oh * ow, cout)
+        for views, acc3, tmp3, acc2, acci, start, p in plan:
+            view, wt = views[0]
+            np.multiply(view, wt, out=acc3)
+            for view, wt in views[1:]:
+                np.multiply(view, wt, out=tmp3)
+                np.add(acc3, tmp3, out=acc3)
+            np.copyto(acci, acc2, casting="unsafe")
+            requant(acci, flat[start:start + p])
+
+    if len(node.inputs) == 2:
+        return lambda x, w_, out: run(x, w_, None, out)
+    return run

@@ -1,0 +1,149 @@
+"""FULLY_CONNECTED (int8 per-tensor / per-channel, uint8) and BATCH_MATMUL (int8), bit-exact to
+TFLite's reference kernels.
+
+TFLite's reference FULLY_CONNECTED requantizes in floating point (since 2025):
+round(double(acc) * (double(input_scale) * double(filter_scale) / double(output_scale))), halves
+away from zero, where the optimized kernels use the fixed-point multiplier. BATCH_MATMUL keeps the
+fixed-point MultiplyByQuantizedMultiplier, with the multiplier of float32(input_scale *
+filter_scale) / output_scale.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import clip_
+from .quantized import TYPE_RANGE, Requantizer, activation_range, channel_scales, f32, \
+    quant_params, quantize_multiplier
+from .registry import register
+
+EXACT_F32 = 1 << 24
+
+
+def _exact_float(bound: float):
+    return np.float32 if bound < EXACT_F32 else np.float64
+
+
+@register("FULLY_CONNECTED", "int8", "uint8")
+def fully_connected(node):
+    node.expect_inputs(2, 3)
+    x, wt = node.input(0), node.input(1)
+    key = x.type_name
+    if wt.type_name != key:
+        raise node.fail(f"weights are {wt.type_name}; {key} inputs need {key} weights")
+    if wt.data is None:
+        raise node.fail(f"weights (input 1, {wt.name!r}) must be constant for integer kernels")
+    if len(wt.shape) != 2:
+        raise node.fail(f"weights must be 2-D, got {list(wt.shape)}")
+    opts = node.options
+    if getattr(opts, "weights_format", 0):
+        raise node.fail("shuffled weights formats are not supported")
+    units, depth = wt.shape
+    size = int(np.prod(x.shape))
+    if depth == 0 or size % depth:
+        raise node.fail(f"input {list(x.shape)} does not divide into rows of {depth}")
+    batch = size // depth
+    out = node.outputs[0]
+    if out.type_name != key:
+        raise node.fail(f"output is {out.type_name}; only {key} outputs are supported")
+    out.shape = (tuple(x.shape[:-1]) + (units,)) if getattr(opts, "keep_num_dims", False) \
+        else (batch, units)
+
+    in_scale, zx = quant_params(node, 0)
+    out_scale, zo = quant_params(node, 0, output=True)
+    q = wt.quantization
+    if key == "uint8" and q is not None and q.scale.size > 1:
+        raise node.fail("uint8 fully-connected takes per-tensor weight scales only")
+    scales = channel_scales(node, 1, units, 0).astype(np.float64)
+    effective = float(in_scale) * scales / float(out_scale)
+    zw = int(q.zero_point[0]) if q is not None and q.zero_point.size else 0
+    wc = wt.data.astype(np.int64) - zw
+    b = node.optional_input(2)
+    bias = np.zeros(units, np.int64) if b is None else b.data
+    if b is not None and (b.data is None or b.type_name != "int32"):
+        raise node.fail("the bias must be a constant int32 tensor")
+    bias = np.asarray(bias, np.int64).reshape(-1) - zx * wc.sum(1)
+    lo, hi = activation_range(opts.fused_activation_function, out, node)
+
+    ftype = _exact_float(float(np.abs(wc).sum(1).max(initial=0)) * (128 if key == "int8" else 255))
+    wmat = np.ascontiguousarray(wc.T, dtype=ftype)
+    xf = np.empty((batch, depth), ftype)
+    acc = np.empty((batch, units), ftype)
+    acc64 = np.empty((batch, units), np.float64)
+    frac = np.empty((batch, units), np.float64)
+    bias_f = bias.astype(np.float64)
+    ge = np.empty((batch, units), np.bool_)
+
+    def run(x, w_, *rest):
+        out = rest[-1]
+        np.copyto(xf, x.reshape(batch, depth), casting="unsafe")
+        np.matmul(xf, wmat, out=acc)
+        np.add(acc, bias_f, out=acc64)
+        np.multiply(acc64, effective, out=acc64)
+        # C's round(): halves away from zero, exactly.
+        np.trunc(acc64, out=frac)
+        np.subtract(acc64, frac, out=acc64)          # the fraction, exact
+        np.greater_equal(acc64, 0.5, out=ge)
+        np.add(frac, ge, out=frac)
+        np.less_equal(acc64, -0.5, out=ge)
+        np.subtract(frac, ge, out=frac)
+        np.add(frac, zo, out=frac)
+        clip_(frac, lo, hi)
+        np.copyto(out.reshape(batch, units), frac, casting="unsafe")
+    return run
+
+
+@register("BATCH_MATMUL", "int8")
+def batch_matmul(node):
+    node.expect_inputs(2)
+    a, b = node.input(0), node.input(1)
+    if b.type_name != "int8":
+        raise node.fail(f"int8 BATCH_MATMUL needs an int8 right-hand side, got {b.type_name}")
+    if not (2 <= len(a.shape) <= 5 and 2 <= len(b.shape) <= 5):
+        raise node.fail(f"inputs must have rank 2 to 5, got {list(a.shape)} and {list(b.shape)}")
+    opts = node.options
+    adj_x, adj_y = bool(getattr(opts, "adj_x", False)), bool(getattr(opts, "adj_y", False))
+    rows = a.shape[-1] if adj_x else a.shape[-2]
+    depth = a.shape[-2] if adj_x else a.shape[-1]
+    depth_b = b.shape[-1] if adj_y else b.shape[-2]
+    cols = b.shape[-2] if adj_y else b.shape[-1]
+    if depth != depth_b:
+        raise node.fail(f"inner dimensions differ: {list(a.shape)} x {list(b.shape)} "
+                        f"(adj_x={adj_x}, adj_y={adj_y})")
+    try:
+        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    except ValueError:
+        raise node.fail(f"batch dimensions of {list(a.shape)} and {list(b.shape)} do not "
+                        "broadcast") from None
+    out = node.outputs[0]
+    out.shape = tuple(batch) + (rows, cols)
+    if out.type_name != "int8":
+        raise node.fail(f"output is {out.type_name}; only int8 outputs are supported")
+    sa, za = quant_params(node, 0)
+    sb, zb = quant_params(node, 1)
+    so, zo = quant_params(node, 0, output=True)
+    m, s = quantize_multiplier(float(f32(sa) * f32(sb)) / float(so))
+    lo, hi = TYPE_RANGE["int8"]
+    # (a - za)(b - zb) with |a - za|, |b - zb| <= 255: float32 exact for depth <= 256.
+    ftype = np.float32 if depth * 255 * 255 < EXACT_F32 else np.float64
+    af = np.empty(a.shape, ftype)
+    bf = np.empty(b.shape, ftype)
+    acc = np.empty(out.shape, ftype)
+    acc_i = np.empty(out.shape, np.int64)
+    requant = Requantizer(m, s, zo, lo, hi, out.shape)
+    b_const = None
+    if b.data is not None:
+        b_const = b.data.astype(ftype) - zb
+
+    def run(x, y, out):
+        np.subtract(x, za, out=af, dtype=ftype)
+        lhs = af.swapaxes(-1, -2) if adj_x else af
+        if b_const is None:
+            np.subtract(y, zb, out=bf, dtype=ftype)
+            rhs = bf
+        else:
+            rhs = b_const
+        rhs = rhs.swapaxes(-1, -2) if adj_y else rhs
+        np.matmul(lhs, rhs, out=acc)
+        np.copyto(acc_i, acc, casting="unsafe")
+        requant(acc_i, out)
+    return run

@@ -1,0 +1,158 @@
+"""MAX_POOL_2D, AVERAGE_POOL_2D and MEAN on int8 / uint8, bit-exact to TFLite's reference
+kernels (reference_integer_ops::MaxPool / AveragePool, reference_ops::QuantizedMeanOrSum).
+
+Pools work on the raw values (TFLite requires equal input and output quantization): the max
+over the window, or the sum over the window's in-image taps divided by their count, rounding
+halves away from zero. MEAN rescales the zero-point-corrected sum with the multiplier of
+input_scale / output_scale folded with 1 / count as reduce.h does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import clip_, conv_output
+from .quantized import TYPE_RANGE, activation_range, mbqm, quant_params, quantize_multiplier
+from .registry import register
+
+
+def _pool_geometry(node):
+    x = node.input(0)
+    if len(x.shape) != 4:
+        raise node.fail(f"expected a 4-D input, got {list(x.shape)}")
+    if node.outputs[0].type_name != x.type_name:
+        raise node.fail(f"output is {node.outputs[0].type_name}; expected {x.type_name}")
+    o = node.options
+    kh, kw, sh, sw = int(o.filter_height), int(o.filter_width), int(o.stride_h), int(o.stride_w)
+    if min(kh, kw, sh, sw) <= 0:
+        raise node.fail(f"filter {kh}x{kw} and strides {sh}x{sw} must be positive")
+    n, h, w, c = x.shape
+    oh, pt = conv_output(o.padding, h, kh, sh)
+    ow, pl = conv_output(o.padding, w, kw, sw)
+    if oh <= 0 or ow <= 0:
+        raise node.fail(f"the {kh}x{kw} window does not fit the {h}x{w} input")
+    node.outputs[0].shape = (n, oh, ow, c)
+    need_h, need_w = (oh - 1) * sh + kh, (ow - 1) * sw + kw
+    rows, cols = min(h, need_h - pt), min(w, need_w - pl)
+    return (n, c), (kh, kw), (sh, sw), (oh, ow), (pt, pl), (need_h, need_w), (rows, cols)
+
+
+def _taps(buffer, n_c, kernel, stride, out_hw):
+    """The window taps as strided views of the padded buffer."""
+    views = []
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            views.append(buffer[:, i:i + (out_hw[0] - 1) * stride[0] + 1:stride[0],
+                                j:j + (out_hw[1] - 1) * stride[1] + 1:stride[1]])
+    return views
+
+
+@register("MAX_POOL_2D", "int8", "uint8")
+def max_pool_2d(node):
+    (n, c), kernel, stride, out_hw, pad, need, (rows, cols) = _pool_geometry(node)
+    x = node.input(0)
+    lo, hi = activation_range(node.options.fused_activation_function, node.outputs[0], node)
+    type_lo, type_hi = TYPE_RANGE[x.type_name]
+    buffer = np.full((n,) + need + (c,), type_lo, x.dtype)   # padding never wins a max
+    interior = buffer[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
+    views = _taps(buffer, (n, c), kernel, stride, out_hw)
+    clamp = (lo, hi) != (type_lo, type_hi)
+
+    def run(x, out):
+        np.copyto(interior, x[:, :rows, :cols])
+        np.copyto(out, views[0])
+        for v in views[1:]:
+            np.maximum(out, v, out=out)
+        if clamp:
+            clip_(out, lo, hi)
+    return run
+
+
+@register("AVERAGE_POOL_2D", "int8", "uint8")
+def average_pool_2d(node):
+    (n, c), kernel, stride, out_hw, pad, need, (rows, cols) = _pool_geometry(node)
+    x = node.input(0)
+    lo, hi = activation_range(node.options.fused_activation_function, node.outputs[0], node)
+    buffer = np.zeros((n,) + need + (c,), np.int32)          # padding adds nothing
+    interior = buffer[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
+    views = _taps(buffer, (n, c), kernel, stride, out_hw)
+    inside = np.zeros(need, np.int32)
+    inside[pad[0]:pad[0] + rows, pad[1]:pad[1] + cols] = 1
+    count = sum(inside[i:i + (out_hw[0] - 1) * stride[0] + 1:stride[0],
+                       j:j + (out_hw[1] - 1) * stride[1] + 1:stride[1]]
+                for i in range(kernel[0]) for j in range(kernel[1]))[:, :, None]
+    if np.any(count == 0):
+        raise node.fail("a pooling window lies entirely in the padding")
+    half = count // 2
+    acc = np.empty((n,) + out_hw + (c,), np.int32)
+    mag = np.empty_like(acc)
+    neg = np.empty(acc.shape, np.bool_)
+
+    def run(x, out):
+        np.copyto(interior, x[:, :rows, :cols])
+        np.copyto(acc, views[0])
+        for v in views[1:]:
+            np.add(acc, v, out=acc)
+        # (acc +- count / 2) / count, truncating: halves away from zero.
+        np.less(acc, 0, out=neg)
+        np.abs(acc, out=mag)
+        np.add(mag, half, out=mag)
+        np.floor_divide(mag, count, out=mag)
+        np.negative(mag, out=acc, where=neg)
+        np.copyto(acc, mag, where=~neg)
+        clip_(acc, lo, hi)
+        np.copyto(out, acc, casting="unsafe")
+    return run
+
+
+def _mean_axes(node, rank: int) -> tuple:
+    t = node.input(1)
+    if t.data is None:
+        raise node.fail("the axes (input 1) must be constant: the output shape depends on them")
+    axes = []
+    for a in np.asarray(t.data).reshape(-1):
+        a = int(a)
+        if not -rank <= a < rank:
+            raise node.fail(f"axis {a} is out of range for rank {rank}")
+        a = a + rank if a < 0 else a
+        if a not in axes:
+            axes.append(a)
+    return tuple(sorted(axes))
+
+
+@register("MEAN", "int8", "uint8", "int16")
+def mean(node):
+    node.expect_inputs(2)
+    x = node.input(0)
+    key = x.type_name
+    if node.outputs[0].type_name != key:
+        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
+    rank = len(x.shape)
+    axes = _mean_axes(node, rank)
+    keep = bool(getattr(node.options, "keep_dims", False))
+    if keep:
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    else:
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    node.outputs[0].shape = shape
+    s_in, z_in = quant_params(node, 0)
+    s_out, z_out = quant_params(node, 0, output=True)
+    if key == "int16" and (z_in or z_out):
+        raise node.fail("int16 MEAN needs zero points of 0")
+    multiplier, shift = quantize_multiplier(float(s_in) / float(s_out))
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    lo, hi = TYPE_RANGE[key]
+    if count > 0:
+        # reduce.h: fold 1 / count into the multiplier.
+        k = max(0, min(count.bit_length() - 1, 32, 31 + shift))
+        multiplier = (multiplier << k) // count
+        shift -= k
+    sums = np.empty(shape, np.int64)
+
+    def run(x, axis_, out):
+        if count == 0 or x.size == 0:
+            out[...] = 0
+            return
+        np.sum(x, axis=axes, dtype=np.int64, keepdims=keep, out=sums)
+        y = mbqm(sums - z_in * count, multiplier, shift) + z_out
+        np.copyto(out, np.clip(y, lo, hi), casting="unsafe")
+    return run

@@ -1,0 +1,237 @@
+"""TFLite's integer arithmetic, bit-exact, in numpy int64.
+
+The facts follow TFLite's reference kernels (LiteRT built without TFLITE_SINGLE_ROUNDING):
+`quantize_multiplier` is QuantizeMultiplier (quantization_util.cc), `srdhm` and `rdbpot` are
+gemmlowp's SaturatingRoundingDoublingHighMul and RoundingDivideByPOT, `mbqm` is the
+double-rounding MultiplyByQuantizedMultiplier (common.cc). Arrays hold int32 values in int64 so
+that products never overflow. `Requantizer` is the hot path of conv-like kernels: the same
+arithmetic as `mbqm`, reordered into few in-place passes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .common import clip_
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
+              "int32": (INT32_MIN, INT32_MAX)}
+NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
+
+
+# -- scalars: what Prepare functions compute --------------------------------------------------
+
+def round_half_away(x: float) -> int:
+    """C's round(): halves away from zero (exact, unlike floor(x + 0.5))."""
+    t = math.trunc(x)
+    return t + (1 if x - t >= 0.5 else -1 if x - t <= -0.5 else 0)
+
+
+def quantize_multiplier(real: float) -> tuple:
+    """(multiplier, shift) with real ~= multiplier * 2^(shift - 31), multiplier in [2^30, 2^31)."""
+    real = float(real)
+    if real == 0.0:
+        return 0, 0
+    q, shift = math.frexp(real)
+    fixed = round_half_away(q * (1 << 31))
+    if fixed == 1 << 31:
+        fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return fixed, shift
+
+
+def quantize_multipliers(reals) -> tuple:
+    """`quantize_multiplier` over an array: (int64 multipliers, int64 shifts)."""
+    pairs = [quantize_multiplier(r) for r in np.asarray(reals, np.float64).reshape(-1)]
+    return (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
+
+
+def f32(x) -> np.float32:
+    return np.float32(x)
+
+
+def quantize_f32(value: float, scale: float, zero_point: int) -> int:
+    """kernel_util's Quantize: zero_point + roundf(value / scale), in float32."""
+    return int(zero_point) + round_half_away(float(f32(value) / f32(scale)))
+
+
+def activation_range(code: int, out, node=None) -> tuple:
+    """CalculateActivationRangeQuantized: the clamp bounds of a fused activation on the output's
+    integer type. Other codes (TANH, SIGN_BIT) clamp to the type's range, as TFLite does."""
+    lo, hi = TYPE_RANGE[out.type_name]
+    code = int(code or 0)
+    scale, zp = out.scale, out.zero_point
+    if code == RELU:
+        lo = max(lo, quantize_f32(0.0, scale, zp))
+    elif code == RELU6:
+        lo = max(lo, quantize_f32(0.0, scale, zp))
+        hi = min(hi, quantize_f32(6.0, scale, zp))
+    elif code == RELU_N1_TO_1:
+        lo = max(lo, quantize_f32(-1.0, scale, zp))
+        hi = min(hi, quantize_f32(1.0, scale, zp))
+    return lo, hi
+
+
+def quant_params(node, k: int, output: bool = False) -> tuple:
+    """(scale, zero_point) of input/output `k`, failing when the tensor is not quantized."""
+    t = node.outputs[k] if output else node.input(k)
+    q = t.quantization
+    if q is None or q.scale.size == 0:
+        where = "output" if output else "input"
+        raise node.fail(f"{where} {k} ({t.name!r}, {t.type_name}) has no quantization parameters")
+    return float(q.scale[0]), int(q.zero_point[0]) if q.zero_point.size else 0
+
+
+def channel_scales(node, k: int, channels: int, axis: int) -> np.ndarray:
+    """The float32 scales of a (per-channel or per-tensor) quantized weight, one per channel."""
+    t = node.input(k)
+    q = t.quantization
+    if q is None or q.scale.size == 0:
+        raise node.fail(f"weights (input {k}, {t.name!r}) have no quantization parameters")
+    if q.scale.size == 1:
+        return np.full(channels, q.scale[0], np.float32)
+    if q.scale.size != channels or q.quantized_dimension != axis:
+        raise node.fail(f"weights (input {k}) have {q.scale.size} scales along axis "
+                        f"{q.quantized_dimension}; expected {channels} along axis {axis}")
+    return q.scale.astype(np.float32)
+
+
+# -- arrays: exact integer arithmetic on int32 values held in int64 ---------------------------
+
+def srdhm(a, b):
+    """SaturatingRoundingDoublingHighMul: round(a * b / 2^31), halves upward.
+
+    gemmlowp adds 2^30 (or 1 - 2^30 for negative products) and divides truncating; both cases
+    reduce to one floor shift. The saturating case (a == b == INT32_MIN) is handled."""
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    r = (a * b + (1 << 30)) >> 31
+    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, r)
+
+
+def rdbpot(x, exponent):
+    """RoundingDivideByPOT: x / 2^exponent rounded to nearest, halves away from zero."""
+    x = np.asarray(x, np.int64)
+    e = np.asarray(exponent, np.int64)
+    mask = (np.int64(1) << e) - 1
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> e) + ((x & mask) > threshold)
+
+
+def mbqm(x, multiplier, shift):
+    """MultiplyByQuantizedMultiplier (double rounding): x * multiplier * 2^(shift - 31)."""
+    x = np.asarray(x, np.int64)
+    shift = np.asarray(shift, np.int64)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    return rdbpot(srdhm(wrap32(x << left), multiplier), right)
+
+
+def wrap32(x):
+    """int32 wrap-around of int64 values (what C's int32 arithmetic leaves)."""
+    return ((np.asarray(x, np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def saturating_shift_left(x, exponent: int):
+    """gemmlowp's SaturatingRoundingMultiplyByPOT for a positive exponent (int32)."""
+    threshold = (1 << (31 - exponent)) - 1
+    x = np.asarray(x, np.int64)
+    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
+
+
+def round_half_away_array(v: np.ndarray) -> np.ndarray:
+    """C's round() on a float64 array, exactly (no `v + 0.5` rounding error)."""
+    t = np.trunc(v)
+    frac = v - t  # exact
+    return t + (frac >= 0.5) - (frac <= -0.5)
+
+
+# -- integer types as 256-entry tables ---------------------------------------------------------
+
+def all_values(type_name: str) -> np.ndarray:
+    """Every value of an 8-bit type as int64, ordered by its byte (index = value viewed as uint8),
+    so that `table[x.view(np.uint8)]` looks a value up."""
+    codes = np.arange(256, dtype=np.uint8)
+    return (codes.view(np.int8) if type_name == "int8" else codes).astype(np.int64)
+
+
+def lookup(table: np.ndarray):
+    """run(x, out): out = table[x] for an 8-bit x (the table built over `all_values`)."""
+    def run(x, out):
+        np.take(table, x.view(np.uint8), out=out, mode="clip")
+    return run
+
+
+def pair_table(type_a: str, type_b: str, f, out_dtype) -> np.ndarray:
+    """f over every pair of 8-bit values: a 65536-entry table indexed by (a_byte << 8) | b_byte."""
+    a = all_values(type_a)[:, None]
+    b = all_values(type_b)[None, :]
+    return np.ascontiguousarray(np.broadcast_to(f(a, b), (256, 256)), dtype=out_dtype).reshape(-1)
+
+
+def pair_lookup(table: np.ndarray, out_shape: tuple):
+    """run(a, b, out): out = table[(a << 8) | b] with numpy broadcasting of a and b."""
+    index = np.empty(out_shape, np.uint16)
+    eight = np.uint16(8)
+
+    def run(a, b, out):
+        np.left_shift(a.view(np.uint8), eight, out=index, dtype=np.uint16)
+        np.bitwise_or(index, b.view(np.uint8), out=index, dtype=np.uint16)
+        np.take(table, index, out=out, mode="clip")
+    return run
+
+
+# -- the hot path ------------------------------------------------------------------------------
+
+class Requantizer:
+    """int64 accumulators (last axis = channels) -> quantized output, as
+    clamp(MultiplyByQuantizedMultiplier(acc + bias, m_c, shift_c) + zero_point).
+
+    Reordered for few passes: the bias folds into srdhm's rounding constant,
+    (acc + bias) * m + 2^30 = acc * m + (bias * m + 2^30); the zero point folds into
+    RoundingDivideByPOT's, ((y + half - [y < 0]) >> r) + zp = (y + half + (zp << r) - [y < 0]) >> r.
+    Exact while the accumulators fit int32, as in TFLite (overflow there is undefined)."""
+
+    def __init__(self, multiplier, shift, zero_point: int, lo: int, hi: int, shape: tuple,
+                 bias=None):
+        multiplier = np.asarray(multiplier, np.int64)
+        shift = np.asarray(shift, np.int64)
+        left = np.maximum(shift, 0)
+        right = np.maximum(-shift, 0)
+        self.m = multiplier << left
+        bias = np.zeros_like(self.m) if bias is None else np.asarray(bias, np.int64)
+        self.c1 = bias * self.m + (1 << 30)
+        half = np.where(right > 0, np.int64(1) << np.maximum(right - 1, 0), 0)
+        self.c2 = half + (np.int64(zero_point) << right)
+        self.right = right
+        self.all_right = bool(np.all(right > 0))
+        self.some_right = bool(np.any(right > 0)) and not self.all_right
+        self.lo, self.hi = int(lo), int(hi)
+        size = int(np.prod(shape))
+        self.neg = np.empty(size, np.bool_)
+        self.negi = np.empty(size, np.int64) if self.some_right else None
+        self.rmask = (right > 0).astype(np.int64)
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        """acc: int64 of at most `shape`'s size (modified); out: the output, same shape."""
+        np.multiply(acc, self.m, out=acc)
+        np.add(acc, self.c1, out=acc)
+        if self.all_right or self.some_right:
+            neg = self.neg[:acc.size].reshape(acc.shape)
+            np.less(acc, 0, out=neg)
+            if self.some_right:
+                negi = self.negi[:acc.size].reshape(acc.shape)
+                np.multiply(neg, self.rmask, out=negi)
+                neg = negi
+        np.right_shift(acc, 31, out=acc)
+        np.add(acc, self.c2, out=acc)
+        if self.all_right or self.some_right:
+            np.subtract(acc, neg, out=acc)
+        np.right_shift(acc, self.right, out=acc)
+        clip_(acc, self.lo, self.hi)
+        np.copyto(out, acc, casting="unsafe")
+

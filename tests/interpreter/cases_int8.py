@@ -1,0 +1,187 @@
+"""Cases for the integer kernels (see test_ops.py): int8 / uint8 arithmetic, bit-exact to LiteRT's
+reference kernels (outputs compared for equality)."""
+import numpy as np
+
+from tests.opmodel import In, Out, case
+
+rng = np.random.default_rng(8)
+
+
+def q8(shape, dtype="int8"):
+    """Random values covering the whole 8-bit range."""
+    lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def conv_weights(shape, axis, per_channel=True):
+    """Symmetric int8 weights with per-channel scales along `axis` (or one scale)."""
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    n = shape[axis]
+    scales = rng.uniform(0.002, 0.02, n if per_channel else 1).astype(np.float32)
+    return w, (scales, np.zeros(scales.size, np.int64), axis)
+
+
+def conv_case(id, op, x_shape, w_shape, options, *, key="int8", per_channel=True, bias=True,
+              xq=(0.05, 3), oq=(0.2, -7), w_zp=0):
+    axis = 3 if op == "DEPTHWISE_CONV_2D" else 0
+    cout = w_shape[axis]
+    if key == "int8":
+        w, wq = conv_weights(w_shape, axis, per_channel)
+        xq, oq = xq, oq
+    else:
+        w = rng.integers(0, 256, w_shape).astype(np.uint8)
+        wq = (np.float32(0.01), w_zp)
+        xq, oq = (xq[0], xq[1] + 128), (oq[0], oq[1] + 128)
+    inputs = [In(x_shape, key, xq), w]
+    const_quant = {1: wq}
+    if bias:
+        s_w = wq[0] if key == "int8" else np.array([wq[0]])
+        inputs.append(rng.integers(-3000, 3000, cout).astype(np.int32))
+        const_quant[2] = ((xq[0] * np.asarray(s_w, np.float64)).astype(np.float32),
+                          np.zeros(np.size(s_w), np.int64), 0)
+    return case(id, op, inputs, [q8(x_shape, key)], outputs=[Out((), key, oq)],
+                options=options, const_quant=const_quant)
+
+
+def conv_options(stride=1, padding=0, act=0, dilation=1, **extra):
+    return dict(stride_w=stride, stride_h=stride, padding=padding, fused_activation_function=act,
+                dilation_w_factor=dilation, dilation_h_factor=dilation, **extra)
+
+
+CASES = []
+
+# CONV_2D: strides, SAME/VALID, every fused activation, dilation, groups, batch, uint8.
+for act in (0, 1, 2, 3):
+    CASES.append(conv_case(f"conv_2d_act{act}", "CONV_2D", (1, 7, 9, 5), (6, 3, 3, 5),
+                           conv_options(act=act)))
+CASES += [
+    conv_case("conv_2d_stride2_valid", "CONV_2D", (2, 9, 8, 4), (5, 3, 2, 4),
+              conv_options(stride=2, padding=1)),
+    conv_case("conv_2d_stride2_same", "CONV_2D", (1, 10, 11, 3), (4, 3, 3, 3),
+              conv_options(stride=2, padding=0, act=3)),
+    conv_case("conv_2d_dilation2", "CONV_2D", (1, 9, 9, 3), (4, 3, 3, 3),
+              conv_options(dilation=2)),
+    conv_case("conv_2d_1x1", "CONV_2D", (1, 6, 6, 16), (8, 1, 1, 16), conv_options(padding=1)),
+    conv_case("conv_2d_per_tensor", "CONV_2D", (1, 5, 5, 3), (4, 3, 3, 3), conv_options(),
+              per_channel=False),
+    conv_case("conv_2d_groups", "CONV_2D", (1, 6, 6, 6), (4, 3, 3, 3), conv_options()),
+    conv_case("conv_2d_uint8", "CONV_2D", (1, 7, 7, 3), (4, 3, 3, 3), conv_options(act=1),
+              key="uint8", w_zp=120),
+    conv_case("conv_2d_uint8_valid", "CONV_2D", (2, 6, 7, 2), (3, 2, 3, 2),
+              conv_options(stride=2, padding=1), key="uint8", w_zp=0),
+]
+
+# DEPTHWISE_CONV_2D: multiplier, strides, dilation, activations, uint8.
+CASES += [
+    conv_case("depthwise_conv_2d", "DEPTHWISE_CONV_2D", (1, 8, 8, 6), (1, 3, 3, 6),
+              conv_options(depth_multiplier=1)),
+    conv_case("depthwise_conv_2d_stride2_relu6", "DEPTHWISE_CONV_2D", (2, 9, 10, 4),
+              (1, 3, 3, 4), conv_options(stride=2, act=3, depth_multiplier=1)),
+    conv_case("depthwise_conv_2d_multiplier2_valid", "DEPTHWISE_CONV_2D", (1, 7, 7, 3),
+              (1, 3, 2, 6), conv_options(padding=1, depth_multiplier=2)),
+    conv_case("depthwise_conv_2d_dilation_relu", "DEPTHWISE_CONV_2D", (1, 9, 9, 4),
+              (1, 3, 3, 4), conv_options(dilation=2, act=1, depth_multiplier=1)),
+    conv_case("depthwise_conv_2d_relu_n1", "DEPTHWISE_CONV_2D", (1, 5, 5, 4), (1, 5, 5, 4),
+              conv_options(act=2, depth_multiplier=1), per_channel=False),
+    conv_case("depthwise_conv_2d_uint8", "DEPTHWISE_CONV_2D", (1, 6, 6, 3), (1, 3, 3, 3),
+              conv_options(act=3, depth_multiplier=1), key="uint8", w_zp=128),
+]
+
+
+def fc_case(id, x_shape, units, options, *, key="int8", per_channel=False, bias=True,
+            xq=(0.05, 3), oq=(0.3, -5), w_zp=0):
+    depth = x_shape[-1]
+    if key == "int8":
+        w, wq = conv_weights((units, depth), 0, per_channel)
+    else:
+        w = rng.integers(0, 256, (units, depth)).astype(np.uint8)
+        wq = (np.float32(0.01), w_zp)
+        xq, oq = (xq[0], xq[1] + 128), (oq[0], oq[1] + 128)
+    inputs = [In(x_shape, key, xq), w]
+    const_quant = {1: wq}
+    if bias:
+        s_w = np.atleast_1d(np.asarray(wq[0], np.float64))
+        inputs.append(rng.integers(-3000, 3000, units).astype(np.int32))
+        const_quant[2] = ((xq[0] * s_w).astype(np.float32), np.zeros(s_w.size, np.int64), 0)
+    return case(id, "FULLY_CONNECTED", inputs, [q8(x_shape, key)], outputs=[Out((), key, oq)],
+                options=options, const_quant=const_quant)
+
+
+# FULLY_CONNECTED: per-tensor and per-channel, activations, keep_num_dims, no bias, uint8.
+CASES += [
+    fc_case("fully_connected", (3, 20), 7, dict()),
+    fc_case("fully_connected_per_channel_relu", (2, 33), 5, dict(fused_activation_function=1),
+            per_channel=True),
+    fc_case("fully_connected_relu6_no_bias", (4, 16), 6, dict(fused_activation_function=3),
+            bias=False),
+    fc_case("fully_connected_keep_num_dims", (2, 3, 12), 4, dict(keep_num_dims=True)),
+    fc_case("fully_connected_flatten", (2, 3, 12), 4, dict(keep_num_dims=False)),
+    fc_case("fully_connected_relu_n1", (1, 64), 9, dict(fused_activation_function=2),
+            oq=(0.02, 0)),
+    fc_case("fully_connected_uint8", (2, 24), 5, dict(fused_activation_function=1),
+            key="uint8", w_zp=131),
+]
+
+
+def bmm_case(id, a_shape, b_shape, const_b=False, **options):
+    aq, bq, oq = (0.05, 4), (0.04, -3), (0.5, 2)
+    b = q8(b_shape)
+    if const_b:
+        return case(id, "BATCH_MATMUL", [In(a_shape, "int8", aq), b], [q8(a_shape)],
+                    outputs=[Out((), "int8", oq)], options=options, const_quant={1: bq})
+    return case(id, "BATCH_MATMUL", [In(a_shape, "int8", aq), In(b_shape, "int8", bq)],
+                [q8(a_shape), b], outputs=[Out((), "int8", oq)], options=options)
+
+
+CASES += [
+    bmm_case("batch_matmul", (2, 3, 5), (2, 5, 4)),
+    bmm_case("batch_matmul_broadcast_adj", (2, 1, 5, 3), (3, 4, 5), adj_x=True, adj_y=True),
+    bmm_case("batch_matmul_const_rhs", (3, 6, 8), (8, 2), const_b=True),
+]
+
+
+def pool_options(size, stride, padding=0, act=0):
+    return dict(filter_height=size[0], filter_width=size[1], stride_h=stride, stride_w=stride,
+                padding=padding, fused_activation_function=act)
+
+
+def pool_case(id, op, x_shape, options, key="int8", q=(0.1, -5)):
+    if key == "uint8":
+        q = (q[0], q[1] + 128)
+    return case(id, op, [In(x_shape, key, q)], [q8(x_shape, key)], outputs=[Out((), key, q)],
+                options=options)
+
+
+# Pools: SAME/VALID, strides, windows over the padding, fused activations, uint8.
+CASES += [
+    pool_case("max_pool_2d", "MAX_POOL_2D", (1, 8, 8, 3), pool_options((2, 2), 2)),
+    pool_case("max_pool_2d_same_relu6", "MAX_POOL_2D", (2, 7, 9, 2),
+              pool_options((3, 3), 2, padding=0, act=3)),
+    pool_case("max_pool_2d_valid_relu_uint8", "MAX_POOL_2D", (1, 7, 7, 2),
+              pool_options((3, 2), 2, padding=1, act=1), key="uint8"),
+    pool_case("average_pool_2d", "AVERAGE_POOL_2D", (1, 8, 8, 3), pool_options((2, 2), 2)),
+    pool_case("average_pool_2d_same", "AVERAGE_POOL_2D", (2, 7, 9, 4),
+              pool_options((3, 3), 2, padding=0)),
+    pool_case("average_pool_2d_same_stride1_relu", "AVERAGE_POOL_2D", (1, 5, 6, 3),
+              pool_options((3, 3), 1, padding=0, act=1)),
+    pool_case("average_pool_2d_global_uint8", "AVERAGE_POOL_2D", (1, 7, 7, 5),
+              pool_options((7, 7), 1, padding=1, act=2), key="uint8"),
+]
+
+
+def mean_case(id, x_shape, axes, keep_dims, key="int8", xq=(0.1, -5), oq=(0.07, 3)):
+    if key == "uint8":
+        xq, oq = (xq[0], xq[1] + 128), (oq[0], oq[1] + 128)
+    return case(id, "MEAN", [In(x_shape, key, xq), np.array(axes, np.int32)],
+                [q8(x_shape, key)], outputs=[Out((), key, oq)], options=dict(keep_dims=keep_dims))
+
+
+# MEAN: spatial (the global pool of classifiers), negative and repeated axes, keep_dims, uint8.
+CASES += [
+    mean_case("mean_spatial_keep", (2, 7, 7, 6), [1, 2], True),
+    mean_case("mean_spatial", (1, 5, 3, 4), [1, 2], False),
+    mean_case("mean_negative_axes", (2, 3, 4, 5), [-1, -3], False),
+    mean_case("mean_repeated_axis_keep", (3, 10), [1, -1], True),
+    mean_case("mean_all_same_scale", (4, 6), [0, 1], False, oq=(0.1, -5)),
+    mean_case("mean_uint8", (2, 6, 5, 3), [2], True, key="uint8"),
+]
