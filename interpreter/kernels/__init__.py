@@ -10,3 +10,7 @@ from . import layout  # noqa: F401  TRANSPOSE CONCATENATION PACK UNPACK SPLIT SP
 from . import conv_int8  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D (int8, uint8)
 from . import fully_connected_int8  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL (int8, uint8)
 from . import pool_int8  # noqa: F401  MAX_POOL_2D AVERAGE_POOL_2D MEAN (int8, uint8)
+from . import conv  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D TRANSPOSE_CONV
+from . import fully_connected  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL
+from . import pool  # noqa: F401  AVERAGE_POOL_2D MAX_POOL_2D L2_POOL_2D
+from . import resize  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH

@@ -1,0 +1,371 @@
+"""CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV on float32 NHWC data.
+
+Convolutions run as BLAS matmuls: a 1x1 convolution is one matmul on the (N*H*W, C) view, a
+kxk one copies its windows into an im2col buffer (strided views of a padded input buffer
+allocated once) whose extra column of ones multiplies a bias row of the weights. Depthwise
+convolutions are one `einsum` over all taps of a strided view (numpy's fused multiply-add loop
+over the contiguous W*C axis), weights tiled to W*C in prepare. `Window` holds the padded
+buffer and the tap views; the pools share it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .common import RELU, RELU6, RELU_N1_TO_1, conv_output, fused_activation
+from .registry import register
+
+F32 = np.dtype(np.float32)
+CLAMPS = (RELU, RELU_N1_TO_1, RELU6)
+
+
+# -- sliding windows -------------------------------------------------------------------------
+
+class Window:
+    """The taps of a kh x kw window sliding over NHWC input, as strided views.
+
+    When the window reaches outside the input (SAME padding) or channels must be repeated
+    (depthwise multiplier), the input is copied into the interior of a buffer whose border
+    holds `fill` (written once); otherwise the views look straight at the input array."""
+
+    def __init__(self, node, shape, kh, kw, sh, sw, dh, dw, padding, fill=0.0, repeat=1):
+        n, h, w, c = shape
+        self.kh, self.kw, self.sh, self.sw, self.dh, self.dw = kh, kw, sh, sw, dh, dw
+        self.ho, self.pt = conv_output(padding, h, kh, sh, dh)
+        self.wo, self.pl = conv_output(padding, w, kw, sw, dw)
+        if self.ho <= 0 or self.wo <= 0:
+            raise node.fail(f"a {kh}x{kw} window (dilation {dh}x{dw}) does not fit the "
+                            f"{h}x{w} input")
+        rows = (self.ho - 1) * sh + (kh - 1) * dh + 1   # padded rows the windows read
+        cols = (self.wo - 1) * sw + (kw - 1) * dw + 1
+        self.shape = (n, self.ho, self.wo, c * repeat)
+        self.buffer = None
+        self.copy_in = None
+        if self.pt or self.pl or rows > h or cols > w or repeat > 1:
+            hb, wb = max(rows, self.pt + 1), max(cols, self.pl + 1)
+            self.buffer = np.full((n, hb, wb, c * repeat), fill, F32)
+            hi, wi = min(h, hb - self.pt), min(w, wb - self.pl)  # input rows/cols in use
+            interior = self.buffer[:, self.pt:self.pt + hi, self.pl:self.pl + wi]
+            if repeat > 1:
+                dest = interior.reshape(n, hi, wi, c, repeat)
+                self.copy_in = lambda x: np.copyto(dest, x[:, :hi, :wi, :, None])
+            else:
+                self.copy_in = lambda x: np.copyto(interior, x[:, :hi, :wi])
+        self._base = self._tap_base = None
+        self._views = self._taps = None
+
+    def views(self, x):
+        """(taps, flat): views of shape (kh, kw, N, Ho, Wo, C) and, when the rows of a window
+        are contiguous (stride_w 1), (kh, kw, N, Ho, Wo*C); else None."""
+        base = self.buffer if self.buffer is not None else x
+        if base is not self._base:
+            self._base, self._views = base, self._make_views(base)
+        return self._views
+
+    def tap_list(self, x):
+        """The taps one by one: [N*Ho, Wo*C] views when stride_w is 1, else [N, Ho, Wo, C];
+        with `out_view(out)`, the output in the same layout."""
+        base = self.buffer if self.buffer is not None else x
+        if base is not self._tap_base:
+            taps, flat = self.views(x)
+            n, ho, wo, c = self.shape
+            src = taps if flat is None else flat.reshape(self.kh, self.kw, n * ho, wo * c)
+            self._tap_base = base
+            self._taps = [src[i, j] for i in range(self.kh) for j in range(self.kw)]
+        return self._taps
+
+    def out_view(self, out):
+        n, ho, wo, c = self.shape
+        return out if self.sw != 1 else out.reshape(n * ho, wo * c)
+
+    def _make_views(self, b):
+        sn, sy, sx, sc = b.strides
+        n, ho, wo, c = b.shape[0], self.ho, self.wo, b.shape[3]
+        taps = as_strided(b, (self.kh, self.kw, n, ho, wo, c),
+                          (sy * self.dh, sx * self.dw, sn, sy * self.sh, sx * self.sw, sc),
+                          writeable=False)
+        flat = None
+        if self.sw == 1 and sx == c * sc:
+            flat = as_strided(b, (self.kh, self.kw, n, ho, wo * c),
+                              (sy * self.dh, sx * self.dw, sn, sy * self.sh, sc),
+                              writeable=False)
+        return taps, flat
+
+
+def _options(node):
+    o = node.options
+    stride_h, stride_w = int(o.stride_h or 1), int(o.stride_w or 1)
+    dil_h = int(getattr(o, "dilation_h_factor", 1) or 1)
+    dil_w = int(getattr(o, "dilation_w_factor", 1) or 1)
+    return stride_h, stride_w, dil_h, dil_w, int(o.padding or 0)
+
+
+def clamp_activation(code, node):
+    """The fused activation of TFLite's float conv, fully-connected and pool kernels: a clamp
+    to the range of RELU, RELU_N1_TO_1 or RELU6; the other codes (TANH, SIGN_BIT, SIGMOID)
+    clamp to the whole float range there, i.e. do nothing."""
+    code = int(code or 0)
+    return fused_activation(code, node) if code in CLAMPS else None
+
+
+def _with_optional_last(node, run, count):
+    """`run` takes all `count` inputs (None for omitted ones) then the output; adapt it to the
+    number of inputs the operator has."""
+    have = len(node.inputs)
+    if have == count:
+        return run
+    missing = (None,) * (count - have)
+    return lambda *args: run(*args[:have], *missing, *args[have:])
+
+
+def _check_float(node, *infos):
+    for t in infos:
+        if t is not None and t.dtype != F32:
+            raise node.fail(f"tensor {t.name!r} is {t.type_name}; this kernel takes float32")
+
+
+def _epilogue(bias_info, act, out_rows, tile):
+    """`tail(out, bias)`: adds the bias (tiled `tile` times to fill the rows of the
+    `out_rows`-shaped view of the output: one long inner loop instead of a broadcast) and
+    applies the fused activation; None when there is nothing to do."""
+    if bias_info is None and act is None:
+        return None
+    tiled = None
+    if bias_info is not None:
+        tiled = np.empty((tile, bias_info.shape[0]), F32)
+        if bias_info.data is not None:
+            tiled[:] = bias_info.data
+    runtime_bias = bias_info is not None and bias_info.data is None
+    tiled_flat = None if tiled is None else tiled.reshape(-1)
+
+    def tail(out, bias):
+        rows = out.reshape(out_rows)
+        if runtime_bias:
+            np.copyto(tiled, bias)
+        if tiled_flat is not None:
+            np.add(rows, tiled_flat, out=rows)
+        if act is not None:
+            act(rows)
+    return tail
+
+
+# -- CONV_2D ---------------------------------------------------------------------------------
+
+@register("CONV_2D", "float32")
+def conv_2d(node):
+    node.expect_inputs(2, 3)
+    x, w = node.input(0), node.input(1)
+    b = node.optional_input(2)
+    _check_float(node, x, w, b)
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise node.fail(f"input {list(x.shape)} and filter {list(w.shape)} must be 4-D")
+    n, h, wd, c = x.shape
+    o, kh, kw, cg = w.shape
+    if cg <= 0 or c % cg or o % (c // cg):
+        raise node.fail(f"input has {c} channels, filter {list(w.shape)} takes {cg}: channels "
+                        f"must be a multiple of the filter's, and the {o} filters divisible "
+                        "into the groups")
+    if b is not None and tuple(b.shape) != (o,):
+        raise node.fail(f"bias shape {list(b.shape)} does not match {o} output channels")
+    sh, sw, dh, dw, padding = _options(node)
+    win = Window(node, x.shape, kh, kw, sh, sw, dh, dw, padding)
+    ho, wo, groups = win.ho, win.wo, c // cg
+    node.outputs[0].shape = (n, ho, wo, o)
+    act = clamp_activation(node.options.fused_activation_function, node)
+    if kh == kw == 1 and win.buffer is None:
+        run = _conv_1x1(node, win, groups, cg, o, b, act)
+    else:
+        run = _conv_im2col(node, win, groups, cg, o, kh, kw, act)
+    return _with_optional_last(node, run, 3)
+
+
+def _grouped_weights(w, groups, with_bias_row=None):
+    """Filter [O, kh, kw, Cg] as [G, K(+1), O/G] matmul operands (a bias row appended)."""
+    o = w.shape[0]
+    k = w.size // o
+    wg = w.reshape(groups, o // groups, k).transpose(0, 2, 1)
+    if with_bias_row is None:
+        return wg
+    bias = np.asarray(with_bias_row, F32).reshape(groups, 1, o // groups)
+    return np.ascontiguousarray(np.concatenate([wg, bias], axis=1))
+
+
+def _conv_1x1(node, win, groups, cg, o, b, act):
+    """A 1x1 convolution: one matmul per group on the (N*H*W, C) view, strided input first
+    gathered into a contiguous buffer."""
+    n, ho, wo = win.shape[:3]
+    p, og = n * ho * wo, o // groups
+    strided = win.sh > 1 or win.sw > 1
+    gathered = np.empty((n, ho, wo, groups * cg), F32) if strided else None
+    const_w = node.inputs[1].data
+    wg_const = None if const_w is None else np.ascontiguousarray(_grouped_weights(const_w, groups))
+    tail = _epilogue(b, act, (n * ho, wo * o), wo)
+
+    def run(x, w, bias, out):
+        if strided:
+            np.copyto(gathered, x[:, ::win.sh, ::win.sw][:, :ho, :wo])
+            x = gathered
+        wg = wg_const if wg_const is not None else _grouped_weights(w, groups)
+        if groups == 1:
+            np.matmul(x.reshape(p, cg), wg[0], out=out.reshape(p, og))
+        else:
+            np.matmul(x.reshape(p, groups, cg).transpose(1, 0, 2), wg,
+                      out=out.reshape(p, groups, og).transpose(1, 0, 2))
+        if tail is not None:
+            tail(out, bias)
+    return run
+
+
+def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
+    """A kxk convolution: windows copied into an im2col buffer [P, G, kh*kw*Cg + 1] whose
+    last column is ones, times the weights with the bias as their last row."""
+    n, ho, wo = win.shape[:3]
+    p, og, k = n * ho * wo, o // groups, kh * kw * cg
+    cols = np.ones((p, groups, k + 1), F32)
+    # cols[..., :k] as (kh, kw, N, Ho, Wo, G, Cg), the layout of the window view.
+    dest = cols[:, :, :k].reshape(n, ho, wo, groups, kh, kw, cg).transpose(4, 5, 0, 1, 2, 3, 6)
+    w_info, b_info = node.inputs[1], node.optional_input(2)
+    const = w_info.data is not None and (b_info is None or b_info.data is not None)
+    wg_const = _im2col_weights(w_info.data, b_info and b_info.data, groups) if const else None
+    act_rows = (n * ho, wo * o)
+
+    def run(x, w, bias, out):
+        if win.copy_in is not None:
+            win.copy_in(x)
+        np.copyto(dest, win.views(x)[0].reshape(kh, kw, n, ho, wo, groups, cg))
+        wg = wg_const if const else _im2col_weights(w, bias, groups)
+        if groups == 1:
+            np.matmul(cols[:, 0], wg[0], out=out.reshape(p, og))
+        else:
+            np.matmul(cols.transpose(1, 0, 2), wg,
+                      out=out.reshape(p, groups, og).transpose(1, 0, 2))
+        if act is not None:
+            act(out.reshape(act_rows))
+    return run
+
+
+def _im2col_weights(w, bias, groups):
+    o = w.shape[0]
+    return _grouped_weights(w, groups, np.zeros(o, F32) if bias is None else bias)
+
+
+# -- DEPTHWISE_CONV_2D -----------------------------------------------------------------------
+
+@register("DEPTHWISE_CONV_2D", "float32")
+def depthwise_conv_2d(node):
+    node.expect_inputs(2, 3)
+    x, w = node.input(0), node.input(1)
+    b = node.optional_input(2)
+    _check_float(node, x, w, b)
+    if len(x.shape) != 4 or len(w.shape) != 4 or w.shape[0] != 1:
+        raise node.fail(f"input {list(x.shape)} must be 4-D and the filter {list(w.shape)} "
+                        "[1, kh, kw, channels]")
+    n, h, wd, c = x.shape
+    _, kh, kw, o = w.shape
+    if o % c:
+        raise node.fail(f"filter has {o} channels, not a multiple of the input's {c}")
+    mult = o // c  # the depth_multiplier option is redundant with the shapes; they win
+    if b is not None and tuple(b.shape) != (o,):
+        raise node.fail(f"bias shape {list(b.shape)} does not match {o} output channels")
+    sh, sw, dh, dw, padding = _options(node)
+    win = Window(node, x.shape, kh, kw, sh, sw, dh, dw, padding, repeat=mult)
+    ho, wo = win.ho, win.wo
+    node.outputs[0].shape = (n, ho, wo, o)
+    act = clamp_activation(node.options.fused_activation_function, node)
+    tail = _epilogue(b, act, (n * ho, wo * o), wo)
+    flat = sw == 1
+    # Weights [kh, kw, Wo*C] (stride_w 1: one contiguous row per window row) or [kh, kw, C].
+    tiled = np.empty((kh, kw, wo * o) if flat else (kh, kw, o), F32)
+    const_w = w.data
+    if const_w is not None:
+        _tile_weights(tiled, const_w, wo, flat)
+    subscripts = "ijnk,ijk->nk" if flat else "ijnyxc,ijc->nyxc"
+
+    def run(x, w, bias, out):
+        if win.copy_in is not None:
+            win.copy_in(x)
+        if const_w is None:
+            _tile_weights(tiled, w, wo, flat)
+        taps, flat_taps = win.views(x)
+        if flat:
+            np.einsum(subscripts, flat_taps.reshape(kh, kw, n * ho, wo * o), tiled,
+                      out=out.reshape(n * ho, wo * o))
+        else:
+            np.einsum(subscripts, taps, tiled, out=out)
+        if tail is not None:
+            tail(out, bias)
+    return _with_optional_last(node, run, 3)
+
+
+def _tile_weights(tiled, w, wo, flat):
+    if flat:
+        np.copyto(tiled.reshape(w.shape[1], w.shape[2], wo, w.shape[3]), w[0][:, :, None, :])
+    else:
+        np.copyto(tiled, w[0])
+
+
+# -- TRANSPOSE_CONV --------------------------------------------------------------------------
+
+# The registry keys a kernel by its first input's dtype, here the int32 output shape: the
+# int32 key stands for float32 data (input 2) until the registry looks at the data input.
+@register("TRANSPOSE_CONV", "float32", "int32")
+def transpose_conv(node):
+    node.expect_inputs(3, 4)
+    shape_info, w, x = node.input(0), node.input(1), node.input(2)
+    b = node.optional_input(3)
+    _check_float(node, w, x, b)
+    if shape_info.type_name != "int32":
+        raise node.fail(f"the output shape is {shape_info.type_name}, not int32")
+    if shape_info.data is None:
+        raise node.fail("the output shape (input 0) must be a constant tensor")
+    out_shape = tuple(int(d) for d in np.asarray(shape_info.data).reshape(-1))
+    if len(out_shape) != 4 or len(x.shape) != 4 or len(w.shape) != 4:
+        raise node.fail(f"output shape {list(out_shape)}, input {list(x.shape)} and filter "
+                        f"{list(w.shape)} must be 4-D")
+    n, h, wd, c = x.shape
+    o, kh, kw, wc = w.shape
+    if wc != c or out_shape[0] != n or out_shape[3] != o:
+        raise node.fail(f"filter {list(w.shape)} does not fit input {list(x.shape)} and "
+                        f"output shape {list(out_shape)}")
+    if b is not None and tuple(b.shape) != (o,):
+        raise node.fail(f"bias shape {list(b.shape)} does not match {o} output channels")
+    o_ = node.options
+    sh, sw, padding = int(o_.stride_h or 1), int(o_.stride_w or 1), int(o_.padding or 0)
+    ho, wo = out_shape[1], out_shape[2]
+    pt = _transpose_padding(padding, ho, kh, sh)
+    pl = _transpose_padding(padding, wo, kw, sw)
+    node.outputs[0].shape = out_shape
+    act = clamp_activation(getattr(o_, "fused_activation_function", 0), node)
+    tail = _epilogue(b, act, (n * ho, wo * o), wo)
+    # Every input pixel scatters a kh x kw x O patch into an accumulator that covers all
+    # patches; the output is its window at (pt, pl).
+    acc = np.zeros((n, max((h - 1) * sh + kh, pt + ho), max((wd - 1) * sw + kw, pl + wo), o), F32)
+    cols = np.empty((n, h, wd, kh, kw, o), F32)
+    const_w = w.data
+    wm_const = None if const_w is None else np.ascontiguousarray(_patch_weights(const_w))
+
+    def run(_shape, w, x, bias, out):
+        wm = wm_const if wm_const is not None else _patch_weights(w)
+        np.matmul(x.reshape(n * h * wd, c), wm, out=cols.reshape(n * h * wd, kh * kw * o))
+        acc.fill(0.0)
+        for i in range(kh):
+            for j in range(kw):
+                dst = acc[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw]
+                np.add(dst, cols[:, :, :, i, j], out=dst)
+        np.copyto(out, acc[:, pt:pt + ho, pl:pl + wo])
+        if tail is not None:
+            tail(out, bias)
+    return _with_optional_last(node, run, 4)
+
+
+def _patch_weights(w):
+    """Filter [O, kh, kw, C] as the [C, kh*kw*O] matrix mapping a pixel to its patch."""
+    o, kh, kw, c = w.shape
+    return w.transpose(3, 1, 2, 0).reshape(c, kh * kw * o)
+
+
+def _transpose_padding(padding, out_size, kernel, stride):
+    """TFLite's padding of a transposed convolution: that of the forward convolution from the
+    output size."""
+    conv_out, _ = conv_output(padding, out_size, kernel, stride)
+    return max(((conv_out - 1) * stride + kernel - out_size) // 2, 0)

@@ -1,0 +1,80 @@
+"""FULLY_CONNECTED and BATCH_MATMUL on float32: one BLAS matmul each, into the output."""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import SIGN_BIT, TANH, broadcast_shape
+from .conv import F32, clamp_activation
+from .registry import register
+
+
+@register("FULLY_CONNECTED", "float32")
+def fully_connected(node):
+    node.expect_inputs(2, 3)
+    x, w = node.input(0), node.input(1)
+    b = node.optional_input(2)
+    for t in (x, w, b):
+        if t is not None and t.dtype != F32:
+            raise node.fail(f"tensor {t.name!r} is {t.type_name}; this kernel takes float32")
+    opts = node.options
+    if int(getattr(opts, "weights_format", 0) or 0) != 0:
+        raise node.fail("only the DEFAULT weights format is supported for float32")
+    if len(w.shape) != 2:
+        raise node.fail(f"weights {list(w.shape)} must be 2-D [units, inputs]")
+    units, depth = w.shape
+    size = int(np.prod(x.shape, dtype=np.int64))
+    if depth == 0 or size % depth:
+        raise node.fail(f"input {list(x.shape)} does not split into rows of {depth} values")
+    if b is not None and int(np.prod(b.shape)) != units:
+        raise node.fail(f"bias shape {list(b.shape)} does not match {units} units")
+    rows = size // depth
+    if getattr(opts, "keep_num_dims", False):
+        if x.shape[-1] != depth:
+            raise node.fail(f"keep_num_dims needs the input's last dimension {x.shape[-1]} "
+                            f"to be the weights' {depth}")
+        node.outputs[0].shape = tuple(x.shape[:-1]) + (units,)
+    else:
+        node.outputs[0].shape = (rows, units)
+    code = int(opts.fused_activation_function or 0)
+    if code in (TANH, SIGN_BIT):  # as LiteRT: float FULLY_CONNECTED only clamps
+        raise node.fail(f"fused activation {code} is not supported (only RELU, RELU_N1_TO_1 "
+                        "and RELU6 are)")
+    act = clamp_activation(code, node)
+    const_w = w.data
+    wt_const = None if const_w is None else np.ascontiguousarray(const_w.T)
+    has_bias = b is not None
+
+    def run(x, w, *rest):
+        out = rest[-1]
+        o2 = out.reshape(rows, units)
+        np.matmul(x.reshape(rows, depth), wt_const if wt_const is not None else w.T, out=o2)
+        if has_bias:
+            np.add(o2, rest[0].reshape(units), out=o2)
+        if act is not None:
+            act(o2)
+    return run
+
+
+@register("BATCH_MATMUL", "float32")
+def batch_matmul(node):
+    node.expect_inputs(2)
+    x, y = node.input(0), node.input(1)
+    for t in (x, y):
+        if t.dtype != F32:
+            raise node.fail(f"tensor {t.name!r} is {t.type_name}; this kernel takes float32")
+    if len(x.shape) < 2 or len(y.shape) < 2:
+        raise node.fail(f"inputs {list(x.shape)} and {list(y.shape)} must have rank >= 2")
+    adj_x = bool(getattr(node.options, "adj_x", False))
+    adj_y = bool(getattr(node.options, "adj_y", False))
+    m, kx = (x.shape[-1], x.shape[-2]) if adj_x else (x.shape[-2], x.shape[-1])
+    ky, n = (y.shape[-1], y.shape[-2]) if adj_y else (y.shape[-2], y.shape[-1])
+    if kx != ky:
+        raise node.fail(f"inner dimensions differ: {list(x.shape)} (adj_x={adj_x}) times "
+                        f"{list(y.shape)} (adj_y={adj_y})")
+    batch = broadcast_shape(node, x.shape[:-2], y.shape[:-2])
+    node.outputs[0].shape = tuple(batch) + (m, n)
+
+    def run(x, y, out):
+        np.matmul(x.swapaxes(-1, -2) if adj_x else x, y.swapaxes(-1, -2) if adj_y else y,
+                  out=out)
+    return run

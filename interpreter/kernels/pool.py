@@ -1,0 +1,105 @@
+"""AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D on float32 NHWC data.
+
+Each pool combines its window's taps one strided view at a time (`Window` from conv.py;
+ufunc.reduce over all taps of a strided view is several times slower). Padding never counts:
+MAX_POOL pads with -inf, the averages divide by the number of in-bounds taps.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .conv import F32, Window, clamp_activation
+from .registry import register
+
+
+def _window(node):
+    node.expect_inputs(1)
+    x = node.input(0)
+    if x.dtype != F32:
+        raise node.fail(f"input is {x.type_name}; this kernel takes float32")
+    if len(x.shape) != 4:
+        raise node.fail(f"input {list(x.shape)} must be 4-D (NHWC)")
+    o = node.options
+    fh, fw = int(o.filter_height or 0), int(o.filter_width or 0)
+    sh, sw = int(o.stride_h or 0), int(o.stride_w or 0)
+    if min(fh, fw, sh, sw) <= 0:
+        raise node.fail(f"filter {fh}x{fw} and strides {sh}x{sw} must be positive")
+    fill = -np.inf if node.op == "MAX_POOL_2D" else 0.0
+    win = Window(node, x.shape, fh, fw, sh, sw, 1, 1, int(o.padding or 0), fill=fill)
+    node.outputs[0].shape = win.shape
+    return win, clamp_activation(o.fused_activation_function, node)
+
+
+def _in_bounds_counts(win, shape):
+    """How many taps of each output's window fall inside the input, as a scalar when all
+    agree, else an array in the layout of `win.out_view`."""
+    n, h, w, c = shape
+
+    def along(size, out, kernel, stride, pad):
+        start = np.arange(out) * stride - pad
+        return np.minimum(start + kernel, size) - np.maximum(start, 0)
+
+    counts = np.multiply.outer(along(h, win.ho, win.kh, win.sh, win.pt),
+                               along(w, win.wo, win.kw, win.sw, win.pl)).astype(F32)
+    if (counts == counts.flat[0]).all():
+        return F32.type(counts.flat[0])
+    full = np.broadcast_to(counts[None, :, :, None], win.shape)
+    return np.ascontiguousarray(full).reshape(win.out_view(np.empty(win.shape, F32)).shape)
+
+
+def _summing_pool(node, square: bool):
+    win, act = _window(node)
+    x_shape = node.input(0).shape
+    counts = _in_bounds_counts(win, x_shape)
+    squares = np.empty(x_shape, F32) if square else None
+
+    def run(x, out):
+        if square:
+            np.square(x, out=squares)
+            x = squares
+        if win.copy_in is not None:
+            win.copy_in(x)
+        taps = win.tap_list(x)
+        o = win.out_view(out)
+        if len(taps) == 1:
+            np.copyto(o, taps[0])
+        else:
+            np.add(taps[0], taps[1], out=o)
+        for t in taps[2:]:
+            np.add(o, t, out=o)
+        np.divide(o, counts, out=o)
+        if square:
+            np.sqrt(o, out=o)
+        if act is not None:
+            act(o)
+    return run
+
+
+@register("AVERAGE_POOL_2D", "float32")
+def average_pool_2d(node):
+    return _summing_pool(node, square=False)
+
+
+@register("L2_POOL_2D", "float32")
+def l2_pool_2d(node):
+    return _summing_pool(node, square=True)
+
+
+@register("MAX_POOL_2D", "float32")
+def max_pool_2d(node):
+    win, act = _window(node)
+
+    def run(x, out):
+        if win.copy_in is not None:
+            win.copy_in(x)
+        taps = win.tap_list(x)
+        o = win.out_view(out)
+        if len(taps) == 1:
+            np.copyto(o, taps[0])
+        else:
+            np.maximum(taps[0], taps[1], out=o)
+        for t in taps[2:]:
+            np.maximum(o, t, out=o)
+        if act is not None:
+            act(o)
+    return run
