@@ -2,7 +2,11 @@
 so this list reads as the coverage table."""
 from .registry import KERNELS, CUSTOM_OPS, KernelError, Node, TensorInfo, register, register_custom_op
 
-from . import elementwise  # noqa: F401  ADD SUB MUL DIV ... and unary math
+from . import elementwise  # noqa: F401  ADD SUB MUL DIV ... comparisons, logic, SELECT
+from . import unary  # noqa: F401  ABS NEG EXP LOG SQRT RSQRT SQUARE SIN COS FLOOR CEIL ROUND SIGN
+from . import activations  # noqa: F401  RELU ... GELU LOGISTIC TANH SOFTMAX L2_NORMALIZATION CUMSUM
+from . import reduce  # noqa: F401  MEAN SUM REDUCE_* ARG_MAX ARG_MIN
+from . import convert  # noqa: F401  CAST DEQUANTIZE QUANTIZE
 from . import control  # noqa: F401  CALL_ONCE IF WHILE VAR_HANDLE READ_VARIABLE ASSIGN_VARIABLE
 from . import lstm  # noqa: F401  UNIDIRECTIONAL_SEQUENCE_LSTM
 from . import shape_ops  # noqa: F401  RESHAPE SQUEEZE EXPAND_DIMS SHAPE RANK BROADCAST_TO FILL ...

@@ -1,18 +1,55 @@
-"""Binary elementwise ops with broadcasting, and their fused activations."""
+"""Binary elementwise ops with broadcasting: arithmetic (with fused activations), comparisons,
+logical ops, SELECT and SELECT_V2.
+
+Each `prepare` checks that the shapes broadcast, sets the output shape and returns a `run` that
+calls prebound ufuncs with `out=`. Float ops compute in float32 as TFLite's reference kernels
+do; integer ops follow TFLite's C++ where it differs from numpy (DIV truncates toward zero).
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from .common import broadcast_shape, fused_activation, with_activation
+from .common import broadcast_shape, clip_, fused_activation, with_activation
 from .registry import register
 
+FLOAT = ("float32",)
+INTS = ("int32", "int64")
 
-def _binary(ufunc):
+_INT_BOUNDS = {1: (0, None), 2: (-1, 1), 3: (0, 6)}  # RELU, RELU_N1_TO_1, RELU6
+
+
+def activation_for(node, dtype):
+    """The in-place fused activation of `node` for outputs of `dtype` (None when there is none).
+
+    As TFLite's CalculateActivationRange: RELU, RELU_N1_TO_1 and RELU6 clamp (integers too);
+    TANH, SIGN_BIT and SIGMOID leave the values unchanged in these kernels."""
+    code = int(getattr(node.options, "fused_activation_function", 0) or 0)
+    if code in (0, 4, 5, 6):
+        return None
+    if np.dtype(dtype).kind == "f":
+        return fused_activation(code, node)
+    if code not in _INT_BOUNDS:
+        raise node.fail(f"unknown fused activation {code}")
+    lo, hi = _INT_BOUNDS[code]
+    hi = int(np.iinfo(dtype).max) if hi is None else hi
+    return lambda x: clip_(x, lo, hi)
+
+
+def prepare_binary(node, same_types: bool = True):
+    """Check a two-input op, set its broadcast output shape; returns the two inputs."""
+    node.expect_inputs(2)
+    a, b = node.input(0), node.input(1)
+    if same_types and a.dtype != b.dtype:
+        raise node.fail(f"input types differ: {a.type_name} and {b.type_name}")
+    node.outputs[0].shape = broadcast_shape(node, a.shape, b.shape)
+    return a, b
+
+
+def _binary(ufunc, fused: bool = False):
+    """A kernel computing `ufunc(a, b)`, then the op's fused activation if it has one."""
     def prepare(node):
-        node.expect_inputs(2)
-        a, b = node.input(0), node.input(1)
-        node.outputs[0].shape = broadcast_shape(node, a.shape, b.shape)
-        act = fused_activation(getattr(node.options, "fused_activation_function", 0), node)
+        a, _ = prepare_binary(node)
+        act = activation_for(node, a.dtype) if fused else None
 
         def compute(x, y, out):
             ufunc(x, y, out=out)
@@ -20,6 +57,151 @@ def _binary(ufunc):
     return prepare
 
 
-register("ADD", "float32", "int32", "int64")(_binary(np.add))
-register("SUB", "float32", "int32", "int64")(_binary(np.subtract))
-register("MUL", "float32", "int32", "int64")(_binary(np.multiply))
+register("ADD", *FLOAT, *INTS)(_binary(np.add, fused=True))
+register("SUB", *FLOAT, *INTS)(_binary(np.subtract, fused=True))
+register("MUL", *FLOAT, *INTS)(_binary(np.multiply, fused=True))
+register("MAXIMUM", *FLOAT, *INTS)(_binary(np.maximum))
+register("MINIMUM", *FLOAT, *INTS)(_binary(np.minimum))
+register("FLOOR_MOD", *FLOAT, *INTS)(_binary(np.remainder))
+
+
+@register("DIV", *FLOAT, "int32")
+def div(node):
+    a, _ = prepare_binary(node)
+    act = activation_for(node, a.dtype)
+    if a.dtype.kind == "f":
+        def compute(x, y, out):
+            np.divide(x, y, out=out)
+        return with_activation(compute, act)
+    return with_activation(_truncating_divide(a.dtype, node.outputs[0].shape), act)
+
+
+def _truncating_divide(dtype, shape):
+    """x / y rounded toward zero as in C++: numpy's floor division, plus one where the division
+    is inexact and the quotient negative."""
+    rem = np.empty(shape, dtype)
+    inexact = np.empty(shape, np.bool_)
+    negative = np.empty(shape, np.bool_)
+    floor_divide, remainder, not_equal, less, logical_and, add = (
+        np.floor_divide, np.remainder, np.not_equal, np.less, np.logical_and, np.add)
+
+    def compute(x, y, out):
+        floor_divide(x, y, out=out)
+        remainder(x, y, out=rem)
+        not_equal(rem, 0, out=inexact)
+        less(out, 0, out=negative)
+        logical_and(inexact, negative, out=inexact)
+        add(out, inexact, out=out, casting="unsafe")
+    return compute
+
+
+@register("FLOOR_DIV", *FLOAT, "int32")
+def floor_div(node):
+    a, _ = prepare_binary(node)
+    if a.dtype.kind != "f":
+        def compute(x, y, out):
+            np.floor_divide(x, y, out=out)
+        return compute
+
+    # TFLite computes floor(double(x) / double(y)); float32 division rounds 1 / 0.1 up to 10.
+    quotient = np.empty(node.outputs[0].shape, np.float64)
+
+    def compute(x, y, out):
+        np.divide(x, y, out=quotient, dtype=np.float64)
+        np.floor(quotient, out=quotient)
+        np.copyto(out, quotient, casting="same_kind")
+    return compute
+
+
+@register("SQUARED_DIFFERENCE", *FLOAT, "int32")
+def squared_difference(node):
+    prepare_binary(node)
+
+    def compute(x, y, out):
+        np.subtract(x, y, out=out)
+        np.multiply(out, out, out=out)
+    return compute
+
+
+@register("POW", *FLOAT, "int32")
+def pow(node):
+    a, b = prepare_binary(node)
+    if a.dtype.kind != "f" and b.data is not None and (b.data < 0).any():
+        raise node.fail("an integer POW needs non-negative exponents")
+
+    def compute(x, y, out):
+        np.power(x, y, out=out)
+    return compute
+
+
+# -- comparisons and logic ---------------------------------------------------------------------
+
+def _compare(ufunc):
+    def prepare(node):
+        prepare_binary(node)
+
+        def compute(x, y, out):
+            ufunc(x, y, out=out)
+        return compute
+    return prepare
+
+
+_ORDERED = ("float32", "int32", "int64")
+register("LESS", *_ORDERED)(_compare(np.less))
+register("LESS_EQUAL", *_ORDERED)(_compare(np.less_equal))
+register("GREATER", *_ORDERED)(_compare(np.greater))
+register("GREATER_EQUAL", *_ORDERED)(_compare(np.greater_equal))
+register("EQUAL", *_ORDERED, "bool")(_compare(np.equal))
+register("NOT_EQUAL", *_ORDERED, "bool")(_compare(np.not_equal))
+register("LOGICAL_AND", "bool")(_compare(np.logical_and))
+register("LOGICAL_OR", "bool")(_compare(np.logical_or))
+
+
+@register("LOGICAL_NOT", "bool")
+def logical_not(node):
+    node.expect_inputs(1)
+    node.outputs[0].shape = node.input(0).shape
+
+    def compute(x, out):
+        np.logical_not(x, out=out)
+    return compute
+
+
+@register("SELECT", "bool")
+def select(node):
+    """TFLite's SELECT: a condition of x's shape, a scalar, or a vector choosing rows of x."""
+    node.expect_inputs(3)
+    cond, x, y = node.input(0), node.input(1), node.input(2)
+    if x.shape != y.shape:
+        raise node.fail(f"x and y must have the same shape, got {list(x.shape)} and "
+                        f"{list(y.shape)}")
+    if cond.shape == x.shape or len(cond.shape) == 0:
+        view = None
+    elif len(cond.shape) == 1 and len(x.shape) >= 1 and cond.shape[0] == x.shape[0]:
+        view = (cond.shape[0],) + (1,) * (len(x.shape) - 1)
+    else:
+        raise node.fail(f"condition shape {list(cond.shape)} must be x's {list(x.shape)}, a "
+                        "scalar, or a vector of x's first dimension")
+    node.outputs[0].shape = x.shape
+    return _select_run(view)
+
+
+@register("SELECT_V2", "bool")
+def select_v2(node):
+    node.expect_inputs(3)
+    cond, x, y = node.input(0), node.input(1), node.input(2)
+    node.outputs[0].shape = broadcast_shape(node, cond.shape, x.shape, y.shape)
+    return _select_run(None)
+
+
+def _select_run(cond_view):
+    copyto = np.copyto
+    if cond_view is None:
+        def run(c, x, y, out):
+            copyto(out, y)
+            copyto(out, x, where=c)
+    else:
+        def run(c, x, y, out):
+            copyto(out, y)
+            copyto(out, x, where=c.reshape(cond_view))
+    return run

@@ -1,0 +1,92 @@
+"""Type conversions: CAST, DEQUANTIZE (float16 and int8/uint8/int16 to float32, per tensor or
+per channel) and QUANTIZE from float32 (to int8/uint8/int16, per tensor or per channel)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import clip_
+from .registry import register
+
+_CAST_TYPES = ("float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32",
+               "uint32", "int64", "bool")
+
+
+@register("CAST", *_CAST_TYPES)
+def cast(node):
+    """C++ static_cast: floats truncate toward zero, nonzero becomes true."""
+    node.expect_inputs(1)
+    node.outputs[0].shape = node.input(0).shape
+    copyto = np.copyto
+
+    def run(x, out):
+        copyto(out, x, casting="unsafe")
+    return run
+
+
+def _affine(node, t, what: str):
+    """(scale, zero_point) of tensor `t` as float32 arrays shaped to broadcast against it."""
+    q = t.quantization
+    if q is None or q.scale is None or np.size(q.scale) == 0:
+        raise node.fail(f"the {what} ({t.name!r}) has no quantization parameters")
+    scale = np.asarray(q.scale, np.float32).reshape(-1)
+    zero = np.asarray(q.zero_point if q.zero_point is not None and np.size(q.zero_point)
+                      else np.zeros(scale.size), np.int64).reshape(-1)
+    if zero.size == 1 and scale.size > 1:
+        zero = np.repeat(zero, scale.size)
+    if scale.size == 1:
+        return scale.reshape(()), zero.reshape(()).astype(np.float32)
+    axis = int(q.quantized_dimension or 0)
+    rank = len(t.shape)
+    if not 0 <= axis < rank or t.shape[axis] != scale.size or zero.size != scale.size:
+        raise node.fail(f"the {what} ({t.name!r}) has {scale.size} scales along dimension "
+                        f"{axis}, which does not match its shape {list(t.shape)}")
+    view = (1,) * axis + (scale.size,) + (1,) * (rank - axis - 1)
+    return scale.reshape(view), zero.reshape(view).astype(np.float32)
+
+
+@register("DEQUANTIZE", "float16", "int8", "uint8", "int16")
+def dequantize(node):
+    """float16 -> float32, or (q - zero_point) * scale (exact products: as TFLite's double)."""
+    node.expect_inputs(1)
+    x = node.input(0)
+    node.outputs[0].shape = x.shape
+    if node.outputs[0].dtype != np.float32:
+        raise node.fail(f"the output must be float32, got {node.outputs[0].type_name}")
+    if x.dtype == np.float16:
+        def run(x, out):
+            np.copyto(out, x)
+        return run
+    scale, zero = _affine(node, x, "input")
+
+    def run(x, out):
+        np.subtract(x, zero, out=out, dtype=np.float32)
+        np.multiply(out, scale, out=out)
+    return run
+
+
+@register("QUANTIZE", "float32")
+def quantize(node):
+    """round(x / scale) + zero_point, clamped to the output type; rounding half away from zero
+    (TfLiteRound). The rounding runs in float64, where |y| + 0.5 is exact for float32 y."""
+    node.expect_inputs(1)
+    x, y = node.input(0), node.outputs[0]
+    y.shape = x.shape
+    if y.dtype not in (np.int8, np.uint8, np.int16):
+        raise node.fail(f"quantizing float32 to {y.type_name} is not supported (int8, uint8 "
+                        "and int16 are)")
+    scale, zero = _affine(node, y, "output")
+    info = np.iinfo(y.dtype)
+    lo, hi = float(info.min), float(info.max)
+    q = np.empty(x.shape, np.float32)
+    r = np.empty(x.shape, np.float64)
+
+    def run(x, out):
+        np.divide(x, scale, out=q)
+        np.absolute(q, out=r)
+        np.add(r, 0.5, out=r)
+        np.floor(r, out=r)
+        np.copysign(r, q, out=r)
+        np.add(r, zero, out=r)
+        clip_(r, lo, hi)
+        np.copyto(out, r, casting="unsafe")
+    return run

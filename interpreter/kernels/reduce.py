@@ -1,0 +1,157 @@
+"""Reductions: MEAN SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD REDUCE_ANY REDUCE_ALL, ARG_MAX ARG_MIN.
+
+The axes come from a constant tensor (negative and repeated axes allowed, empty = copy). In
+`prepare` neighbouring axes that are reduced together (or kept together) are merged, so `run`
+reduces one reshaped view with one ufunc call: MEAN over H and W of an NHWC tensor is a single
+`np.add.reduce` over the middle axis of an (N, H*W, C) view.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import register
+
+
+def _axes(node, rank: int, k: int = 1) -> list:
+    """The normalized, de-duplicated axes of the constant input `k`."""
+    t = node.input(k)
+    if t.data is None and 0 in t.shape:
+        return []
+    if t.data is None:
+        raise node.fail(f"the axes (input {k}, {t.name!r}) must be a constant tensor: edgelite "
+                        "plans output shapes before running")
+    axes = []
+    for a in np.asarray(t.data).reshape(-1).tolist():
+        if not -rank <= a < rank:
+            raise node.fail(f"axis {a} is out of range for an input of rank {rank}")
+        a %= rank
+        if a not in axes:
+            axes.append(a)
+    return axes
+
+
+def _plan(node):
+    """Set the output shape; returns (input view shape, axes to reduce, output view shape),
+    or None when nothing is reduced (the output is a copy)."""
+    node.expect_inputs(2)
+    shape = node.input(0).shape
+    rank = len(shape)
+    axes = set(_axes(node, rank)) if rank else set()
+    keep = bool(getattr(node.options, "keep_dims", False))
+    node.outputs[0].shape = tuple(1 if i in axes else d for i, d in enumerate(shape)
+                                  if keep or i not in axes)
+    # Merge runs of dims with the same role; dims of size 1 go with either.
+    groups = []  # [size, reduced]
+    for i, d in enumerate(shape):
+        reduced = i in axes
+        if d == 1 and groups:
+            continue
+        if groups and groups[-1][1] == reduced:
+            groups[-1][0] *= d
+        elif d == 1:
+            groups.append([1, reduced])
+        else:
+            groups.append([d, reduced])
+    if not any(r for _, r in groups) or all(s == 1 for s, r in groups if r):
+        return None
+    view = tuple(s for s, _ in groups)
+    red = tuple(i for i, (_, r) in enumerate(groups) if r)
+    out_view = tuple(s for s, r in groups if not r)
+    return view, red, out_view
+
+
+def _copy(x, axes, out):
+    np.copyto(out, x.reshape(out.shape))
+
+
+def _reducer(ufunc):
+    def prepare(node):
+        plan = _plan(node)
+        if plan is None:
+            return _copy
+        view, axes, out_view = plan
+        reduce, dtype = ufunc.reduce, node.outputs[0].dtype
+        if np.prod(view) == 0 and ufunc in (np.maximum, np.minimum):
+            info = np.finfo if dtype.kind == "f" else np.iinfo
+            initial = (info(dtype).min if ufunc is np.maximum else info(dtype).max) \
+                if dtype.kind != "b" else ufunc is np.minimum
+
+            def run(x, _, out):
+                reduce(x.reshape(view), axis=axes, dtype=dtype, out=out.reshape(out_view),
+                       initial=initial)
+            return run
+
+        def run(x, _, out):
+            reduce(x.reshape(view), axis=axes, dtype=dtype, out=out.reshape(out_view))
+        return run
+    return prepare
+
+
+_NUMERIC = ("float32", "int32", "int64", "bool")
+register("SUM", *_NUMERIC)(_reducer(np.add))
+register("REDUCE_PROD", *_NUMERIC)(_reducer(np.multiply))
+register("REDUCE_MAX", *_NUMERIC)(_reducer(np.maximum))
+register("REDUCE_MIN", *_NUMERIC)(_reducer(np.minimum))
+register("REDUCE_ANY", "bool")(_reducer(np.logical_or))
+register("REDUCE_ALL", "bool")(_reducer(np.logical_and))
+
+
+@register("MEAN", "float32", "int32", "int64")
+def mean(node):
+    """The sum divided by the count; integers sum in int64 and divide truncating, as TFLite."""
+    plan = _plan(node)
+    if plan is None:
+        return _copy
+    view, axes, out_view = plan
+    count = int(np.prod([view[a] for a in axes]))
+    reduce = np.add.reduce
+    if node.outputs[0].dtype.kind == "f":
+        n = float(count)
+
+        def run(x, _, out):
+            o = out.reshape(out_view)
+            reduce(x.reshape(view), axis=axes, out=o)
+            np.divide(o, n, out=o)
+        return run
+    total = np.empty(out_view, np.int64)
+    negative = np.empty(out_view, np.bool_)
+
+    def run(x, _, out):
+        reduce(x.reshape(view), axis=axes, dtype=np.int64, out=total)
+        np.less(total, 0, out=negative)
+        np.absolute(total, out=total)
+        np.floor_divide(total, count, out=total)
+        np.negative(total, out=total, where=negative)
+        np.copyto(out.reshape(out_view), total, casting="unsafe")
+    return run
+
+
+def _arg(ufunc_name):
+    def prepare(node):
+        node.expect_inputs(2)
+        x = node.input(0)
+        rank = len(x.shape)
+        axes = _axes(node, rank)
+        if len(axes) != 1:
+            raise node.fail(f"expected one axis, got {len(axes)}")
+        axis = axes[0]
+        out_dtype = node.outputs[0].dtype
+        if out_dtype not in (np.int32, np.int64):
+            raise node.fail(f"the output type must be int32 or int64, got {out_dtype}")
+        node.outputs[0].shape = x.shape[:axis] + x.shape[axis + 1:]
+        arg = getattr(np, ufunc_name)
+        if out_dtype == np.intp:
+            def run(x, axis_value, out):
+                arg(x, axis=axis, out=out)
+            return run
+        index = np.empty(node.outputs[0].shape, np.intp)
+
+        def run(x, axis_value, out):
+            arg(x, axis=axis, out=index)
+            np.copyto(out, index, casting="unsafe")
+        return run
+    return prepare
+
+
+register("ARG_MAX", "float32", "int32", "bool")(_arg("argmax"))
+register("ARG_MIN", "float32", "int32", "bool")(_arg("argmin"))
