@@ -18,3 +18,6 @@ from . import conv  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D TRANSPOSE_CONV
 from . import fully_connected  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL
 from . import pool  # noqa: F401  AVERAGE_POOL_2D MAX_POOL_2D L2_POOL_2D
 from . import resize  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH
+from . import elementwise_int8  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int8, uint8)
+from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH LOGISTIC TANH SOFTMAX (int8, uint8)
+from . import quantize  # noqa: F401  QUANTIZE from integers (requantize)

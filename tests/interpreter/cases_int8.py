@@ -182,6 +182,126 @@ CASES += [
     mean_case("mean_spatial", (1, 5, 3, 4), [1, 2], False),
     mean_case("mean_negative_axes", (2, 3, 4, 5), [-1, -3], False),
     mean_case("mean_repeated_axis_keep", (3, 10), [1, -1], True),
-    mean_case("mean_all_same_scale", (4, 6), [0, 1], False, oq=(0.1, -5)),
+    mean_case("mean_same_scale", (4, 6), [1], False, oq=(0.1, -5)),
     mean_case("mean_uint8", (2, 6, 5, 3), [2], True, key="uint8"),
+]
+
+
+def binary_case(id, op, a_shape, b_shape, key="int8", act=None, aq=(0.05, 3), bq=(0.08, -10),
+                oq=(0.1, 1), const_b=False):
+    if key == "uint8":
+        aq, bq, oq = ((s, z + 128) for s, z in (aq, bq, oq))
+    options = {} if act is None else dict(fused_activation_function=act)
+    b = q8(b_shape, key)
+    if const_b:
+        return case(id, op, [In(a_shape, key, aq), b], [q8(a_shape, key)],
+                    outputs=[Out((), key, oq)], options=options, const_quant={1: bq})
+    return case(id, op, [In(a_shape, key, aq), In(b_shape, key, bq)], [q8(a_shape, key), b],
+                outputs=[Out((), key, oq)], options=options)
+
+
+# ADD SUB MUL: broadcasting, every fused activation, equal and unequal scales, uint8, constants.
+CASES += [
+    binary_case("add", "ADD", (2, 3, 4), (2, 3, 4), act=0),
+    binary_case("add_broadcast_relu", "ADD", (2, 1, 4), (3, 1), act=1),
+    binary_case("add_relu6_same_scales", "ADD", (4, 5), (4, 5), act=3, aq=(0.05, 3),
+                bq=(0.05, 3), oq=(0.05, 3)),
+    binary_case("add_relu_n1_const", "ADD", (3, 4), (4,), act=2, const_b=True, oq=(0.01, -2)),
+    binary_case("add_uint8", "ADD", (2, 5), (1, 5), key="uint8", act=1),
+    binary_case("sub", "SUB", (2, 3, 4), (2, 3, 4), act=0),
+    binary_case("sub_broadcast_relu6", "SUB", (3, 1, 2), (1, 4, 2), act=3),
+    binary_case("sub_uint8", "SUB", (6,), (6,), key="uint8"),
+    binary_case("sub_narrow_output", "SUB", (5,), (5,), aq=(1.0, 0), bq=(1.0, 0),
+                oq=(1.5e-6, 0)),
+    binary_case("mul", "MUL", (2, 3, 4), (2, 3, 4), act=0, oq=(0.004, -1)),
+    binary_case("mul_broadcast_relu", "MUL", (2, 3, 1), (4,), act=1, oq=(0.003, 5)),
+    binary_case("mul_relu6_uint8", "MUL", (3, 4), (3, 4), key="uint8", act=3, oq=(0.003, 0)),
+    binary_case("mul_const", "MUL", (2, 6), (6,), const_b=True, oq=(0.01, 0)),
+    binary_case("maximum", "MAXIMUM", (2, 3), (3,), aq=(0.05, 3), bq=(0.05, 3), oq=(0.05, 3)),
+    binary_case("minimum_uint8", "MINIMUM", (2, 3), (2, 3), key="uint8", aq=(0.05, 3),
+                bq=(0.05, 3), oq=(0.05, 3)),
+]
+
+
+def every_value(shape, dtype="int8"):
+    """All 256 values of the type (each once, then random), so a table is checked whole."""
+    lo = -128 if dtype == "int8" else 0
+    size = int(np.prod(shape))
+    values = np.concatenate([np.arange(lo, lo + 256), rng.integers(lo, lo + 256, max(0, size - 256))])
+    return rng.permutation(values[:size]).reshape(shape).astype(dtype)
+
+
+def unary_case(id, op, key="int8", xq=(0.05, 3), oq=(0.04, -20), shape=(4, 64), **options):
+    if key == "uint8":
+        xq, oq = (xq[0], xq[1] + 128), (oq[0], oq[1] + 128)
+    return case(id, op, [In(shape, key, xq)], [every_value(shape, key)],
+                outputs=[Out((), key, oq)], options=options)
+
+
+SIGMOID_OUT = {"int8": (1 / 256, -128), "uint8": (1 / 256, -128)}
+
+# Activations over every input value: RELU family, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH.
+for key in ("int8", "uint8"):
+    CASES += [
+        unary_case(f"relu_{key}", "RELU", key),
+        unary_case(f"relu6_{key}", "RELU6", key, oq=(0.03, -100)),
+        unary_case(f"relu_n1_to_1_{key}", "RELU_N1_TO_1", key, oq=(0.01, 0)),
+        unary_case(f"relu_0_to_1_{key}", "RELU_0_TO_1", key, oq=(0.005, -128)),
+        unary_case(f"leaky_relu_{key}", "LEAKY_RELU", key, alpha=0.2),
+        unary_case(f"hard_swish_{key}", "HARD_SWISH", key, xq=(0.04, -10), oq=(0.03, -30)),
+        unary_case(f"hard_swish_wide_{key}", "HARD_SWISH", key, xq=(0.2, 0), oq=(0.05, -100)),
+        unary_case(f"logistic_{key}", "LOGISTIC", key, oq=SIGMOID_OUT[key]),
+        unary_case(f"logistic_wide_{key}", "LOGISTIC", key, xq=(0.3, 10), oq=SIGMOID_OUT[key]),
+        unary_case(f"tanh_{key}", "TANH", key, oq=(1 / 128, 0)),
+        unary_case(f"tanh_narrow_{key}", "TANH", key, xq=(0.011, -7), oq=(0.009, 4)),
+    ]
+CASES += [
+    unary_case("relu_same_scale", "RELU", xq=(0.05, 3), oq=(0.05, 3)),
+    unary_case("leaky_relu_alpha_above_1", "LEAKY_RELU", alpha=1.7, oq=(0.2, 0)),
+    unary_case("leaky_relu_negative_alpha", "LEAKY_RELU", alpha=-0.3),
+]
+
+
+def softmax_case(id, shape, beta, key="int8", xq=(0.1, 0), oq=None, values=None, out_key=None):
+    if key == "uint8":
+        xq = (xq[0], xq[1] + 128)
+    oq = oq or ((1 / 256, -128) if key == "int8" else (1 / 256, 0))
+    x = q8(shape, key) if values is None else values
+    return case(id, "SOFTMAX", [In(shape, key, xq)], [x], outputs=[Out((), out_key or key, oq)],
+                options=dict(beta=beta))
+
+
+# SOFTMAX: wide and narrow input ranges (differences past the exp cut-off), beta, rows, uint8.
+CASES += [
+    softmax_case("softmax", (3, 10), 1.0),
+    softmax_case("softmax_fine_scale", (4, 37), 1.0, xq=(0.02, 5)),
+    softmax_case("softmax_coarse_scale_beta", (2, 3, 17), 0.7, xq=(0.4, -3)),
+    softmax_case("softmax_large_depth", (2, 1000), 1.0, xq=(0.06, 0)),
+    softmax_case("softmax_one_class", (5, 1), 1.0),
+    softmax_case("softmax_near_uniform", (3, 20), 1.0, xq=(0.01, 0)),
+    softmax_case("softmax_uint8", (3, 12), 1.3, key="uint8", xq=(0.08, 0)),
+    softmax_case("softmax_int16_output", (3, 12), 1.0, oq=(1 / 32768, 0), out_key="int16"),
+]
+
+
+def quantize_case(id, key, out_key, xq, oq, shape=(3, 100)):
+    x = every_value(shape, key) if key in ("int8", "uint8") else \
+        rng.integers(*(TYPE_RANGE_T[key]), shape).astype(key)
+    return case(id, "QUANTIZE", [In(shape, key, xq)], [x], outputs=[Out((), out_key, oq)])
+
+
+TYPE_RANGE_T = {"int16": (-32768, 32768), "int32": (-(1 << 20), 1 << 20)}
+
+# QUANTIZE between integer types (requantization).
+CASES += [
+    quantize_case("quantize_int8_int8", "int8", "int8", (0.05, 3), (0.07, -9)),
+    quantize_case("quantize_int8_int8_upscale", "int8", "int8", (0.05, 3), (0.02, 1)),
+    quantize_case("quantize_int8_uint8_flip", "int8", "uint8", (0.05, 3), (0.05, 131)),
+    quantize_case("quantize_int8_uint8", "int8", "uint8", (0.05, 3), (0.03, 120)),
+    quantize_case("quantize_uint8_int8", "uint8", "int8", (0.05, 130), (0.05, 2)),
+    quantize_case("quantize_int8_int16", "int8", "int16", (0.05, 3), (0.001, 0)),
+    quantize_case("quantize_int16_int8", "int16", "int8", (0.001, 0), (0.2, -4)),
+    quantize_case("quantize_int16_int16", "int16", "int16", (0.001, 0), (0.0007, 0)),
+    quantize_case("quantize_int16_int32", "int16", "int32", (0.001, 0), (0.0001, 0)),
+    quantize_case("quantize_int32_int8", "int32", "int8", (0.0001, 0), (0.5, 3)),
 ]

@@ -1,0 +1,118 @@
+"""ADD, SUB, MUL, MAXIMUM, MINIMUM on int8 / uint8, bit-exact to TFLite's reference kernels.
+
+An 8-bit binary op has only 65536 input pairs, so prepare evaluates TFLite's integer arithmetic
+(with its fused activation) on all of them, and run is one table lookup per output element.
+ADD and SUB rescale both inputs to a common scale with 20 bits of headroom (left_shift = 20),
+sum, then rescale to the output (add.cc, sub.cc); MUL multiplies the zero-point-corrected values
+and rescales once, with a multiplier computed in float32 (mul.cc).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import broadcast_shape
+from .quantized import activation_range, f32, mbqm, pair_lookup, pair_table, \
+    quant_params, quantize_multiplier, rdbpot, srdhm, wrap32
+from .registry import register
+
+LEFT_SHIFT = 20  # 8-bit ADD/SUB headroom
+
+
+def _smaller_than_one(real: float, node) -> tuple:
+    m, s = quantize_multiplier(real)
+    if not 0.0 < real < 1.0 or s > 0:
+        raise node.fail(f"rescaling multiplier {real:g} must lie in (0, 1)")
+    return m, s
+
+
+def _mul_smaller(x, m, s):
+    """MultiplyByQuantizedMultiplierSmallerThanOneExp: RDBPOT(SRDHM(x, m), -s)."""
+    if s <= 0:
+        return rdbpot(srdhm(x, m), -s)
+    return _rdbpot_negative(srdhm(x, m), -s)
+
+
+def _rdbpot_negative(x, exponent: int):
+    """RoundingDivideByPOT called with a negative exponent, as SUB does when its output
+    multiplier exceeds 1: undefined in C; x86-64 masks shift counts (to 6 bits for the int64
+    mask, 5 bits for the int32 shift), which is what LiteRT's x86 build computes."""
+    mask = wrap32((1 << (exponent & 63)) - 1)
+    x = np.asarray(x, np.int64)
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> (exponent & 31)) + ((x & mask) > threshold)
+
+
+def _prepare_binary(node):
+    node.expect_inputs(2)
+    a, b = node.input(0), node.input(1)
+    key = a.type_name
+    if b.type_name != key or node.outputs[0].type_name != key:
+        raise node.fail(f"inputs and output must all be {key}, got {b.type_name} and "
+                        f"{node.outputs[0].type_name}")
+    shape = broadcast_shape(node, a.shape, b.shape)
+    node.outputs[0].shape = shape
+    return key, shape
+
+
+def _add_sub(sign: int):
+    def prepare(node):
+        key, shape = _prepare_binary(node)
+        s1, z1 = quant_params(node, 0)
+        s2, z2 = quant_params(node, 1)
+        so, zo = quant_params(node, 0, output=True)
+        twice_max = 2.0 * float(max(f32(s1), f32(s2)))
+        m1, sh1 = _smaller_than_one(float(s1) / twice_max, node)
+        m2, sh2 = _smaller_than_one(float(s2) / twice_max, node)
+        real_out = twice_max / float(f32(1 << LEFT_SHIFT) * f32(so))
+        mo, sho = quantize_multiplier(real_out)
+        if sign > 0 and sho > 0:
+            raise node.fail(f"output rescaling multiplier {real_out:g} must be below 1")
+        lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0),
+                                  node.outputs[0], node)
+
+        def f(x, y):
+            a = _mul_smaller((x - z1) << LEFT_SHIFT, m1, sh1)
+            b = _mul_smaller((y - z2) << LEFT_SHIFT, m2, sh2)
+            raw = a + b if sign > 0 else a - b
+            # SUB allows an output multiplier above 1 (QuantizeMultiplierGreaterThanOne).
+            out = _mul_smaller(raw, mo, sho)
+            return np.clip(out + zo, lo, hi)
+
+        table = pair_table(key, key, f, np.dtype(key))
+        return pair_lookup(table, shape)
+    return prepare
+
+
+register("ADD", "int8", "uint8")(_add_sub(+1))
+register("SUB", "int8", "uint8")(_add_sub(-1))
+
+
+@register("MUL", "int8", "uint8")
+def mul(node):
+    key, shape = _prepare_binary(node)
+    s1, z1 = quant_params(node, 0)
+    s2, z2 = quant_params(node, 1)
+    so, zo = quant_params(node, 0, output=True)
+    m, s = quantize_multiplier(float(f32(s1) * f32(s2) / f32(so)))
+    lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0),
+                              node.outputs[0], node)
+
+    def f(x, y):
+        return np.clip(mbqm((x - z1) * (y - z2), m, s) + zo, lo, hi)
+
+    return pair_lookup(pair_table(key, key, f, np.dtype(key)), shape)
+
+
+def _raw(ufunc):
+    """MAXIMUM / MINIMUM compare the raw values (TFLite does not rescale)."""
+    def prepare(node):
+        _prepare_binary(node)
+
+        def run(a, b, out):
+            ufunc(a, b, out=out)
+        return run
+    return prepare
+
+
+register("MAXIMUM", "int8", "uint8")(_raw(np.maximum))
+register("MINIMUM", "int8", "uint8")(_raw(np.minimum))
