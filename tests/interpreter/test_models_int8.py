@@ -1,0 +1,108 @@
+"""Whole int8 models, bit-exact to LiteRT's reference kernels (OpResolverType.BUILTIN_REF).
+
+LiteRT's default path (XNNPACK, optimized kernels) rounds differently and can differ from the
+reference by an LSB; edgelite follows the reference. The shared models' reference outputs (refs/)
+were made with BUILTIN_REF too.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgelite.interpreter import Interpreter
+
+litert = pytest.importorskip("ai_edge_litert.interpreter",
+                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+
+
+def _ours(path, **kwargs):
+    # One BLAS thread: OpenBLAS threads spin, and on a loaded machine two of them are slower.
+    it = Interpreter(model_path=str(path), num_threads=1, **kwargs)
+    it.allocate_tensors()
+    return it
+
+
+def _reference(path, **kwargs):
+    it = litert.Interpreter(model_path=str(path),
+                            experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF,
+                            **kwargs)
+    it.allocate_tensors()
+    return it
+
+
+def _invoke(it, x) -> np.ndarray:
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"]).copy()
+
+
+def _integer_tensors(ours, ref) -> dict:
+    """Every 8-bit tensor both interpreters keep (preserve_all_tensors), by name."""
+    pairs = {}
+    for d in ref.get_tensor_details():
+        if d["dtype"] not in (np.int8, np.uint8):
+            continue
+        theirs = ref.get_tensor(d["index"])
+        mine = ours.get_tensor(d["index"])
+        if mine.shape == theirs.shape:
+            pairs[d["name"]] = (mine, theirs)
+    return pairs
+
+
+def _assert_intermediates_equal(ours, ref, least: int) -> None:
+    pairs = _integer_tensors(ours, ref)
+    assert len(pairs) >= least, f"only {len(pairs)} tensors compared"
+    differ = {name: int(np.abs(a.astype(int) - b).max()) for name, (a, b) in pairs.items()
+              if not np.array_equal(a, b)}
+    assert not differ, f"tensors differing from BUILTIN_REF (max LSB): {differ}"
+
+
+def test_digits_cnn_int8_every_test_image(models_dir):
+    path = models_dir / "digits_cnn_int8.tflite"
+    data = np.load(models_dir / "digits.npz")
+    ours, ref = _ours(path), _reference(path)
+    scale, zero_point = ours.get_input_details()[0]["quantization"]
+    images = np.transpose(data["x_test"], (0, 2, 3, 1))          # NCHW -> NHWC
+    quantized = np.clip(np.floor(images / scale + 0.5) + zero_point, -128, 127).astype(np.int8)
+    differ, correct = [], 0
+    for i in range(len(quantized)):
+        mine = _invoke(ours, quantized[i:i + 1])
+        if not np.array_equal(mine, _invoke(ref, quantized[i:i + 1])):
+            differ.append(i)
+        correct += int(mine.argmax() == data["y_test"][i])
+    assert not differ, f"{len(differ)} of {len(quantized)} images differ from BUILTIN_REF"
+    assert correct / len(quantized) > 0.97
+    refs = np.load(models_dir / "refs" / "digits_cnn_int8_tfl.npz")
+    np.testing.assert_array_equal(_invoke(ours, refs["input_0"]), refs["output_0"])
+
+
+def test_mobilenet_v2_int8(models_dir):
+    path = models_dir / "mobilenet_v2_int8.tflite"
+    refs = np.load(models_dir / "refs" / "mobilenet_v2_int8.npz")
+    # The softmax of this random-weight network saturates: compare every intermediate too.
+    ours = _ours(path, experimental_preserve_all_tensors=True)
+    ref = _reference(path, experimental_preserve_all_tensors=True)
+    np.testing.assert_array_equal(_invoke(ours, refs["input_0"]), refs["output_0"])
+    _invoke(ref, refs["input_0"])
+    _assert_intermediates_equal(ours, ref, least=100)
+    rng = np.random.default_rng(20)
+    shape = tuple(ours.get_input_details()[0]["shape"])
+    for k in range(20):
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        np.testing.assert_array_equal(_invoke(ours, x), _invoke(ref, x), err_msg=f"input {k}")
+    _assert_intermediates_equal(ours, ref, least=100)
+
+
+def test_mwk_okay_nabu_streaming(models_dir):
+    """100 consecutive steps of a streaming model whose state lives in resource variables."""
+    path = models_dir / "mwk_okay_nabu.tflite"
+    refs = np.load(models_dir / "refs" / "mwk_okay_nabu.npz")
+    np.testing.assert_array_equal(_invoke(_ours(path), refs["input_0"]), refs["output_0"])
+    ours = _ours(path, experimental_preserve_all_tensors=True)
+    ref = _reference(path, experimental_preserve_all_tensors=True)
+    rng = np.random.default_rng(100)
+    shape = tuple(ours.get_input_details()[0]["shape"])
+    for step in range(100):
+        x = rng.integers(-128, 128, shape).astype(np.int8) if step % 4 else refs["input_0"]
+        np.testing.assert_array_equal(_invoke(ours, x), _invoke(ref, x), err_msg=f"step {step}")
+        _assert_intermediates_equal(ours, ref, least=50)
