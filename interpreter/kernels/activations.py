@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import broadcast_shape, clip_, fused_activation
+from .common import broadcast_shape, clip_
 from .registry import register
 
 try:  # the clip ufunc, which writes into another array (np.clip's wrapper costs ~3x a call)
@@ -57,12 +57,13 @@ def leaky_relu(node):
             multiply(x, alpha, out=out)
             np.maximum(x, out, out=out)
         return run
-    positive = np.empty(x.shape, np.bool_)
+    part = np.empty(x.shape, np.float32)  # min(x, 0) * alpha + max(x, 0): no masked writes
 
     def run(x, out):
-        multiply(x, alpha, out=out)
-        np.greater(x, 0.0, out=positive)
-        np.copyto(out, x, where=positive)
+        _clip(x, -INF, 0.0, out=out)
+        multiply(out, alpha, out=out)
+        _clip(x, 0.0, INF, out=part)
+        np.add(out, part, out=out)
     return run
 
 
@@ -112,11 +113,13 @@ def hard_swish(node):
 @register("LOGISTIC", "float32")
 def logistic(node):
     """1 / (1 + exp(-x)). TFLite's reference returns exp(x) below -9 and 1 above 16.6: the
-    difference there is below 2e-8 absolute, so this skips those two passes."""
+    difference there is below 2e-8 absolute. -x is capped at 88 so exp does not overflow (and
+    warn): 1 / (1 + e^88) is 6e-39, where TFLite's exp(x) is smaller still."""
     _same_shape(node)
 
     def run(x, out):
         np.negative(x, out=out)
+        clip_(out, -INF, 88.0)
         np.exp(out, out=out)
         np.add(out, 1.0, out=out)
         np.reciprocal(out, out=out)
@@ -134,49 +137,53 @@ def tanh(node):
 
 # -- GELU --------------------------------------------------------------------------------------
 
-# erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), z >= 0: the Chebyshev fit of Numerical
+# erfc(u) = t exp(-u^2 + P(t)), t = 1 / (1 + u/2), u >= 0: the Chebyshev fit of Numerical
 # Recipes (erfcc), relative error below 1.2e-7 everywhere. Coefficients from P's t^0 upwards.
 _ERFC_P = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
            -1.13520398, 1.48851587, -0.82215223, 0.17087277)
 _SQRT_2_OVER_PI = float(np.float32(np.sqrt(2.0 / np.pi)))
-_MINUS_SQRT1_2 = float(np.float32(-np.sqrt(0.5)))
+_SQRT1_2 = float(np.float32(np.sqrt(0.5)))
 
 
-class _Erfc:
-    """erfc over float32 arrays of one shape, in float32 with preallocated scratch.
+def _gelu_erfc(shape):
+    """run(x, out): out = 0.5 x erfc(-x / sqrt 2), in float32 with preallocated scratch.
 
-    exp(-z^2) is taken as exp(-h^2) * exp(-(z - h)(z + h)) with h = z rounded down to 1/64: h^2
-    is exact in float32, so large z keeps full relative accuracy (about 5e-7 in all)."""
+    With e = erfc(|x| / sqrt 2), that is max(x, 0) - 0.5 |x| e for either sign (no masks).
+    exp(-u^2) is taken as exp(-h^2) exp(-(u - h)(u + h)) with h = u rounded down to 1/64: h^2 is
+    exact in float32, so the tails keep their relative accuracy (e within ~5e-7 of libm's)."""
+    u, t, p, h, d = (np.empty(shape, np.float32) for _ in range(5))
+    multiply, add = np.multiply, np.add
+    c_last, c_next, c_rest = _ERFC_P[-1], _ERFC_P[-2], _ERFC_P[-3::-1]
 
-    def __init__(self, shape):
-        self.a, self.t, self.p, self.h = (np.empty(shape, np.float32) for _ in range(4))
-        self.negative = np.empty(shape, np.bool_)
-
-    def __call__(self, z, out):
-        a, t, p, h = self.a, self.t, self.p, self.h
-        np.less(z, 0.0, out=self.negative)
-        np.absolute(z, out=a)
-        np.multiply(a, 0.5, out=t)
-        t += 1.0
+    def run(x, out):
+        np.absolute(x, out=u)
+        multiply(u, _SQRT1_2, out=u)   # u = |x| / sqrt 2, rounded as TFLite's x * -M_SQRT1_2
+        multiply(u, 0.5, out=t)
+        add(t, 1.0, out=t)
         np.reciprocal(t, out=t)
-        p.fill(_ERFC_P[-1])
-        for c in _ERFC_P[-2::-1]:
-            p *= t
-            p += c
-        np.multiply(a, 64.0, out=h)
+        multiply(t, c_last, out=p)
+        add(p, c_next, out=p)
+        for c in c_rest:
+            multiply(p, t, out=p)
+            add(p, c, out=p)
+        multiply(u, 64.0, out=h)
         np.floor(h, out=h)
-        h *= 1.0 / 64.0
-        np.add(a, h, out=out)
-        a -= h
-        a *= out
-        p -= a                    # P(t) - (z - h)(z + h)
+        multiply(h, 1.0 / 64.0, out=h)
+        add(u, h, out=out)
+        np.subtract(u, h, out=d)
+        multiply(d, out, out=d)
+        np.subtract(p, d, out=p)        # P(t) - (u - h)(u + h)
         np.exp(p, out=p)
-        np.multiply(h, h, out=h)
+        multiply(h, h, out=h)
         np.negative(h, out=h)
         np.exp(h, out=h)
-        np.multiply(t, p, out=out)
-        out *= h
-        np.subtract(2.0, out, out=out, where=self.negative)  # erfc(-z) = 2 - erfc(z)
+        multiply(p, h, out=p)
+        multiply(p, t, out=p)           # e = erfc(u)
+        multiply(p, u, out=p)
+        multiply(p, _SQRT1_2, out=p)    # 0.5 |x| e
+        _clip(x, 0.0, INF, out=out)
+        np.subtract(out, p, out=out)
+    return run
 
 
 @register("GELU", "float32")
@@ -184,72 +191,82 @@ def gelu(node):
     """0.5 x erfc(-x / sqrt 2), or with `approximate` 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
     x^3))), as TFLite's reference kernel."""
     x = _same_shape(node)
+    if not getattr(node.options, "approximate", False):
+        return _gelu_erfc(x.shape)
     z = np.empty(x.shape, np.float32)
-    if getattr(node.options, "approximate", False):
-        def run(x, out):
-            np.multiply(x, 0.044715, out=z)
-            np.multiply(z, x, out=z)
-            np.multiply(z, x, out=z)
-            np.add(z, x, out=z)
-            np.multiply(z, _SQRT_2_OVER_PI, out=z)
-            np.tanh(z, out=z)
-            np.add(z, 1.0, out=z)
-            np.multiply(x, 0.5, out=out)
-            out *= z
-        return run
-    erfc = _Erfc(x.shape)
-    e = np.empty(x.shape, np.float32)
 
     def run(x, out):
-        np.multiply(x, _MINUS_SQRT1_2, out=z)
-        erfc(z, e)
+        np.multiply(x, 0.044715, out=z)
+        np.multiply(z, x, out=z)
+        np.multiply(z, x, out=z)
+        np.add(z, x, out=z)
+        np.multiply(z, _SQRT_2_OVER_PI, out=z)
+        np.tanh(z, out=z)
+        np.add(z, 1.0, out=z)
         np.multiply(x, 0.5, out=out)
-        out *= e
+        np.multiply(out, z, out=out)
     return run
 
 
 # -- along the last axis -----------------------------------------------------------------------
 
+def row_sum(shape):
+    """(f, rows): f(a) writes the sums of float32 `a` (of `shape`) along its last axis into
+    `rows`, shaped `shape[:-1] + (1,)` to broadcast back. Long rows sum as a BLAS matrix-vector
+    product (7x faster than np.add.reduce over 64-float rows), short ones with add.reduce."""
+    rows = np.empty(shape[:-1] + (1,), np.float32)
+    if shape[-1] < 16 or len(shape) < 2:
+        add = np.add.reduce
+        return (lambda a: add(a, axis=-1, keepdims=True, out=rows)), rows
+    ones = np.ones(shape[-1], np.float32)
+    flat = rows.reshape(shape[:-1])
+    matmul = np.matmul
+    return (lambda a: matmul(a, ones, out=flat)), rows
+
+
 def _last_axis(node):
     x = _same_shape(node)
     if len(x.shape) == 0:
         raise node.fail("the input must have at least one dimension")
-    return x, np.empty(x.shape[:-1] + (1,), np.float32)
+    return x
 
 
 @register("SOFTMAX", "float32")
 def softmax(node):
     """exp((x - max) * beta) / sum, along the last axis."""
-    x, row = _last_axis(node)
+    x = _last_axis(node)
     beta = float(getattr(node.options, "beta", 1.0))
-    maximum, add = np.maximum.reduce, np.add.reduce
+    total, rows = row_sum(x.shape)
+    row_max = np.empty_like(rows)
+    maximum = np.maximum.reduce
 
     def run(x, out):
-        maximum(x, axis=-1, keepdims=True, out=row)
-        np.subtract(x, row, out=out)
+        maximum(x, axis=-1, keepdims=True, out=row_max)
+        np.subtract(x, row_max, out=out)
         if beta != 1.0:
-            out *= beta
+            np.multiply(out, beta, out=out)
         np.exp(out, out=out)
-        add(out, axis=-1, keepdims=True, out=row)
-        np.divide(out, row, out=out)
+        total(out)
+        np.divide(out, rows, out=out)
     return run
 
 
 @register("LOG_SOFTMAX", "float32")
 def log_softmax(node):
     """x - max - log(sum(exp(x - max))), along the last axis."""
-    x, row = _last_axis(node)
-    row_max = np.empty_like(row)
-    maximum, add = np.maximum.reduce, np.add.reduce
+    x = _last_axis(node)
+    total, rows = row_sum(x.shape)
+    row_max = np.empty_like(rows)
+    maximum = np.maximum.reduce
 
     def run(x, out):
         maximum(x, axis=-1, keepdims=True, out=row_max)
         np.subtract(x, row_max, out=out)
         np.exp(out, out=out)
-        add(out, axis=-1, keepdims=True, out=row)
-        np.log(row, out=row)
+        total(out)
+        np.log(rows, out=rows)
         np.subtract(x, row_max, out=out)
-        out -= row
+        np.subtract(out, rows, out=out)
     return run
 
 
@@ -258,18 +275,17 @@ L2_EPSILON = 1e-6  # TFLite's l2norm.cc: x / max(sqrt(sum(x^2)), 1e-6)
 
 @register("L2_NORMALIZATION", "float32")
 def l2_normalization(node):
-    x, row = _last_axis(node)
-    act = fused_activation(getattr(node.options, "fused_activation_function", 0), node)
-    add = np.add.reduce
+    x = _last_axis(node)
+    if getattr(node.options, "fused_activation_function", 0):
+        raise node.fail("a fused activation is not supported (TFLite refuses it too)")
+    total, rows = row_sum(x.shape)
 
     def run(x, out):
         np.multiply(x, x, out=out)
-        add(out, axis=-1, keepdims=True, out=row)
-        np.sqrt(row, out=row)
-        clip_(row, L2_EPSILON, INF)
-        np.divide(x, row, out=out)
-        if act is not None:
-            act(out)
+        total(out)
+        np.sqrt(rows, out=rows)
+        clip_(rows, L2_EPSILON, INF)
+        np.divide(x, rows, out=out)
     return run
 
 

@@ -64,6 +64,20 @@ def _copy(x, axes, out):
     np.copyto(out, x.reshape(out.shape))
 
 
+def _float_sum(view, axes, out_view):
+    """f(x, out): the float32 sum of x (viewed as `view`) over `axes` into out. One long reduced
+    axis sums as a BLAS product with a vector of ones: 25x faster than np.add.reduce over the
+    middle axis of (1, 56*56, 24), 7x over the last axis of (1000, 64)."""
+    reduce, matmul = np.add.reduce, np.matmul
+    if len(axes) == 1 and len(view) in (2, 3) and view[axes[0]] >= 16:
+        ones = np.ones(view[axes[0]], np.float32)
+        if axes[0] == len(view) - 1:      # (A, R) -> (A,)
+            return lambda x, out: matmul(x.reshape(view), ones, out=out.reshape(out_view))
+        if axes[0] == len(view) - 2:      # (R, B) or (A, R, B) -> (B,) or (A, B)
+            return lambda x, out: matmul(ones, x.reshape(view), out=out.reshape(out_view))
+    return lambda x, out: reduce(x.reshape(view), axis=axes, out=out.reshape(out_view))
+
+
 def _reducer(ufunc):
     def prepare(node):
         plan = _plan(node)
@@ -71,6 +85,9 @@ def _reducer(ufunc):
             return _copy
         view, axes, out_view = plan
         reduce, dtype = ufunc.reduce, node.outputs[0].dtype
+        if ufunc is np.add and dtype == np.float32:
+            total = _float_sum(view, axes, out_view)
+            return lambda x, _, out: total(x, out)
         if np.prod(view) == 0 and ufunc in (np.maximum, np.minimum):
             info = np.finfo if dtype.kind == "f" else np.iinfo
             initial = (info(dtype).min if ufunc is np.maximum else info(dtype).max) \
@@ -107,11 +124,11 @@ def mean(node):
     reduce = np.add.reduce
     if node.outputs[0].dtype.kind == "f":
         n = float(count)
+        total = _float_sum(view, axes, out_view)
 
         def run(x, _, out):
-            o = out.reshape(out_view)
-            reduce(x.reshape(view), axis=axes, out=o)
-            np.divide(o, n, out=o)
+            total(x, out)
+            np.divide(out, n, out=out)
         return run
     total = np.empty(out_view, np.int64)
     negative = np.empty(out_view, np.bool_)

@@ -49,7 +49,7 @@ CASES += [
 ]
 
 # SOFTMAX and LOG_SOFTMAX along the last axis, ranks 1 to 4, several betas.
-for shape in ((7,), (3, 5), (2, 3, 6), (1, 2, 2, 10)):
+for shape in ((7,), (3, 5), (2, 3, 6), (1, 2, 2, 10), (2, 3, 40)):
     v = f32(*shape, scale=3.0)
     name = "x".join(map(str, shape))
     for beta in (1.0, 0.5, 2.0):
@@ -69,6 +69,7 @@ CASES += [
     case("l2_normalization_epsilon", "L2_NORMALIZATION", [In((3, 3))],
          [np.float32([[0, 0, 0], [1e-7, -2e-7, 0], [3, 4, 0]])]),
     case("l2_normalization_4d", "L2_NORMALIZATION", [In((1, 2, 2, 5))], [f32(1, 2, 2, 5)]),
+    case("l2_normalization_long_rows", "L2_NORMALIZATION", [In((3, 64))], [f32(3, 64)]),
 ]
 
 # CUMSUM over each axis, negative axes, exclusive and reverse, float and integers.

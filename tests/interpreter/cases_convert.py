@@ -75,3 +75,10 @@ for dt, zp in (("int8", 0), ("int8", -7), ("uint8", 128), ("uint8", 0), ("int16"
     x = (rng.standard_normal((2, 3, 5)) * 3).astype(np.float32)
     CASES.append(case(f"quantize_{dt}_zp{zp}", "QUANTIZE", [In(x.shape)], [x],
                       outputs=[Out(dtype=dt, quant=(0.0371, zp))]))
+for axis in (0, 2):
+    shape = (3, 2, 4)
+    n = shape[axis]
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    scales = list((rng.random(n) * 0.1 + 0.01).astype(np.float32))
+    CASES.append(case(f"quantize_int8_per_channel_axis{axis}", "QUANTIZE", [In(shape)], [x],
+                      outputs=[Out(shape, "int8", (scales, [0] * n, axis))]))

@@ -130,4 +130,12 @@ CASES += [
     case("select_v2_int64", "SELECT_V2", [In((4,), "bool"), In((2, 4), "int64"), In((4,), "int64")],
          [rng.random(4) < 0.5, ints(2, 4, dtype=np.int64), ints(4, dtype=np.int64)],
          outputs=[Out(dtype="int64")]),
+    # The attention-mask pattern: -inf where masked; NaN and inf pass through unchanged.
+    case("select_v2_inf_mask", "SELECT_V2",
+         [In((1, 4, 4), "bool"), In((2, 4, 4)), np.float32(-np.inf)], [np.tril(np.ones((1, 4, 4), bool)), f32(2, 4, 4)]),
+    case("select_v2_nan", "SELECT_V2", [In((4,), "bool"), In((4,)), In((4,))],
+         [np.array([True, False, True, False]), np.float32([np.nan, 1, np.inf, 2]),
+          np.float32([3, np.nan, 4, -np.inf])]),
+    case("select_bool_values", "SELECT",
+         [In((2, 3), "bool"), In((2, 3), "bool"), In((2, 3), "bool")], [c23, rng.random((2, 3)) < 0.5, rng.random((2, 3)) < 0.5], outputs=[Out(dtype="bool")]),
 ]

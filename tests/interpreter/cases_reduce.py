@@ -53,6 +53,12 @@ CASES += [
     # Integer means truncate toward zero.
     case("mean_int32_truncates", "MEAN", [In((2, 3), "int32"), np.int32([1])],
          [np.int32([[-1, -1, -2], [5, 0, 0]])], outputs=[Out(dtype="int32")]),
+    # One long reduced axis sums as a matrix-vector product: last, first and middle axis.
+    case("sum_long_last_axis", "SUM", [In((3, 40)), np.int32([-1])], [f32(3, 40)]),
+    case("sum_long_first_axis", "SUM", [In((40, 3)), np.int32([0])], [f32(40, 3)],
+         options=dict(keep_dims=True)),
+    case("mean_long_middle_axes", "MEAN", [In((2, 4, 5, 3)), np.int32([1, 2])], [f32(2, 4, 5, 3)]),
+    case("mean_long_all", "MEAN", [In((4, 50)), np.int32([0, 1])], [f32(4, 50)]),
     case("sum_scalar_axis", "SUM", [In((3, 4)), np.int32(1)], [f32(3, 4)]),
     case("sum_rank6", "SUM", [In((2, 1, 2, 3, 1, 2)), np.int32([0, 3, 5])],
          [f32(2, 1, 2, 3, 1, 2)], options=dict(keep_dims=True)),

@@ -41,6 +41,8 @@ CASES = [
     case("sign_float32", "SIGN", [In((12,))], [EDGES]),
     case("sign_int32", "SIGN", [In((5,), "int32")], [np.int32([-3, 0, 2, -1, 7])],
          outputs=[Out(dtype="int32")]),
+    case("sign_float64", "SIGN", [In((12,), "float64")], [EDGES.astype(np.float64)],
+         outputs=[Out(dtype="float64")]),
     case("exp_rank5", "EXP", [In((1, 2, 1, 2, 3))], [f32(1, 2, 1, 2, 3)]),
 ]
 
