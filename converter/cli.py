@@ -11,6 +11,8 @@ from pathlib import Path
 
 import typer
 
+from .inspect import describe, inspect_text, shape_text, table
+
 app = typer.Typer(
     name="edgelite",
     help="edgelite: a .tflite inference runtime and ONNX converter, in Python on numpy.",
@@ -18,9 +20,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-
-LARGEST_BUFFERS = 5     # how many of the largest constant buffers `inspect` lists
-TEXT_PREVIEW = 80       # longest metadata text shown inline in the text report
 
 
 @app.callback()
@@ -62,232 +61,403 @@ def inspect_command(
     if as_json:
         typer.echo(json.dumps(facts, indent=1))
     else:
-        typer.echo("\n".join(_inspect_text(facts)))
+        typer.echo("\n".join(inspect_text(facts)))
 
 
-def describe(model, path: Path | None = None) -> dict:
-    """The facts `inspect` reports about a loaded model, as plain JSON-ready values."""
-    from collections import Counter
+# ---------------------------------------------------------------------------------------------
+# run
 
-    main = model.subgraphs[0]
-    ops = Counter((op.op, op.opcode.version) for sg in model.subgraphs for op in sg.operators)
-    op_types = Counter()
-    for (name, _), n in ops.items():
-        op_types[name] += n
-    facts = {}
-    if path is not None:
-        facts["file"] = {"path": str(path), "name": path.name, "size_bytes": path.stat().st_size}
-    facts.update({
-        "schema_version": model.version,
-        "description": model.description,
-        "min_runtime_version": _metadata_text(model.get_metadata("min_runtime_version")),
-        "inputs": [_tensor_facts(main, t) for t in main.inputs],
-        "outputs": [_tensor_facts(main, t) for t in main.outputs],
-        "op_types": dict(sorted(op_types.items())),
-        "operators": [{"op": name, "version": v, "count": n}
-                      for (name, v), n in sorted(ops.items())],
-        "subgraphs": [_subgraph_facts(model, i, sg) for i, sg in enumerate(model.subgraphs)],
-        "signatures": [_signature_facts(model, sig) for sig in model.signature_defs],
-        "weights": _weight_facts(model),
-        "metadata": [_metadata_facts(model, m) for m in model.metadata],
-    })
+TOP_OP_TYPES = 8        # op types `run --profile` lists
+FIRST_VALUES = 5        # values shown per output
+LABELS_KEY = "y"        # the --data array of labels that `run` scores argmax against
+SEED = 0                # of the random inputs used without --data
+
+
+@app.command("run")
+def run_command(
+    model: Path = typer.Argument(..., help="the .tflite model file"),
+    data: Path | None = typer.Option(
+        None, "--data", help="an .npz of inputs, keyed by input name (signature or tensor name) "
+        "or input_0, input_1, ...; a leading axis of samples is fed one at a time; an array "
+        f"'{LABELS_KEY}' of labels gives accuracy. Default: seeded random inputs"),
+    signature: str | None = typer.Option(None, "--signature",
+                                         help="run this signature instead of subgraph 0"),
+    repeat: int = typer.Option(10, "--repeat", min=1, help="invokes timed for the latency"),
+    threads: int | None = typer.Option(
+        None, "--threads", min=1, help="num_threads of the interpreter (default: the runtime's)"),
+    profile: bool = typer.Option(
+        False, "--profile", help="time per op type; arena bytes vs the live-tensor lower bound"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON document instead of text"),
+) -> None:
+    """Run a .tflite model in edgelite's interpreter: outputs, accuracy on labels, latency."""
+    ir = _load_model(model)
+    arrays = _read_npz(data) if data is not None else None
+    try:
+        session = Session(model, ir, signature, threads)
+        feeds = session.match(arrays, data) if arrays is not None else session.random_feeds()
+        report = session.report(feeds, arrays or {}, repeat, profile)
+    except _Refused as e:
+        _fail(str(e))
+    except Exception as e:  # the interpreter's errors name the op and tensor; keep them one line
+        _fail(f"{model.name}: {_one_line(e)}")
+    typer.echo(json.dumps(report, indent=1) if as_json else "\n".join(_run_text(report)))
+
+
+class _Refused(Exception):
+    """A problem with what the user gave (names, shapes, dtypes): its message is the error."""
+
+
+def _read_npz(path: Path) -> dict:
+    import numpy as np
+
+    if not path.is_file():
+        _fail(f"no such file: {path}")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except Exception as e:
+        _fail(f"cannot read --data {path} as an .npz: {_one_line(e)}")
+
+
+def _one_line(e: Exception) -> str:
+    """An exception as one line; the interpreter's list of unsupported operators grouped by op."""
+    import re
+
+    from edgelite.interpreter import UnsupportedOpsError
+
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
+    if not isinstance(e, UnsupportedOpsError) or len(lines) == 1:
+        return " ".join(lines) if isinstance(e, (ValueError, RuntimeError)) \
+            else f"{type(e).__name__}: {' '.join(lines)}"
+    where: dict = {}   # what is missing -> operators
+    for ln in lines[1:]:
+        m = re.fullmatch(r"subgraph (\d+) operator (\d+): (.*)", ln)
+        what, op = (m[3], m[2] if m[1] == "0" else f"{m[1]}:{m[2]}") if m else (ln, None)
+        where.setdefault(what, []).extend([op] if op else [])
+    parts = [f"{what} at operator{'s' if len(ops) > 1 else ''} {', '.join(ops)}" if ops else what
+             for what, ops in where.items()]
+    return f"{lines[0].rstrip(':')}: " + "; ".join(parts)
+
+
+def random_inputs(specs, seed: int = SEED) -> list:
+    """Seeded random arrays for (shape, dtype) pairs: floats in [-1, 1), integers over their
+    type's range (int32/int64 in [0, 10): they are often indices), booleans."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for shape, dtype in specs:
+        dtype = np.dtype(dtype)
+        if dtype.kind == "f":
+            arrays.append(rng.uniform(-1, 1, shape).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, shape).astype(bool))
+        elif dtype.itemsize >= 4:
+            arrays.append(rng.integers(0, 10, shape).astype(dtype))
+        else:
+            info = np.iinfo(dtype)
+            arrays.append(rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype))
+    return arrays
+
+
+def step_times(plan, repeat: int, num_threads: int | None = None) -> list:
+    """Median seconds of each step of a prepared plan (`SubgraphPlan`) over `repeat` runs on the
+    inputs it holds."""
+    import statistics
+    import time
+
+    from edgelite.interpreter import threads
+
+    clock = time.perf_counter
+    times = [[0.0] * repeat for _ in plan.steps]
+    with threads.limit(num_threads):
+        for r in range(repeat):
+            for i, (run, args) in enumerate(plan.steps):
+                start = clock()
+                run(*args)
+                times[i][r] = clock() - start
+    return [statistics.median(t) for t in times]
+
+
+def op_type_profile(plan, seconds: list) -> list:
+    """Step times summed by op type, slowest first: [{op, steps, ms, share}]."""
+    by_type: dict = {}
+    for oi, s in zip(plan.step_ops, seconds):
+        entry = by_type.setdefault(plan.sg.operators[oi].op, [0, 0.0])
+        entry[0] += 1
+        entry[1] += s
+    total = sum(seconds) or 1.0
+    return [{"op": op, "steps": n, "ms": s * 1e3, "share": s / total}
+            for op, (n, s) in sorted(by_type.items(), key=lambda kv: -kv[1][1])]
+
+
+def duration(ms: float) -> str:
+    return f"{ms:.3g} ms" if ms >= 1 else f"{ms * 1e3:.3g} µs"
+
+
+def percentiles_ms(seconds: list) -> dict:
+    import numpy as np
+
+    p10, p50, p90 = np.percentile(np.asarray(seconds) * 1e3, [10, 50, 90])
+    return {"median": float(p50), "p10": float(p10), "p90": float(p90), "runs": len(seconds)}
+
+
+class Session:
+    """One entry point of a model in edgelite's interpreter: subgraph 0 through the Interpreter
+    API, or a signature through its runner. Ports are dicts: name, keys (names --data may use),
+    index, shape, dtype, quantization."""
+
+    def __init__(self, path: Path, ir, signature: str | None, threads: int | None):
+        from edgelite.interpreter import Interpreter
+
+        self.path, self.ir, self.signature, self.threads = path, ir, signature, threads
+        self.interpreter = Interpreter(model_path=str(path), num_threads=threads)
+        if signature is None:
+            self.runner, subgraph = None, 0
+            self.interpreter.allocate_tensors()
+            aliases: dict = {}   # tensor -> its names in signatures of subgraph 0
+            for sig in ir.signature_defs:
+                if sig.subgraph_index == 0:
+                    for name, t in [*sig.inputs.items(), *sig.outputs.items()]:
+                        aliases.setdefault(t, []).append(name)
+            self.inputs = [_port(d, d["name"], aliases.get(d["index"], []))
+                           for d in self.interpreter.get_input_details()]
+            self.outputs = [_port(d, d["name"], aliases.get(d["index"], []))
+                            for d in self.interpreter.get_output_details()]
+        else:
+            keys = [s.signature_key for s in ir.signature_defs]
+            if signature not in keys:
+                raise _Refused(f"{path.name} has no signature {signature!r} (it has: "
+                               f"{', '.join(map(repr, keys)) or 'none'})")
+            self.runner = self.interpreter.get_signature_runner(signature)
+            self.runner.allocate_tensors()
+            subgraph = ir.signature_defs[keys.index(signature)].subgraph_index
+            self.inputs = [_port(d, n, []) for n, d in self.runner.get_input_details().items()]
+            self.outputs = [_port(d, n, []) for n, d in self.runner.get_output_details().items()]
+        # The execution plan, for --profile (the interpreter keeps one per subgraph).
+        self.plan = self.interpreter._runtime.subgraph(subgraph)
+
+    def random_feeds(self) -> list:
+        arrays = random_inputs([(p["shape"], p["dtype"]) for p in self.inputs])
+        return [(a, False, f"random (seed {SEED})") for a in arrays]
+
+    def match(self, arrays: dict, path: Path) -> list:
+        """(array, per_sample, where from) for each input, from the arrays of an .npz."""
+        feeds, missing = [], []
+        for k, port in enumerate(self.inputs):
+            names = list(dict.fromkeys([*port["keys"], f"input_{k}"]
+                                       + (["x"] if len(self.inputs) == 1 else [])))
+            key = next((n for n in names if n in arrays), None)
+            if key is None:
+                missing.append(" or ".join(map(repr, names)))
+                continue
+            value, note = _convert(arrays[key], port, key)
+            feeds.append(_fit(value, port, key) + (f"--data {key!r}{note}",))
+        if missing:
+            raise _Refused(f"--data {path.name} has no array for input {'; '.join(missing)} "
+                           f"(it has: {', '.join(arrays) or 'nothing'})")
+        counts = {len(v) for v, per_sample, _ in feeds if per_sample}
+        if len(counts) > 1:
+            raise _Refused(f"--data inputs hold different numbers of samples: {sorted(counts)}")
+        return feeds
+
+    def invoke(self, values: list) -> list:
+        if self.runner is not None:
+            out = self.runner(**{p["name"]: v for p, v in zip(self.inputs, values)})
+            return [out[p["name"]] for p in self.outputs]
+        for p, v in zip(self.inputs, values):
+            self.interpreter.set_tensor(p["index"], v)
+        self.interpreter.invoke()
+        return [self.interpreter.get_tensor(p["index"]) for p in self.outputs]
+
+    def latencies(self, values: list, repeat: int) -> list:
+        """Seconds of `repeat` invokes after a warm-up one; a signature's runner call includes
+        copying its inputs in and outputs out."""
+        import time
+
+        call = self.interpreter.invoke if self.runner is None else lambda: self.invoke(values)
+        clock, times = time.perf_counter, []
+        self.invoke(values)
+        for _ in range(repeat):
+            start = clock()
+            call()
+            times.append(clock() - start)
+        return times
+
+    def report(self, feeds: list, arrays: dict, repeat: int, profile: bool) -> dict:
+        import numpy as np
+
+        n = next((len(v) for v, per_sample, _ in feeds if per_sample), None)
+        sample = lambda s: [v[s:s + 1] if per_sample else v for v, per_sample, _ in feeds]
+        results = [self.invoke(sample(s)) for s in range(n or 1)]
+        gathered = [np.concatenate(outs) if n else outs[0] for outs in zip(*results)]
+        first = results[0]
+        labels = _class_names(self.ir, arrays)
+        report = {
+            "model": str(self.path), "signature": self.signature, "threads": self.threads,
+            "samples": n or 1,
+            "inputs": [{"name": p["name"], "shape": p["shape"], "dtype": p["dtype"].name,
+                        "source": src + (f", {n} samples one at a time" if per else "")}
+                       for p, (_, per, src) in zip(self.inputs, feeds)],
+            "outputs": [_output_facts(p, v, labels if k == 0 else None)
+                        for k, (p, v) in enumerate(zip(self.outputs, first))],
+            "expected": _compare(self.outputs, gathered, arrays),
+            "accuracy": _accuracy(self.outputs, gathered, arrays),
+            "latency_ms": percentiles_ms(self.latencies(sample(0), repeat)),
+        }
+        if profile:
+            plan = self.plan
+            seconds = step_times(plan, repeat, self.threads)
+            report["profile"] = {
+                "op_types": op_type_profile(plan, seconds), "steps_ms": sum(seconds) * 1e3,
+                "arena_bytes": plan.arena_bytes, "live_bytes": plan.live_bytes,
+                "arena_vs_live": plan.arena_bytes / plan.live_bytes if plan.live_bytes else None}
+        return report
+
+
+def _port(details: dict, name: str, aliases: list) -> dict:
+    import numpy as np
+
+    keys = list(dict.fromkeys([name, details["name"], *aliases]))
+    return {"name": name, "keys": keys, "index": details["index"],
+            "shape": [int(d) for d in details["shape"]], "dtype": np.dtype(details["dtype"]),
+            "quantization": details["quantization"]}
+
+
+def _convert(value, port: dict, key: str):
+    """`value` in the input's dtype, and a note saying how it got there ("" if unchanged)."""
+    import numpy as np
+
+    want, scale, zero_point = port["dtype"], *port["quantization"]
+    if value.dtype == want:
+        return value, ""
+    if want.kind == "f" and value.dtype.kind in "biuf":
+        return value.astype(want), f" (cast from {value.dtype})"
+    if want.kind in "iu" and value.dtype.kind == "f" and scale > 0:
+        info = np.iinfo(want)
+        q = np.clip(np.round(value / scale) + zero_point, info.min, info.max).astype(want)
+        return q, f" (quantized: scale {scale:.6g}, zero point {zero_point})"
+    if want.kind in "iu" and value.dtype.kind in "iub":
+        info = np.iinfo(want)
+        if value.size == 0 or (value.min() >= info.min and value.max() <= info.max):
+            return value.astype(want), f" (cast from {value.dtype})"
+    raise _Refused(f"input {port['name']!r} is {want.name}; --data {key!r} is {value.dtype} "
+                   "and cannot be converted to it")
+
+
+def _fit(value, port: dict, key: str) -> tuple:
+    """(value, per_sample): the whole array when it has the input's shape, else samples along
+    its first axis when the input has a batch of 1."""
+    shape, got = tuple(port["shape"]), value.shape
+    if got == shape:
+        return value, False
+    if shape and shape[0] == 1:
+        if got == shape[1:]:
+            return value[None], False
+        if len(got) == len(shape) and got[1:] == shape[1:] and got[0] > 0:
+            return value, True
+    batch = f" (or [N, {', '.join(map(str, shape[1:]))}]: N samples)" if shape[:1] == (1,) else ""
+    raise _Refused(f"input {port['name']!r} has shape {list(shape)}{batch}; --data {key!r} has "
+                   f"shape {list(got)}")
+
+
+def _class_names(ir, arrays: dict) -> list | None:
+    names = arrays.get("labels")
+    if names is not None and names.dtype.kind == "U" and names.ndim == 1:
+        return [str(n) for n in names]
+    text = ir.get_metadata("edgelite_labels")
+    return text.decode("utf-8", "replace").split("\n") if text else None
+
+
+def _output_facts(port: dict, value, labels: list | None) -> dict:
+    import numpy as np
+
+    flat = value.reshape(-1)
+    facts = {"name": port["name"], "shape": list(value.shape), "dtype": value.dtype.name,
+             "size": int(value.size), "first_values": flat[:FIRST_VALUES].tolist()}
+    if value.size > 1 and value.dtype.kind in "iuf":
+        best = int(np.argmax(value.reshape(-1, value.shape[-1])[0])) if value.ndim else 0
+        facts["argmax"] = best
+        if labels and value.shape[-1] == len(labels):
+            facts["class"] = labels[best]
     return facts
 
 
-def _tensor_facts(sg, index: int, name: str | None = None) -> dict:
-    t = sg.tensors[index]
-    facts = {"name": name if name is not None else t.name}
-    if name is not None:
-        facts["tensor"] = t.name
-    facts.update({
-        "index": index,
-        "shape": list(t.shape),
-        "shape_signature": list(t.shape_signature if t.shape_signature is not None else t.shape),
-        "dtype": t.dtype,
-        "quantization": _quantization_facts(t.quantization),
-    })
-    return facts
+def _compare(ports: list, outputs: list, arrays: dict) -> list:
+    """Max |difference| from --data arrays named like an output (or output_0, ...)."""
+    import numpy as np
+
+    found = []
+    for k, (port, value) in enumerate(zip(ports, outputs)):
+        key = next((n for n in [*port["keys"], f"output_{k}"] if n in arrays
+                    and arrays[n].shape == value.shape and arrays[n].dtype.kind in "iuf"), None)
+        if key is None:
+            continue
+        diff = np.abs(value.astype(np.float64) - arrays[key].astype(np.float64))
+        found.append({"output": port["name"], "key": key, "max_abs_diff": float(diff.max())})
+    return found
 
 
-def _quantization_facts(q) -> dict | None:
-    if q is None or q.scale.size == 0:
+def _accuracy(ports: list, outputs: list, arrays: dict) -> dict | None:
+    """Argmax of the first output against the labels array, when --data has one."""
+    import numpy as np
+
+    labels = arrays.get(LABELS_KEY)
+    if labels is None or not outputs or outputs[0].ndim == 0:
         return None
-    if not q.per_channel:
-        zp = int(q.zero_point[0]) if q.zero_point.size else 0
-        return {"scale": float(q.scale[0]), "zero_point": zp}
-    return {"per_channel": True, "axis": int(q.quantized_dimension),
-            "channels": int(q.scale.size), "scale": [float(s) for s in q.scale],
-            "zero_point": [int(z) for z in q.zero_point]}
+    if labels.ndim == 2 and labels.shape[1] > 1:   # one-hot
+        labels = labels.argmax(axis=1)
+    predicted = outputs[0].reshape(-1, outputs[0].shape[-1]).argmax(axis=1)
+    if predicted.size != labels.size:
+        raise _Refused(f"--data {LABELS_KEY!r} holds {labels.size} labels; the model gave "
+                       f"{predicted.size} predictions")
+    correct = int((predicted == labels.reshape(-1)).sum())
+    return {"correct": correct, "total": int(labels.size), "value": correct / labels.size,
+            "output": ports[0]["name"], "labels": LABELS_KEY}
 
 
-def _subgraph_facts(model, index: int, sg) -> dict:
-    from collections import Counter
-
-    constant = {i for i in range(len(sg.tensors)) if model.constant(sg, i) is not None}
-    activations = sum(_nbytes(t) or 0 for i, t in enumerate(sg.tensors) if i not in constant)
-    return {
-        "index": index,
-        "name": sg.name,
-        "tensors": len(sg.tensors),
-        "operators": len(sg.operators),
-        "constant_tensors": len(constant),
-        "activation_bytes": activations,
-        "inputs": [sg.tensors[t].name for t in sg.inputs],
-        "outputs": [sg.tensors[t].name for t in sg.outputs],
-        "op_types": dict(sorted(Counter(op.op for op in sg.operators).items())),
-    }
-
-
-def _signature_facts(model, sig) -> dict:
-    sg = model.subgraphs[sig.subgraph_index]
-    return {
-        "key": sig.signature_key,
-        "subgraph": sig.subgraph_index,
-        "inputs": [_tensor_facts(sg, t, name) for name, t in sig.inputs.items()],
-        "outputs": [_tensor_facts(sg, t, name) for name, t in sig.outputs.items()],
-    }
-
-
-def _nbytes(tensor) -> int | None:
-    """Bytes of a tensor's static shape, or None for types without a fixed element size."""
-    import math
-
-    from edgelite.schema import numpy_dtype
-
-    try:
-        itemsize = numpy_dtype(tensor.dtype).itemsize
-    except ValueError:
-        return None
-    return math.prod(tensor.shape) * itemsize
-
-
-def _weight_facts(model) -> dict:
-    """Constant tensors and the buffers holding them (a buffer shared by tensors counts once)."""
-    users: dict[int, list] = {}
-    constants = 0
-    for sg in model.subgraphs:
-        for i, t in enumerate(sg.tensors):
-            if model.constant(sg, i) is not None:
-                constants += 1
-                users.setdefault(t.buffer, []).append(t)
-    by_dtype: dict[str, int] = {}
-    for b, tensors in users.items():
-        dtype = tensors[0].dtype
-        by_dtype[dtype] = by_dtype.get(dtype, 0) + model.buffers[b].nbytes
-    largest = sorted(users, key=lambda b: (-model.buffers[b].nbytes, b))[:LARGEST_BUFFERS]
-    return {
-        "total_bytes": sum(model.buffers[b].nbytes for b in users),
-        "constant_tensors": constants,
-        "buffers": len(users),
-        "bytes_by_dtype": dict(sorted(by_dtype.items())),
-        "all_buffers": len(model.buffers),
-        "all_buffer_bytes": sum(b.nbytes for b in model.buffers),
-        "largest": [{"buffer": b, "bytes": model.buffers[b].nbytes,
-                     "tensor": users[b][0].name, "shape": list(users[b][0].shape),
-                     "dtype": users[b][0].dtype} for b in largest],
-    }
-
-
-def _metadata_text(data: bytes | None) -> str | None:
-    """A metadata value as text when it is printable text (NUL padding removed), else None."""
-    if data is None:
-        return None
-    try:
-        text = data.rstrip(b"\0").decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    if not text or not all(c.isprintable() or c in "\n\t" for c in text):
-        return None
-    return text
-
-
-def _metadata_facts(model, m) -> dict:
-    data = model.buffers[m.buffer].data.tobytes()
-    return {"name": m.name, "buffer": m.buffer, "size_bytes": len(data),
-            "text": _metadata_text(data)}
-
-
-# --- the text report -------------------------------------------------------------------------
-
-def _inspect_text(f: dict) -> list[str]:
-    lines = []
-    if "file" in f:
-        lines.append(f"{f['file']['name']}  ({f['file']['size_bytes']:,} bytes)")
-    lines += [
-        f"  schema version       {f['schema_version']}",
-        f"  description          {f['description'] or '-'}",
-        f"  min runtime version  {f['min_runtime_version'] or '-'}",
-        "",
-        f"Inputs (subgraph 0 {f['subgraphs'][0]['name']!r})",
-        *_tensor_rows(f["inputs"]),
-        "Outputs",
-        *_tensor_rows(f["outputs"]),
-        "",
-        f"Operators ({sum(o['count'] for o in f['operators'])} in {len(f['subgraphs'])} "
-        f"subgraph{'s' if len(f['subgraphs']) != 1 else ''})",
-        *_table([[o["op"], f"v{o['version']}", f"x{o['count']}"] for o in f["operators"]]),
-        "",
-        "Subgraphs",
-        *_table([[f"#{s['index']}", s["name"] or "-", f"{s['tensors']} tensors",
-                  f"{s['operators']} ops", f"{s['activation_bytes']:,} activation bytes"]
-                 for s in f["subgraphs"]]),
-    ]
-    lines += ["", "Signatures" if f["signatures"] else "Signatures: none"]
-    for sig in f["signatures"]:
-        lines.append(f"  {sig['key']!r} (subgraph {sig['subgraph']})")
-        lines += ["    inputs", *_tensor_rows(sig["inputs"], indent=6)]
-        lines += ["    outputs", *_tensor_rows(sig["outputs"], indent=6)]
-    w = f["weights"]
-    by_dtype = ", ".join(f"{d} {n:,}" for d, n in w["bytes_by_dtype"].items())
-    lines += ["", f"Weights: {w['total_bytes']:,} bytes in {w['constant_tensors']} constant "
-                  f"tensors, {w['buffers']} buffers" + (f" ({by_dtype})" if by_dtype else "")]
-    lines += _table([[f"buffer {b['buffer']}", f"{b['bytes']:,} bytes", b["dtype"],
-                      _shape(b["shape"]), b["tensor"]] for b in w["largest"]])
-    lines += ["", "Metadata" if f["metadata"] else "Metadata: none"]
-    lines += _table([[m["name"], f"{m['size_bytes']:,} bytes", _preview(m["text"])]
-                     for m in f["metadata"]])
+def _run_text(r: dict) -> list:
+    where = f"signature {r['signature']!r}" if r["signature"] else "subgraph 0"
+    lines = [f"{Path(r['model']).name} in edgelite ({where}, threads: {r['threads'] or 'default'})",
+             "Inputs",
+             *table([[p["name"], p["dtype"], shape_text(p["shape"]), p["source"]]
+                     for p in r["inputs"]]),
+             "Outputs" + (" (sample 0)" if r["samples"] > 1 else "")]
+    lines += table([[o["name"], o["dtype"], shape_text(o["shape"]),
+                     f"argmax {o['argmax']}" + (f" ({o['class']})" if "class" in o else "")
+                     if "argmax" in o else "", "first " + _values(o)]
+                    for o in r["outputs"]])
+    for e in r["expected"]:
+        lines.append(f"  {e['output']} vs --data {e['key']!r}: max |diff| "
+                     f"{e['max_abs_diff']:.3g}")
+    a = r["accuracy"]
+    if a is not None:
+        lines.append(f"accuracy: {a['value']:.4f} ({a['correct']}/{a['total']}, argmax of "
+                     f"{a['output']!r} vs {a['labels']!r})")
+    t = r["latency_ms"]
+    lines.append(f"latency: {duration(t['median'])} median of {t['runs']} runs (p10 "
+                 f"{duration(t['p10'])}, p90 {duration(t['p90'])})")
+    p = r.get("profile")
+    if p:
+        lines.append("Profile (median per step, summed by op type; steps total "
+                     f"{duration(p['steps_ms'])})")
+        lines += table([[o["op"], f"{o['steps']} step{'s' if o['steps'] > 1 else ''}",
+                         duration(o["ms"]), f"{o['share']:.1%}"]
+                        for o in p["op_types"][:TOP_OP_TYPES]])
+        rest = p["op_types"][TOP_OP_TYPES:]
+        if rest:
+            rest_ms = sum(o["ms"] for o in rest)
+            lines.append(f"  ({len(rest)} more op types: {duration(rest_ms)})")
+        ratio = f" ({p['arena_vs_live']:.2f}x)" if p["arena_vs_live"] else ""
+        lines.append(f"arena: {p['arena_bytes']:,} bytes; live-tensor lower bound "
+                     f"{p['live_bytes']:,} bytes{ratio}")
     return lines
 
 
-def _tensor_rows(tensors: list, indent: int = 2) -> list[str]:
-    rows = []
-    for t in tensors:
-        name = f"{t['name']} -> {t['tensor']}" if "tensor" in t else t["name"]
-        shape = _shape(t["shape"])
-        if t["shape_signature"] != t["shape"]:
-            shape += f" (signature {_shape(t['shape_signature'])})"
-        rows.append([name, t["dtype"], shape, _quant_text(t["quantization"])])
-    return _table(rows, indent) if rows else [" " * indent + "none"]
-
-
-def _shape(shape: list) -> str:
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
-def _quant_text(q: dict | None) -> str:
-    if q is None:
-        return ""
-    if not q.get("per_channel"):
-        return f"scale {q['scale']:.6g} zero_point {q['zero_point']}"
-    zps = sorted(set(q["zero_point"]))
-    return (f"per-channel axis {q['axis']}, {q['channels']} channels, scale "
-            f"{min(q['scale']):.3g}..{max(q['scale']):.3g}, zero_point "
-            f"{zps[0] if len(zps) == 1 else f'{zps[0]}..{zps[-1]}'}")
-
-
-def _preview(text: str | None) -> str:
-    if text is None:
-        return "(binary)"
-    return repr(text[:TEXT_PREVIEW]) + ("..." if len(text) > TEXT_PREVIEW else "")
-
-
-def _table(rows: list, indent: int = 2) -> list[str]:
-    """Rows of cells as left-aligned columns."""
-    if not rows:
-        return []
-    widths = [max(len(str(r[c])) for r in rows) for c in range(len(rows[0]))]
-    return [(" " * indent + "  ".join(str(cell).ljust(w) for cell, w in zip(r, widths))).rstrip()
-            for r in rows]
+def _values(output: dict) -> str:
+    values = output["first_values"]
+    shown = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in values)
+    return f"[{shown}{', ...' if output['size'] > len(values) else ''}]"
 
 
 # ---------------------------------------------------------------------------------------------
