@@ -268,40 +268,105 @@ def depthwise_conv_2d(node):
     if b is not None and tuple(b.shape) != (o,):
         raise node.fail(f"bias shape {list(b.shape)} does not match {o} output channels")
     sh, sw, dh, dw, padding = _options(node)
-    win = Window(node, x.shape, kh, kw, sh, sw, dh, dw, padding, repeat=mult)
-    ho, wo = win.ho, win.wo
+    grid = TapGrid(node, x.shape, kh, kw, sh, sw, dh, dw, padding, mult)
+    ho, wo = grid.ho, grid.wo
     node.outputs[0].shape = (n, ho, wo, o)
     act = clamp_activation(node.options.fused_activation_function, node)
     tail = _epilogue(b, act, (n * ho, wo * o), wo)
-    flat = sw == 1
-    # Weights [kh, kw, Wo*C] (stride_w 1: one contiguous row per window row) or [kh, kw, C].
-    tiled = np.empty((kh, kw, wo * o) if flat else (kh, kw, o), F32)
+    weights = [np.empty((kh, len(cols), wo * o), F32) for cols in grid.columns]
     const_w = w.data
     if const_w is not None:
-        _tile_weights(tiled, const_w, wo, flat)
-    subscripts = "ijnk,ijk->nk" if flat else "ijnyxc,ijc->nyxc"
+        grid.tile_weights(weights, const_w)
+    partial = np.empty((n, ho, wo * o), F32) if len(weights) > 1 else None
+    rest = list(range(1, len(weights)))
 
     def run(x, w, bias, out):
-        if win.copy_in is not None:
-            win.copy_in(x)
         if const_w is None:
-            _tile_weights(tiled, w, wo, flat)
-        taps, flat_taps = win.views(x)
-        if flat:
-            np.einsum(subscripts, flat_taps.reshape(kh, kw, n * ho, wo * o), tiled,
-                      out=out.reshape(n * ho, wo * o))
-        else:
-            np.einsum(subscripts, taps, tiled, out=out)
+            grid.tile_weights(weights, w)
+        views = grid.views(x)
+        acc = out.reshape(n, ho, wo * o)
+        np.einsum("ijnyk,ijk->nyk", views[0], weights[0], out=acc)
+        for g in rest:
+            np.einsum("ijnyk,ijk->nyk", views[g], weights[g], out=partial)
+            np.add(acc, partial, out=acc)
         if tail is not None:
             tail(out, bias)
     return _with_optional_last(node, run, 3)
 
 
-def _tile_weights(tiled, w, wo, flat):
-    if flat:
-        np.copyto(tiled.reshape(w.shape[1], w.shape[2], wo, w.shape[3]), w[0][:, :, None, :])
-    else:
-        np.copyto(tiled, w[0])
+class TapGrid:
+    """A depthwise convolution's taps as strided views whose innermost axis is a whole output
+    row (Wo*C contiguous values), so that `einsum` multiply-adds every tap in long inner loops.
+
+    With stride_w 1 the taps are one view [kh, kw, N, Ho, Wo*C] of the (padded) input. With
+    stride_w s > 1 a row's values for consecutive outputs are s pixels apart: the input is
+    copied into s column phases (phase b holds padded columns b, b+s, ...); the window columns
+    j whose offset j*dilation falls in phase b are one view of that phase. `columns` lists the
+    window columns of each view.
+    """
+
+    def __init__(self, node, shape, kh, kw, sh, sw, dh, dw, padding, repeat):
+        n, h, w, c = shape
+        self.ho, pt = conv_output(padding, h, kh, sh, dh)
+        self.wo, pl = conv_output(padding, w, kw, sw, dw)
+        if self.ho <= 0 or self.wo <= 0:
+            raise node.fail(f"a {kh}x{kw} window (dilation {dh}x{dw}) does not fit the "
+                            f"{h}x{w} input")
+        self.kh, self.sh, self.dh = kh, sh, dh
+        self.c = c * repeat
+        rows = (self.ho - 1) * sh + (kh - 1) * dh + 1
+        cols = (self.wo - 1) * sw + (kw - 1) * dw + 1
+        phases = {}                                   # phase -> [(window column, shift)]
+        for j in range(kw):
+            phases.setdefault(j * dw % sw, []).append((j, j * dw // sw))
+        # Per view: its phase, first shift and shift step (in phase columns), window columns.
+        self.layout = [(b, taps[0][1], taps[1][1] - taps[0][1] if len(taps) > 1 else 1)
+                       for b, taps in sorted(phases.items())]
+        self.columns = [[j for j, _ in taps] for _, taps in sorted(phases.items())]
+        direct = sw == 1 and not (pt or pl or rows > h or cols > w or repeat > 1)
+        self.buffer = None
+        self.copies = []
+        if not direct:
+            wq = -(-cols // sw)                       # columns of a phase
+            self.buffer = np.zeros((sw, n, rows, wq, self.c), F32)
+            hi = min(h, rows - pt)
+            for b in range(sw):
+                first = (b - pl) % sw                 # first input column of phase b
+                q0 = (pl + first) // sw
+                count = min(len(range(first, w, sw)), wq - q0)
+                if hi > 0 and count > 0:
+                    dest = self.buffer[b, :, pt:pt + hi, q0:q0 + count]
+                    src = (slice(None), slice(0, hi), slice(first, first + sw * count, sw))
+                    self.copies.append((dest, src, repeat))
+        self._base = None
+        self._views = None
+
+    def views(self, x):
+        """Copy `x` into the phase buffer if there is one; the views [kh, taps, N, Ho, Wo*C]."""
+        for dest, src, repeat in self.copies:
+            if repeat > 1:
+                np.copyto(dest.reshape(dest.shape[:-1] + (-1, repeat)), x[src][..., None])
+            else:
+                np.copyto(dest, x[src])
+        key = self.buffer if self.buffer is not None else x
+        if key is not self._base:
+            base = key if self.buffer is not None else x[None]
+            self._base = key
+            self._views = [self._view(base, *spec, len(cols))
+                           for spec, cols in zip(self.layout, self.columns)]
+        return self._views
+
+    def _view(self, base, phase, shift, step, taps):
+        sp, sn, sy, sx, sc = base.strides
+        plane = base[phase, :, :, shift:]
+        return as_strided(plane, (self.kh, taps, base.shape[1], self.ho, self.wo * self.c),
+                          (sy * self.dh, sx * step, sn, sy * self.sh, sc), writeable=False)
+
+    def tile_weights(self, weights, w):
+        """Filter [1, kh, kw, C] into each view's weights [kh, taps, Wo*C]."""
+        kh, c = w.shape[1], w.shape[3]
+        for tiled, cols in zip(weights, self.columns):
+            np.copyto(tiled.reshape(kh, len(cols), self.wo, c), w[0][:, cols, None, :])
 
 
 # -- TRANSPOSE_CONV --------------------------------------------------------------------------
