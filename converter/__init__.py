@@ -1,2 +1,11 @@
 """edgelite.converter: ONNX import, graph passes, quantization, training-signature export, and the
-command line (`cli.py`: `edgelite` and `tflite-convert`)."""
+command line (`cli.py`: `edgelite` and `tflite-convert`).
+
+    from edgelite.converter import TFLiteConverter
+    tflite_bytes = TFLiteConverter.from_onnx("model.onnx").convert()
+"""
+from .api import Optimize, OpsSet, TargetSpec, TFLiteConverter
+from .errors import ConversionError, UnsupportedOpsError
+
+__all__ = ["TFLiteConverter", "Optimize", "OpsSet", "TargetSpec", "ConversionError",
+           "UnsupportedOpsError"]

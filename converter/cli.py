@@ -6,7 +6,6 @@ module (and `edgelite --help`) stays cheap.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import typer
@@ -78,8 +77,9 @@ def run_command(
     model: Path = typer.Argument(..., help="the .tflite model file"),
     data: Path | None = typer.Option(
         None, "--data", help="an .npz of inputs, keyed by input name (signature or tensor name) "
-        "or input_0, input_1, ...; a leading axis of samples is fed one at a time; an array "
-        f"'{LABELS_KEY}' of labels gives accuracy. Default: seeded random inputs"),
+        "or input_0, input_1, ... (or x for a one-input model); a leading axis of samples is fed "
+        f"one at a time; an array '{LABELS_KEY}' of labels gives accuracy, arrays named like an "
+        "output are compared with it, 'labels' names classes. Default: seeded random inputs"),
     signature: str | None = typer.Option(None, "--signature",
                                          help="run this signature instead of subgraph 0"),
     repeat: int = typer.Option(10, "--repeat", min=1, help="invokes timed for the latency"),
@@ -460,6 +460,13 @@ def _values(output: dict) -> str:
     return f"[{shown}{', ...' if output['size'] > len(values) else ''}]"
 
 
+# convert: the implementation lives in cli_convert.py (`tflite-convert` is the same command)
+
+from .cli_convert import convert_command  # noqa: E402
+
+app.command("convert")(convert_command)
+
+
 # ---------------------------------------------------------------------------------------------
 # entry points (pyproject's console scripts)
 
@@ -470,8 +477,8 @@ def main() -> None:
 
 def convert_main() -> None:
     """`tflite-convert`"""
-    print("error: the ONNX converter is not implemented yet", file=sys.stderr)
-    sys.exit(2)
+    from .cli_convert import main as convert
+    convert()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,194 @@
+"""Building the IR op by op, with every new op's output shapes inferred (and its value folded when
+all its inputs are constant) by the interpreter's own kernels.
+
+The importer and the passes emit TFLite ops through a `Builder`; each `op()` call asks the kernel's
+`prepare` for the output shapes, so shapes are known the moment a tensor exists, and an op whose
+inputs are all constant never enters the graph: its kernel computes the value, which becomes a
+constant tensor. Constant folding and shape inference are the interpreter's kernels, nothing else.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgelite.schema import (Model, Operator, OperatorCode, Options, Subgraph, Tensor,
+                             default_options, dtype_name, has_side_effects, numpy_dtype)
+
+from .errors import ConversionError
+
+
+def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_values: bool = True):
+    """The interpreter's view of `op` (a kernels `Node`), built from the IR's tensors."""
+    from edgelite.interpreter.kernels.registry import Node, TensorInfo
+
+    graph_inputs = set(sg.inputs)
+
+    def info(t):
+        if t < 0:
+            return None
+        tensor = sg.tensors[t]
+        data = None
+        if with_values and t not in graph_inputs:
+            data = model.constant(sg, t)
+        return TensorInfo(t, tensor.name, tuple(tensor.shape), tensor.np_dtype, tensor.dtype,
+                          tensor.quantization, data, tensor.is_variable)
+
+    return Node(op=op.opcode.name, index=index, inputs=[info(t) for t in op.inputs],
+                outputs=[info(t) for t in op.outputs], options=op.options,
+                custom_options=op.custom_options, is_custom=op.opcode.builtin == "CUSTOM")
+
+
+def prepare_op(model: Model, sg: Subgraph, op: Operator, index: int, what: str = ""):
+    """Run the kernel's `prepare` on `op`: returns (node, run). ConversionError naming `what`
+    (the ONNX node being lowered, or the pass) when edgelite has no kernel or prepare refuses."""
+    from edgelite.interpreter.kernels import registry
+
+    node = kernel_node(model, sg, op, index)
+    prepare = registry.lookup(node)
+    where = f"{what}: " if what else ""
+    if prepare is None:
+        have = registry.supported_keys(node.op)
+        detail = f"for {registry.arithmetic(node)} (it has {', '.join(have)})" if have else ""
+        raise ConversionError(f"{where}edgelite's interpreter has no {node.op} kernel {detail}"
+                              .rstrip() + "; shapes and constants are computed by its kernels")
+    try:
+        run = prepare(node)
+    except (ValueError, TypeError, IndexError) as e:
+        raise ConversionError(f"{where}{e}") from None
+    return node, run
+
+
+class Builder:
+    """Adds tensors and ops to one subgraph of `model`, inferring as it goes."""
+
+    def __init__(self, model: Model, sg: Subgraph):
+        self.model = model
+        self.sg = sg
+        self.where = ""       # what is being built, for error messages and tensor names
+        self._used_names: dict = {}
+        self.empty: set = set()  # constants with no elements (the format cannot mark them)
+        for t in sg.tensors:
+            self._used_names[t.name] = 1
+
+    # -- tensors -----------------------------------------------------------------------------
+
+    def unique(self, name: str) -> str:
+        n = self._used_names.get(name, 0)
+        self._used_names[name] = n + 1
+        return name if n == 0 else f"{name}_{n}"
+
+    def const(self, value, name: str | None = None, dtype=None) -> int:
+        """A constant tensor holding `value`."""
+        value = np.array(value, dtype=dtype, order="C")  # keeps 0-d arrays 0-d
+        name = self.unique(name or f"{self.where or 'const'}/const")
+        t = self.sg.add_tensor(Tensor(name, value.shape, dtype_name(value.dtype)))
+        self._set_value(t, value)
+        return t
+
+    def tensor(self, name: str, shape=(), dtype: str = "float32") -> int:
+        """A new tensor without data (an activation)."""
+        return self.sg.add_tensor(Tensor(self.unique(name), tuple(shape), dtype))
+
+    def shape(self, t: int) -> tuple:
+        return self.sg.tensors[t].shape
+
+    def rank(self, t: int) -> int:
+        return len(self.sg.tensors[t].shape)
+
+    def dtype(self, t: int) -> str:
+        return self.sg.tensors[t].dtype
+
+    def value(self, t: int) -> np.ndarray | None:
+        """The value of a constant tensor, or None for activations and graph inputs."""
+        if t < 0 or t in self.sg.inputs:
+            return None
+        if t in self.empty:
+            return np.zeros(self.shape(t), self.sg.tensors[t].np_dtype)
+        return self.model.constant(self.sg, t)
+
+    def is_const(self, t: int) -> bool:
+        return self.value(t) is not None
+
+    # -- ops ---------------------------------------------------------------------------------
+
+    def ops(self, op: str, inputs: list, options=None, n_out: int = 1, dtypes=None,
+            names=None) -> list:
+        """Emit `op` and return its output tensors. `options` is an `Options` or a dict of fields
+        over TFLite's defaults; output dtypes default to the first input's. An op whose inputs
+        are all constant is computed now and never enters the graph."""
+        opts = options if isinstance(options, Options) else default_options(op, **(options or {}))
+        first = next((t for t in inputs if t >= 0), None)
+        default_dtype = self.dtype(first) if first is not None else "float32"
+        dtypes = list(dtypes) if dtypes is not None else [default_dtype] * n_out
+        names = list(names) if names is not None else [None] * n_out
+        base = f"{self.where}/{op.lower()}" if self.where else op.lower()
+        outs = [self.tensor(names[k] or (base if n_out == 1 else f"{base}:{k}"), (), dtypes[k])
+                for k in range(n_out)]
+        operator = Operator(OperatorCode(op), [int(t) for t in inputs], outs, opts)
+        self.add(operator)
+        return outs
+
+    def op(self, op: str, inputs: list, options=None, dtype=None, name=None) -> int:
+        """`ops` for an op with one output."""
+        return self.ops(op, inputs, options, 1, None if dtype is None else [dtype],
+                        None if name is None else [name])[0]
+
+    def add(self, operator: Operator) -> bool:
+        """Infer `operator`'s outputs with its kernel; append it to the graph, or fold it into
+        constants when all its inputs are constant. Returns True when it was folded."""
+        index = len(self.sg.operators)
+        node, run = prepare_op(self.model, self.sg, operator, index, self.where)
+        for t, out in zip(operator.outputs, node.outputs):
+            self.sg.tensors[t].shape = tuple(int(d) for d in out.shape)
+        if all(o.data is not None for o in node.outputs):  # prepare knew the values
+            for t, out in zip(operator.outputs, node.outputs):
+                self._set_value(t, out.data)
+            return True
+        foldable = (not has_side_effects(operator)
+                    and all(i is None or i.data is not None for i in node.inputs))
+        if foldable:
+            ins = [None if i is None else i.data for i in node.inputs]
+            outs = [np.empty(o.shape, o.dtype) for o in node.outputs]
+            run(*ins, *outs)
+            for t, value in zip(operator.outputs, outs):
+                self._set_value(t, value)
+            return True
+        self.sg.operators.append(operator)
+        return False
+
+    def _set_value(self, t: int, value: np.ndarray) -> None:
+        tensor = self.sg.tensors[t]
+        value = np.array(value, dtype=numpy_dtype(tensor.dtype), order="C")
+        tensor.shape = value.shape
+        tensor.buffer = self.model.add_buffer(value if value.size else None)
+        if not value.size:
+            self.empty.add(t)
+
+    # -- common small ops --------------------------------------------------------------------
+
+    def transpose(self, t: int, perm) -> int:
+        perm = [int(p) for p in perm]
+        if perm == list(range(len(perm))):
+            return t
+        return self.op("TRANSPOSE", [t, self.const(np.array(perm, np.int32))])
+
+    def reshape(self, t: int, shape) -> int:
+        shape = [int(d) for d in shape]
+        if list(self.shape(t)) == shape:
+            return t
+        return self.op("RESHAPE", [t, self.const(np.array(shape, np.int32))],
+                       {"new_shape": tuple(shape)})
+
+    def cast(self, t: int, dtype: str) -> int:
+        if self.dtype(t) == dtype:
+            return t
+        return self.op("CAST", [t], {"in_data_type": _type_code(self.dtype(t)),
+                                     "out_data_type": _type_code(dtype)}, dtype=dtype)
+
+
+def _type_code(name: str) -> int:
+    from edgelite.schema.model import TENSOR_TYPE_CODES
+    return TENSOR_TYPE_CODES[name]
+
+
+def fail(where: str, message: str) -> ConversionError:
+    return ConversionError(f"{where}: {message}" if where else message)

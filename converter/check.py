@@ -1,0 +1,128 @@
+"""Checking a conversion: run onnxruntime on the ONNX model and edgelite and LiteRT on the
+`.tflite` with the same inputs (laid out per `edgelite.io_layout`), and measure the errors.
+
+Used by `tflite-convert --check` and by the tests. onnxruntime and LiteRT are optional: a runtime
+that is not installed is left out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+SEED = 0
+TOLERANCE = 1e-4     # max abs error allowed, relative to max |reference|
+
+
+def onnx_input_specs(conversion) -> list:
+    """[(name, ONNX-layout shape, numpy dtype)] of the converted model's inputs."""
+    sg = conversion.model.subgraphs[0]
+    specs = []
+    for entry, t in zip(conversion.io_layout["inputs"], sg.inputs):
+        tensor = sg.tensors[t]
+        perm = list(entry["perm"])
+        shape = tuple(tensor.shape[perm.index(i)] for i in range(len(tensor.shape)))
+        specs.append((entry["name"], shape, tensor.np_dtype))
+    return specs
+
+
+def random_feeds(conversion, seed: int = SEED) -> list:
+    """Inputs in ONNX layout: standard normal floats, 0/1 integers and booleans."""
+    rng = np.random.default_rng(seed)
+    feeds = []
+    for _, shape, dtype in onnx_input_specs(conversion):
+        if dtype.kind == "f":
+            feeds.append(rng.standard_normal(shape).astype(dtype))
+        else:
+            feeds.append(rng.integers(0, 2, shape).astype(dtype))
+    return feeds
+
+
+def load_feeds(conversion, path) -> list:
+    """Inputs from an .npz keyed by ONNX input name or input_0, input_1, ..."""
+    from .errors import ConversionError
+
+    try:
+        data = np.load(path)
+    except (OSError, ValueError) as e:
+        raise ConversionError(f"--inputs {path}: cannot read it ({e})") from None
+    feeds = []
+    for k, (name, _, dtype) in enumerate(onnx_input_specs(conversion)):
+        key = name if name in data else f"input_{k}"
+        if key not in data:
+            raise ConversionError(f"--inputs {path} has no {name!r} or {key!r}")
+        feeds.append(np.asarray(data[key], dtype))
+    return feeds
+
+
+def to_tflite_layout(feeds: list, io_layout: dict) -> list:
+    return [np.ascontiguousarray(np.transpose(x, e["perm"]))
+            for x, e in zip(feeds, io_layout["inputs"])]
+
+
+def to_onnx_layout(outputs: list, io_layout: dict) -> list:
+    return [np.transpose(y, np.argsort(e["perm"])) for y, e in zip(outputs, io_layout["outputs"])]
+
+
+def run_onnxruntime(source, feeds: dict, output_names: list):
+    """Outputs of onnxruntime on `source` (path or ModelProto), or None without onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    model = source.SerializeToString() if hasattr(source, "SerializeToString") else str(source)
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    return session.run(output_names, feeds)
+
+
+def run_tflite(content: bytes, feeds: list, runtime: str = "edgelite"):
+    """Outputs of `runtime` ("edgelite" or "litert") on the .tflite; None when LiteRT is not
+    installed."""
+    if runtime == "edgelite":
+        from edgelite.interpreter import Interpreter
+    else:
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+        except ImportError:
+            return None
+    it = Interpreter(model_content=content)
+    it.allocate_tensors()
+    for detail, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(detail["index"], x)
+    it.invoke()
+    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def compare(conversion, source, feeds: list | None = None) -> list:
+    """Per output: max abs error of edgelite and LiteRT against onnxruntime (or of LiteRT
+    against edgelite without onnxruntime), and whether it is within TOLERANCE."""
+    layout = conversion.io_layout
+    feeds = random_feeds(conversion) if feeds is None else feeds
+    names = [e["name"] for e in layout["inputs"]]
+    outs = [e["name"] for e in layout["outputs"]]
+    tflite_feeds = to_tflite_layout(feeds, layout)
+    runs = {"onnxruntime": run_onnxruntime(source, dict(zip(names, feeds)), outs)}
+    for name, runtime in (("edgelite", "edgelite"), ("LiteRT", "litert")):
+        result = run_tflite(conversion.content, tflite_feeds, runtime)
+        runs[name] = None if result is None else to_onnx_layout(result, layout)
+    reference = "onnxruntime" if runs["onnxruntime"] is not None else "edgelite"
+    rows = []
+    for k, name in enumerate(outs):
+        ref = np.asarray(runs[reference][k])
+        scale = float(np.abs(ref.astype(np.float64)).max()) if ref.size else 0.0
+        row = {"name": name, "reference": reference, "max_abs_ref": scale, "errors": {},
+               "ok": True}
+        for other in ("edgelite", "LiteRT"):
+            if other == reference or runs[other] is None:
+                continue
+            got = np.asarray(runs[other][k])
+            if got.shape != ref.shape:
+                row["errors"][other] = float("inf")
+                row["ok"] = False
+                continue
+            err = float(np.abs(got.astype(np.float64) - ref).max()) if ref.size else 0.0
+            row["errors"][other] = err
+            if err > TOLERANCE * scale:
+                row["ok"] = False
+        rows.append(row)
+    return rows

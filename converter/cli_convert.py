@@ -1,0 +1,136 @@
+"""`tflite-convert MODEL.onnx -o OUT.tflite` (also `edgelite convert`): convert, summarize, and
+with `--check` compare onnxruntime, edgelite and LiteRT on the same inputs.
+
+Importing this module stays cheap (typer only); the converter loads when the command runs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+def convert_command(
+    model: Path = typer.Argument(..., help="the ONNX model (.onnx; external data beside it)"),
+    output: Optional[Path] = typer.Option(
+        None, "-o", "--output", help="the .tflite to write (default: MODEL with .tflite)"),
+    input_shape: List[str] = typer.Option(
+        [], "--input-shape", metavar="NAME=D0,D1,...",
+        help="fix an input's shape (-1 keeps the first dim dynamic); repeatable"),
+    keep_io_layout: bool = typer.Option(
+        False, "--keep-io-layout", help="keep every input and output in ONNX's layout (NCHW)"),
+    check: bool = typer.Option(
+        False, "--check", help="run onnxruntime, edgelite and LiteRT on the same inputs and "
+                               "print each output's max error; fail if they disagree"),
+    inputs: Optional[Path] = typer.Option(
+        None, "--inputs", help="an .npz of inputs for --check, keyed by input name or "
+                               "input_0, input_1, ... in ONNX layout (default: random)"),
+) -> None:
+    """Convert an ONNX model into a .tflite model."""
+    try:
+        code = _convert(model, output, input_shape, keep_io_layout, check, inputs)
+    except typer.Exit:
+        raise
+    except Exception as e:  # noqa: BLE001  every failure is one line on stderr
+        from .errors import ConversionError
+        if isinstance(e, ConversionError):
+            _fail(str(e))
+        _fail(f"internal converter error ({type(e).__name__}: {e}); please report it", 2)
+    if code:
+        raise typer.Exit(code)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.echo("error: " + " ".join(message.split()), err=True)
+    raise typer.Exit(code)
+
+
+def parse_input_shapes(specs: list) -> dict:
+    from .errors import ConversionError
+
+    shapes = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition("=")
+        try:
+            shape = [int(d) for d in dims.split(",")] if sep and name else None
+        except ValueError:
+            shape = None
+        if shape is None:
+            raise ConversionError(f"--input-shape {spec!r}: expected NAME=D0,D1,... "
+                                  "(e.g. x=1,3,224,224)")
+        shapes[name] = shape
+    return shapes
+
+
+def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs) -> int:
+    from .api import TFLiteConverter
+
+    converter = TFLiteConverter.from_onnx(model, parse_input_shapes(input_shape))
+    converter.keep_io_layout = keep_io_layout
+    content = converter.convert()
+    result = converter.last_conversion
+    output = output or model.with_suffix(".tflite")
+    try:
+        output.write_bytes(content)
+    except OSError as e:
+        _fail(f"cannot write {output}: {e.strerror or e}")
+    typer.echo("\n".join(summary_lines(model, output, result)))
+    if not check:
+        return 0
+    from .check import compare, load_feeds
+
+    feeds = load_feeds(result, inputs) if inputs is not None else None
+    rows = compare(result, model, feeds)
+    typer.echo("\n".join(check_lines(rows)))
+    bad = [r["name"] for r in rows if not r["ok"]]
+    if bad:
+        from .check import TOLERANCE
+        _fail(f"check failed: outputs {', '.join(bad)} differ by more than "
+              f"{TOLERANCE:g} x max |reference|")
+    return 0
+
+
+# -- the summary ---------------------------------------------------------------------------------
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def summary_lines(model: Path, output: Path, result) -> list:
+    sg = result.model.subgraphs[0]
+    layout = result.io_layout
+    lines = [f"{model.name} -> {output}  ({len(result.content):,} bytes, "
+             f"{result.seconds:.2f} s)",
+             f"  ops in   ({sum(result.ops_in.values())}): {_counts(result.ops_in)}",
+             f"  ops out  ({sum(result.ops_out.values())}): {_counts(result.ops_out)}",
+             f"  transposes left: {result.transposes}"]
+    for kind, tensors in (("inputs", sg.inputs), ("outputs", sg.outputs)):
+        for entry, t in zip(layout[kind], tensors):
+            tensor = sg.tensors[t]
+            shape = list(tensor.shape_signature or tensor.shape)
+            perm = entry["perm"]
+            note = "" if perm == sorted(perm) else f"  (ONNX layout permuted by {perm})"
+            lines.append(f"  {kind[:-1]:<7}  {entry['name']}: {tensor.dtype} {shape}{note}")
+    lines += [f"  warning: {w}" for w in result.warnings]
+    return lines
+
+
+# -- --check -------------------------------------------------------------------------------------
+
+def check_lines(rows: list) -> list:
+    if not rows:
+        return ["check: the model has no outputs"]
+    lines = [f"check (max abs error vs {rows[0]['reference']}):"]
+    for r in rows:
+        errs = ", ".join(f"{k} {v:.3g}" for k, v in r["errors"].items()) or "no other runtime"
+        lines.append(f"  {r['name']}: {errs}  (max |ref| {r['max_abs_ref']:.3g})"
+                     f"{'' if r['ok'] else '  MISMATCH'}")
+    return lines
+
+
+def main() -> None:
+    """The `tflite-convert` console script."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(convert_command)
+    app()
+

@@ -1,0 +1,119 @@
+"""The registry of ONNX op lowerings: one small function per ONNX op type, one file per family.
+
+A lowering is `fn(b: Builder, n: OnnxNode) -> list of tensor indices` (one per ONNX output, or a
+single index): it emits TFLite ops in ONNX's layout (NCHW); layout-sensitive ops wrap their NHWC
+TFLite op in TRANSPOSE ops, which the layout pass later pushes away and cancels. `supported_ops()`
+lists what the converter handles; the `lower_*` modules imported at the bottom register them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .errors import ConversionError
+
+LOWERINGS: dict = {}   # ONNX op type -> lowering function
+
+
+def lowers(*op_types: str):
+    """Decorator: register `fn` as the lowering of these ONNX op types (default domain)."""
+    def wrap(fn: Callable) -> Callable:
+        for op_type in op_types:
+            if op_type in LOWERINGS:
+                raise RuntimeError(f"two lowerings registered for {op_type}")
+            LOWERINGS[op_type] = fn
+        return fn
+    return wrap
+
+
+def supported_ops() -> list:
+    """The ONNX op types (default domain) the converter can lower, sorted."""
+    return sorted(LOWERINGS)
+
+
+class Unsupported(ConversionError):
+    """A node uses a form of its op (an attribute value, a non-constant input) that the converter
+    does not lower."""
+
+
+@dataclass
+class OnnxNode:
+    """One ONNX node as a lowering sees it: inputs already mapped to IR tensors."""
+
+    proto: object                  # onnx.NodeProto
+    inputs: list                   # IR tensor index per ONNX input; -1 for an omitted one
+    opset: int                     # the default domain's opset version of the model
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def op_type(self) -> str:
+        return self.proto.op_type
+
+    @property
+    def name(self) -> str:
+        return self.proto.name or (self.proto.output[0] if self.proto.output else "?")
+
+    @property
+    def label(self) -> str:
+        """How messages name this node: `Conv node 'conv1'`."""
+        return f"{self.op_type} node {self.name!r}"
+
+    def attr(self, name: str, default=None):
+        return self.attrs.get(name, default)
+
+    def input(self, k: int) -> int:
+        """Tensor index of input k, or -1 when it is omitted."""
+        return self.inputs[k] if k < len(self.inputs) else -1
+
+    def fail(self, message: str) -> Unsupported:
+        return Unsupported(f"{self.label} (opset {self.opset}): {message}")
+
+
+def decode_attrs(proto) -> dict:
+    """ONNX attributes as Python values (tensors as numpy arrays, strings as str)."""
+    from onnx import helper, numpy_helper
+
+    out = {}
+    for a in proto.attribute:
+        value = helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif hasattr(value, "dims") and hasattr(value, "data_type"):  # a TensorProto
+            value = numpy_helper.to_array(value)
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode("utf-8", "replace") for v in value]
+        out[a.name] = value
+    return out
+
+
+def const_input(b, n: OnnxNode, k: int, what: str) -> np.ndarray:
+    """The value of input k, which this lowering needs to know at conversion time."""
+    t = n.input(k)
+    value = b.value(t) if t >= 0 else None
+    if value is None:
+        raise n.fail(f"{what} (input {k}) must be a constant or computable from static shapes")
+    return value
+
+
+def optional_const(b, n: OnnxNode, k: int, what: str):
+    """Like `const_input`, but None when the input is omitted or empty."""
+    t = n.input(k)
+    if t < 0 or (t in b.empty):
+        return None
+    return const_input(b, n, k, what)
+
+
+def axis_of(n: OnnxNode, axis: int, rank: int) -> int:
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise n.fail(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+# The families; importing them fills LOWERINGS.
+from . import lower_math  # noqa: E402,F401  elementwise arithmetic, activations, comparisons
+from . import lower_nn  # noqa: E402,F401  Conv, pools, BatchNormalization, Gemm, MatMul, Softmax
+from . import lower_shape  # noqa: E402,F401  Reshape, Concat, Slice, Gather, Shape, Constant, ...
+from . import lower_reduce  # noqa: E402,F401  ReduceMean ReduceSum ... ArgMax ArgMin

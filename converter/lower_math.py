@@ -1,0 +1,199 @@
+"""Elementwise ONNX ops: arithmetic, activations, comparisons, logic, Cast.
+
+All are layout-agnostic: they lower to one or a few TFLite ops on the tensors as they come, and
+the layout pass later moves transposes through them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .lower import axis_of, const_input, lowers, optional_const  # noqa: F401
+
+# -- binary arithmetic, comparisons, logic -------------------------------------------------------
+
+_BINARY = {"Add": "ADD", "Sub": "SUB", "Mul": "MUL", "Div": "DIV", "Max": "MAXIMUM",
+           "Min": "MINIMUM", "Sum": "ADD", "Equal": "EQUAL", "Less": "LESS",
+           "Greater": "GREATER", "LessOrEqual": "LESS_EQUAL",
+           "GreaterOrEqual": "GREATER_EQUAL", "And": "LOGICAL_AND", "Or": "LOGICAL_OR",
+           "Xor": "NOT_EQUAL"}
+_COMPARISONS = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"}
+
+
+@lowers(*_BINARY)
+def binary(b, n):
+    """Two or more inputs (Max, Min, Sum are variadic) folded left to right."""
+    op = _BINARY[n.op_type]
+    inputs = [t for t in n.inputs if t >= 0]
+    if not inputs:
+        raise n.fail("needs at least one input")
+    if len({b.dtype(t) for t in inputs}) > 1:
+        raise n.fail(f"input types differ: {', '.join(b.dtype(t) for t in inputs)}")
+    dtype = "bool" if n.op_type in _COMPARISONS else None
+    y = inputs[0]
+    for t in inputs[1:]:
+        y = b.op(op, [y, t], dtype=dtype)
+    return y
+
+
+@lowers("Mean")
+def mean(b, n):
+    total = binary(b, n) if len(n.inputs) > 1 else n.input(0)
+    count = len([t for t in n.inputs if t >= 0])
+    if count == 1:
+        return total
+    return b.op("DIV", [total, b.const(np.array(count, b.sg.tensors[total].np_dtype))])
+
+
+@lowers("Pow")
+def pow_(b, n):
+    x, e = n.input(0), n.input(1)
+    exponent = b.value(e)
+    if exponent is not None and exponent.size == 1 and b.dtype(x) == "float32":
+        k = float(exponent.reshape(()))
+        out_shape = np.broadcast_shapes(b.shape(x), exponent.shape)
+        if out_shape == b.shape(x):
+            if k == 1.0:
+                return x
+            if k == 2.0:
+                return b.op("MUL", [x, x])
+            if k == 0.5:
+                return b.op("SQRT", [x])
+    if b.dtype(e) != b.dtype(x):
+        if exponent is None:
+            raise n.fail(f"base {b.dtype(x)} and exponent {b.dtype(e)} types differ")
+        e = b.const(exponent.astype(b.sg.tensors[x].np_dtype))
+    return b.op("POW", [x, e])
+
+
+@lowers("Not")
+def not_(b, n):
+    return b.op("LOGICAL_NOT", [n.input(0)])
+
+
+@lowers("Where")
+def where(b, n):
+    return b.op("SELECT_V2", [n.input(0), n.input(1), n.input(2)], dtype=b.dtype(n.input(1)))
+
+
+# -- unary math and activations ------------------------------------------------------------------
+
+_UNARY = {"Sqrt": "SQRT", "Neg": "NEG", "Abs": "ABS", "Exp": "EXP", "Log": "LOG", "Sin": "SIN",
+          "Cos": "COS", "Tanh": "TANH", "Sigmoid": "LOGISTIC", "Relu": "RELU", "Floor": "FLOOR",
+          "Ceil": "CEIL", "Round": "ROUND", "Sign": "SIGN", "HardSwish": "HARD_SWISH"}
+
+
+@lowers(*_UNARY)
+def unary(b, n):
+    return b.op(_UNARY[n.op_type], [n.input(0)])
+
+
+@lowers("Reciprocal")
+def reciprocal(b, n):
+    x = n.input(0)
+    return b.op("DIV", [b.const(np.array(1, b.sg.tensors[x].np_dtype)), x])
+
+
+@lowers("LeakyRelu")
+def leaky_relu(b, n):
+    return b.op("LEAKY_RELU", [n.input(0)], {"alpha": float(n.attr("alpha", 0.01))})
+
+
+@lowers("PRelu")
+def prelu(b, n):
+    x, slope = n.input(0), n.input(1)
+    rank = b.rank(x)
+    if b.rank(slope) < rank:  # unidirectional broadcast: give alpha x's rank
+        slope = b.reshape(slope, (1,) * (rank - b.rank(slope)) + b.shape(slope))
+    return b.op("PRELU", [x, slope])
+
+
+@lowers("Elu")
+def elu(b, n):
+    return _scaled_elu(b, n.input(0), float(n.attr("alpha", 1.0)))
+
+
+@lowers("Selu")
+def selu(b, n):
+    alpha = float(n.attr("alpha", 1.67326319217681884765625))
+    gamma = float(n.attr("gamma", 1.05070102214813232421875))
+    y = _scaled_elu(b, n.input(0), alpha)
+    return b.op("MUL", [y, b.const(np.float32(gamma))])
+
+
+def _scaled_elu(b, x, alpha: float):
+    """x where x > 0, else alpha * (exp(x) - 1): TFLite's ELU has alpha 1."""
+    y = b.op("ELU", [x])
+    if alpha == 1.0:
+        return y
+    negative = b.op("MUL", [y, b.const(np.float32(alpha))])
+    positive = b.op("GREATER", [x, b.const(np.float32(0))], dtype="bool")
+    return b.op("SELECT_V2", [positive, x, negative], dtype=b.dtype(x))
+
+
+@lowers("Gelu")
+def gelu(b, n):
+    approximate = n.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise n.fail(f"approximate={approximate!r} is not 'none' or 'tanh'")
+    return b.op("GELU", [n.input(0)], {"approximate": approximate == "tanh"})
+
+
+@lowers("Softplus")
+def softplus(b, n):
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no overflow for large x."""
+    x = n.input(0)
+    one = b.const(np.float32(1))
+    tail = b.op("LOG", [b.op("ADD", [b.op("EXP", [b.op("NEG", [b.op("ABS", [x])])]), one])])
+    return b.op("ADD", [b.op("RELU", [x]), tail])
+
+
+_CLAMPS = {(0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, 1.0): "RELU_0_TO_1",
+           (0.0, np.inf): "RELU"}
+
+
+@lowers("Clip")
+def clip(b, n):
+    x = n.input(0)
+    lo_t, hi_t = n.input(1), n.input(2)
+    if n.opset < 11:  # bounds were attributes
+        lo_t = b.const(np.float32(n.attr("min", -3.4028234663852886e38)))
+        hi_t = b.const(np.float32(n.attr("max", 3.4028234663852886e38)))
+    lo = None if lo_t < 0 else b.value(lo_t)
+    hi = None if hi_t < 0 else b.value(hi_t)
+    if b.dtype(x) == "float32" and (lo_t < 0 or lo is not None) and (hi_t < 0 or hi is not None):
+        bounds = (-np.inf if lo is None else float(lo.reshape(())),
+                  np.inf if hi is None else float(hi.reshape(())))
+        if bounds in _CLAMPS:
+            return b.op(_CLAMPS[bounds], [x])
+    y = x
+    if lo_t >= 0:
+        y = b.op("MAXIMUM", [y, lo_t])
+    if hi_t >= 0:
+        y = b.op("MINIMUM", [y, hi_t])
+    return y
+
+
+@lowers("HardSigmoid")
+def hard_sigmoid(b, n):
+    """clip(alpha * x + beta, 0, 1); x * HardSigmoid(x) with alpha 1/6 becomes HARD_SWISH later."""
+    x = n.input(0)
+    alpha, beta = float(n.attr("alpha", 0.2)), float(n.attr("beta", 0.5))
+    y = b.op("MUL", [x, b.const(np.float32(alpha))])
+    y = b.op("ADD", [y, b.const(np.float32(beta))])
+    return b.op("RELU_0_TO_1", [y])
+
+
+# -- Cast ----------------------------------------------------------------------------------------
+
+@lowers("Cast")
+def cast(b, n):
+    from onnx import helper
+
+    from edgelite.schema import dtype_name
+    to = int(n.attr("to"))
+    try:
+        dtype = dtype_name(helper.tensor_dtype_to_np_dtype(to))
+    except (KeyError, ValueError, TypeError):
+        raise n.fail(f"cannot cast to ONNX type {to}: .tflite has no such tensor type") from None
+    x = n.input(0)
+    return b.cast(x, dtype)

@@ -1,0 +1,60 @@
+"""ONNX reductions: ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL2, ArgMax ArgMin.
+
+TFLite's reducers take the axes as a tensor, as ONNX does from opset 18 (ReduceSum from 13).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .lower import axis_of, lowers, optional_const
+
+_REDUCERS = {"ReduceMean": "MEAN", "ReduceSum": "SUM", "ReduceMax": "REDUCE_MAX",
+             "ReduceMin": "REDUCE_MIN", "ReduceProd": "REDUCE_PROD"}
+
+
+def _reduce_axes(b, n, rank: int):
+    """The axes to reduce (sorted), or None for "no reduction" (noop_with_empty_axes)."""
+    takes_input = n.opset >= 18 or (n.op_type == "ReduceSum" and n.opset >= 13)
+    axes = optional_const(b, n, 1, "axes") if takes_input else n.attr("axes")
+    if axes is None or len(np.asarray(axes).reshape(-1)) == 0:
+        return None if int(n.attr("noop_with_empty_axes", 0)) else list(range(rank))
+    return sorted({axis_of(n, a, rank) for a in np.asarray(axes).reshape(-1)})
+
+
+def _reduce(b, n, op, x):
+    axes = _reduce_axes(b, n, b.rank(x))
+    if axes is None or not axes:
+        return x
+    keep = bool(int(n.attr("keepdims", 1)))
+    return b.op(op, [x, b.const(np.array(axes, np.int32))], {"keep_dims": keep})
+
+
+@lowers(*_REDUCERS)
+def reduce(b, n):
+    return _reduce(b, n, _REDUCERS[n.op_type], n.input(0))
+
+
+@lowers("ReduceL2")
+def reduce_l2(b, n):
+    x = n.input(0)
+    return b.op("SQRT", [_reduce(b, n, "SUM", b.op("MUL", [x, x]))])
+
+
+@lowers("ReduceSumSquare")
+def reduce_sum_square(b, n):
+    x = n.input(0)
+    return _reduce(b, n, "SUM", b.op("MUL", [x, x]))
+
+
+@lowers("ArgMax", "ArgMin")
+def arg(b, n):
+    if int(n.attr("select_last_index", 0)):
+        raise n.fail("select_last_index=1 is not supported")
+    x = n.input(0)
+    shape = b.shape(x)
+    axis = axis_of(n, n.attr("axis", 0), len(shape))
+    op = "ARG_MAX" if n.op_type == "ArgMax" else "ARG_MIN"
+    y = b.op(op, [x, b.const(np.array([axis], np.int32))], {"output_type": 4}, dtype="int64")
+    if int(n.attr("keepdims", 1)):
+        y = b.reshape(y, shape[:axis] + (1,) + shape[axis + 1:])
+    return y

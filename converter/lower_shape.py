@@ -1,0 +1,277 @@
+"""ONNX ops that move data or make tensors from shapes: Reshape, Flatten, Squeeze, Unsqueeze,
+Transpose, Concat, Split, Slice, Gather, Expand, Tile, Pad, Shape, Size, ConstantOfShape, Range,
+Constant, Identity, Dropout.
+
+Shapes are static at conversion, so Shape and Size are constants; whatever computes on them folds
+through the kernels as it is emitted (Shape -> Gather -> Concat -> Reshape leaves one RESHAPE).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .lower import axis_of, const_input, lowers, optional_const
+
+# -- aliases and constants -----------------------------------------------------------------------
+
+
+@lowers("Identity")
+def identity(b, n):
+    return n.input(0)
+
+
+@lowers("Dropout")
+def dropout(b, n):
+    """Inference: the input itself; a mask output is all ones."""
+    training = optional_const(b, n, 2, "training_mode")
+    if training is not None and bool(training.reshape(-1)[0]):
+        raise n.fail("training_mode=True is not supported")
+    x = n.input(0)
+    outs = [x]
+    if len(n.proto.output) > 1 and n.proto.output[1]:
+        outs.append(b.const(np.ones(b.shape(x), np.bool_)))
+    return outs
+
+
+@lowers("Constant")
+def constant(b, n):
+    attrs = n.attrs
+    if "value" in attrs:
+        value = np.asarray(attrs["value"])
+    elif "value_float" in attrs:
+        value = np.array(attrs["value_float"], np.float32)
+    elif "value_floats" in attrs:
+        value = np.array(attrs["value_floats"], np.float32)
+    elif "value_int" in attrs:
+        value = np.array(attrs["value_int"], np.int64)
+    elif "value_ints" in attrs:
+        value = np.array(attrs["value_ints"], np.int64)
+    else:
+        raise n.fail(f"attribute {', '.join(attrs) or '(none)'} is not supported "
+                     "(strings and sparse tensors have no .tflite form)")
+    if value.dtype.kind in "OSU":
+        raise n.fail("string constants are not supported")
+    return b.const(value)
+
+
+@lowers("Shape")
+def shape(b, n):
+    dims = b.shape(n.input(0))
+    start, end = int(n.attr("start", 0)), n.attr("end", None)
+    return b.const(np.array(dims[slice(start, None if end is None else int(end))], np.int64))
+
+
+@lowers("Size")
+def size(b, n):
+    return b.const(np.array(math.prod(b.shape(n.input(0))), np.int64))
+
+
+@lowers("ConstantOfShape")
+def constant_of_shape(b, n):
+    dims = [int(d) for d in const_input(b, n, 0, "shape").reshape(-1)]
+    value = n.attr("value")
+    value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    return b.const(np.full(dims, value[0], value.dtype))
+
+
+@lowers("Range")
+def range_(b, n):
+    return b.op("RANGE", [n.input(0), n.input(1), n.input(2)])
+
+
+# -- reshapes ------------------------------------------------------------------------------------
+
+@lowers("Reshape")
+def reshape(b, n):
+    x = n.input(0)
+    request = [int(d) for d in const_input(b, n, 1, "shape").reshape(-1)]
+    in_shape = b.shape(x)
+    if not int(n.attr("allowzero", 0)):
+        request = [in_shape[i] if d == 0 else d for i, d in enumerate(request)]
+    if request.count(-1) > 1:
+        raise n.fail(f"shape {request} has more than one -1")
+    if -1 in request:
+        known = math.prod(d for d in request if d != -1)
+        request[request.index(-1)] = math.prod(in_shape) // known if known else 0
+    if math.prod(request) != math.prod(in_shape):
+        raise n.fail(f"cannot reshape {list(in_shape)} to {request}")
+    return b.reshape(x, request)
+
+
+@lowers("Flatten")
+def flatten(b, n):
+    x = n.input(0)
+    shape = b.shape(x)
+    axis = int(n.attr("axis", 1))
+    axis = axis + len(shape) if axis < 0 else axis
+    return b.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
+
+
+def _axes(b, n, k: int):
+    """Axes from input k (opset 13+) or the `axes` attribute; None when absent."""
+    if n.opset >= 13:
+        value = optional_const(b, n, k, "axes")
+        return None if value is None else [int(a) for a in value.reshape(-1)]
+    axes = n.attr("axes")
+    return None if axes is None else [int(a) for a in axes]
+
+
+@lowers("Squeeze")
+def squeeze(b, n):
+    x = n.input(0)
+    shape = b.shape(x)
+    axes = _axes(b, n, 1)
+    drop = {d for d, s in enumerate(shape) if s == 1} if axes is None else \
+        {axis_of(n, a, len(shape)) for a in axes}
+    if any(shape[d] != 1 for d in drop):
+        raise n.fail(f"cannot squeeze axes {sorted(drop)} of shape {list(shape)}")
+    return b.reshape(x, [s for d, s in enumerate(shape) if d not in drop])
+
+
+@lowers("Unsqueeze")
+def unsqueeze(b, n):
+    x = n.input(0)
+    shape = list(b.shape(x))
+    axes = _axes(b, n, 1)
+    if axes is None:
+        raise n.fail("needs axes")
+    rank = len(shape) + len(axes)
+    for a in sorted(axis_of(n, a, rank) for a in axes):
+        shape.insert(a, 1)
+    return b.reshape(x, shape)
+
+
+@lowers("Transpose")
+def transpose(b, n):
+    x = n.input(0)
+    perm = n.attr("perm", list(range(b.rank(x)))[::-1])
+    return b.transpose(x, perm)
+
+
+# -- joining and splitting -----------------------------------------------------------------------
+
+@lowers("Concat")
+def concat(b, n):
+    inputs = [t for t in n.inputs if t >= 0 and math.prod(b.shape(t)) > 0]
+    if not inputs:
+        raise n.fail("all inputs are empty")
+    axis = axis_of(n, n.attr("axis"), b.rank(inputs[0]))
+    if len(inputs) == 1:
+        return inputs[0]
+    return b.op("CONCATENATION", inputs, {"axis": axis})
+
+
+@lowers("Split")
+def split(b, n):
+    x = n.input(0)
+    shape = b.shape(x)
+    axis = axis_of(n, n.attr("axis", 0), len(shape))
+    count = len(n.proto.output)
+    sizes = optional_const(b, n, 1, "split") if n.opset >= 13 else n.attr("split")
+    if sizes is None:
+        parts = int(n.attr("num_outputs", count))
+        chunk = -(-shape[axis] // parts)
+        sizes = [min(chunk, shape[axis] - k * chunk) for k in range(parts)]
+    sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
+    if sum(sizes) != shape[axis] or len(sizes) != count:
+        raise n.fail(f"split sizes {sizes} do not cover axis {axis} of {list(shape)} "
+                     f"in {count} outputs")
+    axis_t = b.const(np.array(axis, np.int32))
+    if len(set(sizes)) == 1:
+        return b.ops("SPLIT", [axis_t, x], {"num_splits": count}, n_out=count)
+    return b.ops("SPLIT_V", [x, b.const(np.array(sizes, np.int32)), axis_t],
+                 {"num_splits": count}, n_out=count)
+
+
+# -- slicing and gathering -----------------------------------------------------------------------
+
+@lowers("Slice")
+def slice_(b, n):
+    x = n.input(0)
+    shape = b.shape(x)
+    rank = len(shape)
+    starts = const_input(b, n, 1, "starts").reshape(-1)
+    ends = const_input(b, n, 2, "ends").reshape(-1)
+    axes = optional_const(b, n, 3, "axes")
+    steps = optional_const(b, n, 4, "steps")
+    axes = list(range(len(starts))) if axes is None else [axis_of(n, a, rank) for a in
+                                                              axes.reshape(-1)]
+    steps = [1] * len(starts) if steps is None else [int(s) for s in steps.reshape(-1)]
+    begin, end, strides = [0] * rank, list(shape), [1] * rank
+    end_mask = 0
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        if st == 0:
+            raise n.fail("a step of 0")
+        lo, hi, st = slice(int(s), int(e), st).indices(shape[a])
+        begin[a], end[a], strides[a] = lo, hi, st
+        if st < 0 and hi < 0:  # runs past index 0: only a mask says "to the start"
+            end_mask |= 1 << a
+    if begin == [0] * rank and end == list(shape) and strides == [1] * rank:
+        return x
+    return b.op("STRIDED_SLICE", [x, b.const(np.array(begin, np.int32)),
+                                  b.const(np.array(end, np.int32)),
+                                  b.const(np.array(strides, np.int32))], {"end_mask": end_mask})
+
+
+@lowers("Gather")
+def gather(b, n):
+    x, indices = n.input(0), n.input(1)
+    shape = b.shape(x)
+    axis = axis_of(n, n.attr("axis", 0), len(shape))
+    value = b.value(indices)
+    if value is not None and (value < 0).any():  # TFLite's GATHER takes no negative indices
+        indices = b.const(np.where(value < 0, value + shape[axis], value).astype(value.dtype))
+    return b.op("GATHER", [x, indices], {"axis": axis})
+
+
+@lowers("Expand")
+def expand(b, n):
+    x = n.input(0)
+    request = [int(d) for d in const_input(b, n, 1, "shape").reshape(-1)]
+    try:
+        out = tuple(np.broadcast_shapes(b.shape(x), tuple(request)))
+    except ValueError:
+        raise n.fail(f"cannot broadcast {list(b.shape(x))} to {request}") from None
+    if out == b.shape(x):
+        return x
+    return b.op("BROADCAST_TO", [x, b.const(np.array(out, np.int32))])
+
+
+@lowers("Tile")
+def tile(b, n):
+    repeats = const_input(b, n, 1, "repeats").reshape(-1).astype(np.int32)
+    if (repeats == 1).all():
+        return n.input(0)
+    return b.op("TILE", [n.input(0), b.const(repeats)])
+
+
+@lowers("Pad")
+def pad(b, n):
+    x = n.input(0)
+    rank = b.rank(x)
+    mode = n.attr("mode", "constant")
+    pads = [int(p) for p in (const_input(b, n, 1, "pads") if n.opset >= 11
+                             else np.asarray(n.attr("pads"))).reshape(-1)]
+    axes = optional_const(b, n, 3, "axes") if n.opset >= 18 else None
+    axes = list(range(rank)) if axes is None else [axis_of(n, a, rank) for a in axes.reshape(-1)]
+    if len(pads) != 2 * len(axes):
+        raise n.fail(f"pads {pads} must hold {2 * len(axes)} values")
+    if any(p < 0 for p in pads):
+        raise n.fail(f"negative pads {pads} (cropping) are not supported")
+    paddings = np.zeros((rank, 2), np.int32)
+    for k, a in enumerate(axes):
+        paddings[a] = (pads[k], pads[k + len(axes)])
+    if not paddings.any():
+        return x
+    pads_t = b.const(paddings)
+    if mode == "reflect":
+        return b.op("MIRROR_PAD", [x, pads_t], {"mode": 0})
+    if mode != "constant":
+        raise n.fail(f"mode={mode!r} is not supported (constant and reflect are)")
+    value = optional_const(b, n, 2, "constant_value") if n.opset >= 11 else \
+        np.array(n.attr("value", 0.0))
+    if value is None or not value.any():
+        return b.op("PAD", [x, pads_t])
+    value = b.const(np.asarray(value, b.sg.tensors[x].np_dtype).reshape(()))
+    return b.op("PADV2", [x, pads_t, value])

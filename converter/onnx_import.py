@@ -1,0 +1,308 @@
+"""ONNX -> IR: load and check the model, fix the input shapes, lower node by node.
+
+The result is a graph in TFLite's op vocabulary that still computes in ONNX's layouts (NCHW):
+layout-sensitive ops sit between TRANSPOSE ops that the layout pass removes later. Every tensor's
+shape is static (a dynamic first dimension is imported at a chosen size); shape computations and
+anything else on constants are already folded by the kernels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from edgelite.schema import Model, Subgraph, dtype_name, remove_dead
+
+from .builder import Builder
+from .errors import ConversionError, UnsupportedOpsError
+from .lower import LOWERINGS, OnnxNode, decode_attrs
+
+MIN_OPSET = 11
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass
+class IoSpec:
+    """A graph input or output as ONNX declares it."""
+
+    name: str
+    shape: tuple          # static dims as imported
+    dynamic: tuple = ()   # positions of dims that ONNX leaves open (-1 in shape_signature)
+
+
+@dataclass
+class Imported:
+    model: Model
+    inputs: list = field(default_factory=list)    # IoSpec, ONNX order
+    outputs: list = field(default_factory=list)
+    op_counts: dict = field(default_factory=dict)  # ONNX op type -> count
+
+
+def load_onnx(source):
+    """An `onnx.ModelProto` from a path (with its external data) or a ModelProto."""
+    import onnx
+
+    if isinstance(source, onnx.ModelProto):
+        return source
+    path = Path(source)
+    if not path.exists():
+        raise ConversionError(f"no such file: {path}")
+    if path.is_dir():
+        raise ConversionError(f"{path} is a directory, not an ONNX model")
+    try:
+        return onnx.load(str(path))
+    except Exception as e:  # protobuf's DecodeError and friends: the file is not ONNX
+        raise ConversionError(f"{path} is not an ONNX model ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else 'cannot parse'})") from None
+
+
+def opset_of(proto) -> int:
+    for imp in proto.opset_import:
+        if imp.domain in DEFAULT_DOMAINS:
+            return int(imp.version)
+    raise ConversionError("the model imports no opset of the default ONNX domain")
+
+
+def check_model(proto) -> None:
+    import onnx
+
+    if not proto.graph.node and not proto.graph.output:
+        raise ConversionError("the ONNX model has an empty graph")
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else "validation failed"
+        raise ConversionError(f"invalid ONNX model: {first}") from None
+    except ValueError:  # a model over 2 GB cannot be checked in memory; the import checks it
+        pass
+
+
+def unsupported_nodes(proto, opset: int) -> list:
+    """One line per node the converter has no lowering for."""
+    problems = []
+    for node in proto.graph.node:
+        if node.domain not in DEFAULT_DOMAINS:
+            problems.append(f"{node.op_type} node {node.name or node.output[0]!r}: domain "
+                            f"{node.domain!r} is not supported")
+        elif node.op_type not in LOWERINGS:
+            problems.append(f"{node.op_type} node {node.name or node.output[0]!r} (opset "
+                            f"{opset}): no lowering for {node.op_type}")
+    return problems
+
+
+def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) -> Imported:
+    """Lower `proto` into the IR. `input_shapes` maps input names to shapes (-1 marks a dim that
+    stays dynamic); open dims take `dynamic_size` for the import."""
+    opset = opset_of(proto)
+    if opset < MIN_OPSET:
+        raise ConversionError(f"the model uses opset {opset}; the converter reads opsets "
+                              f"{MIN_OPSET} and newer (upgrade it with "
+                              "onnx.version_converter.convert_version)")
+    check_model(proto)
+    problems = unsupported_nodes(proto, opset)
+    if problems:
+        raise UnsupportedOpsError(problems)
+    inputs = resolve_inputs(proto, input_shapes or {}, dynamic_size)
+    expected = inferred_types(proto, inputs)
+
+    model = Model(description="edgelite tflite-convert")
+    sg = Subgraph(name="main")
+    model.subgraphs.append(sg)
+    b = Builder(model, sg)
+    tensors = _Tensors(b, proto.graph.initializer)
+    for spec, dtype in inputs:
+        t = b.tensor(spec.name, spec.shape, dtype)
+        sg.inputs.append(t)
+        tensors.names[spec.name] = t
+    result = Imported(model, [spec for spec, _ in inputs])
+    problems, failed = [], set()
+    for node in proto.graph.node:
+        result.op_counts[node.op_type] = result.op_counts.get(node.op_type, 0) + 1
+        if any(name in failed for name in node.input):
+            failed.update(node.output)
+            continue
+        try:
+            _lower_node(b, tensors, node, opset, expected)
+        except ConversionError as e:
+            problems.append(str(e))
+            failed.update(node.output)
+    if problems:
+        raise UnsupportedOpsError(problems)
+    for out in proto.graph.output:
+        t = tensors.get(out.name)
+        if t < 0:
+            raise ConversionError(f"graph output {out.name!r} is not produced by any node")
+        sg.outputs.append(t)
+        result.outputs.append(IoSpec(out.name, b.shape(t), _open_dims(out)))
+    remove_dead(sg)
+    return result
+
+
+def _lower_node(b: Builder, tensors: "_Tensors", node, opset: int, expected: dict) -> None:
+    n = OnnxNode(node, [tensors.get(name) for name in node.input], opset, decode_attrs(node))
+    b.where = node.name or node.output[0]
+    first_new = len(b.sg.tensors)
+    try:
+        outs = LOWERINGS[node.op_type](b, n)
+    except ConversionError as e:
+        if str(e).startswith(n.label):
+            raise
+        raise ConversionError(f"{n.label}: {e}") from None
+    outs = [outs] if isinstance(outs, (int, np.integer)) else list(outs)
+    if len(outs) < len([o for o in node.output if o]):
+        raise ConversionError(f"{n.label}: lowering gave {len(outs)} outputs for "
+                              f"{len(node.output)}")
+    for name, t in zip(node.output, outs):
+        if not name:
+            continue
+        tensors.names[name] = t
+        if t >= first_new:
+            b.sg.tensors[t].name = b.unique(name)
+        want = expected.get(name)
+        if want is not None:
+            _check_output(n, name, b.sg.tensors[t], *want)
+
+
+def _check_output(n, name, tensor, dims, dtype) -> None:
+    """The lowering must give what ONNX's shape inference says (where it knows)."""
+    if dtype is not None and dtype != tensor.dtype:
+        raise ConversionError(f"{n.label}: output {name!r} is {tensor.dtype} here but ONNX "
+                              f"infers {dtype} (a converter bug)")
+    if dims is not None and all(d is not None for d in dims) and tuple(dims) != tensor.shape:
+        raise ConversionError(f"{n.label}: output {name!r} has shape {list(tensor.shape)} here "
+                              f"but ONNX infers {list(dims)} (a converter bug)")
+
+
+class _Tensors:
+    """ONNX tensor names -> IR tensors; initializers become constants on first use."""
+
+    def __init__(self, b: Builder, initializers):
+        self.b = b
+        self.names: dict = {}
+        self.initializers = {init.name: init for init in initializers}
+
+    def get(self, name: str) -> int:
+        if not name:
+            return -1
+        t = self.names.get(name)
+        if t is not None:
+            return t
+        init = self.initializers.get(name)
+        if init is None:
+            raise ConversionError(f"tensor {name!r} is read but nothing produces it")
+        from onnx import numpy_helper
+        value = numpy_helper.to_array(init)
+        if value.dtype.kind in "OSU":
+            raise ConversionError(f"initializer {name!r} holds strings: .tflite cannot")
+        t = self.names[name] = self.b.const(value, name=name)
+        return t
+
+
+# -- inputs and shapes ---------------------------------------------------------------------------
+
+def _elem_dtype(elem_type: int, what: str) -> str:
+    from onnx import helper
+    try:
+        return dtype_name(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, ValueError, TypeError):
+        raise ConversionError(f"{what} has ONNX element type {elem_type}, which .tflite "
+                              "cannot hold") from None
+
+
+def _open_dims(value_info) -> tuple:
+    dims = value_info.type.tensor_type.shape.dim
+    return tuple(i for i, d in enumerate(dims) if not (d.HasField("dim_value") and d.dim_value > 0))
+
+
+def _dims_text(value_info) -> str:
+    return "[" + ", ".join(str(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0
+                           else (d.dim_param or "?")
+                           for d in value_info.type.tensor_type.shape.dim) + "]"
+
+
+def resolve_inputs(proto, input_shapes: dict, dynamic_size: int) -> list:
+    """[(IoSpec, dtype)] of the graph inputs with every dim fixed; ConversionError listing every
+    input whose shape cannot be resolved."""
+    initializers = {init.name for init in proto.graph.initializer}
+    graph_inputs = [i for i in proto.graph.input if i.name not in initializers]
+    unknown = sorted(set(input_shapes) - {i.name for i in graph_inputs})
+    if unknown:
+        raise ConversionError(f"--input-shape names {', '.join(map(repr, unknown))}, but the "
+                              "model's inputs are "
+                              f"{', '.join(repr(i.name) for i in graph_inputs) or 'none'}")
+    problems, out = [], []
+    for vi in graph_inputs:
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            problems.append(f"input {vi.name!r} is not a tensor (sequences and maps are not "
+                            "supported)")
+            continue
+        dtype = _elem_dtype(tt.elem_type, f"input {vi.name!r}")
+        if not tt.HasField("shape") and vi.name not in input_shapes:
+            problems.append(f"input {vi.name!r} has no shape; give one with --input-shape "
+                            f"{vi.name}=...")
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                for d in tt.shape.dim]
+        if vi.name in input_shapes:
+            override = [int(d) for d in input_shapes[vi.name]]
+            if tt.HasField("shape") and len(override) != len(dims):
+                problems.append(f"--input-shape {vi.name}: {len(override)} dims given, the "
+                                f"input has rank {len(dims)} {_dims_text(vi)}")
+                continue
+            dims = [None if d < 0 else d for d in override]
+        open_dims = [i for i, d in enumerate(dims) if d is None]
+        if open_dims and open_dims != [0]:
+            example = ",".join("-1" if i == 0 and d is None else "?" if d is None else str(d)
+                               for i, d in enumerate(dims))
+            problems.append(f"input {vi.name!r} {_dims_text(vi)}: dims {open_dims} are not "
+                            f"known; fix them with --input-shape {vi.name}={example} (each ? a "
+                            "size; -1 keeps the first dim dynamic)")
+            continue
+        shape = tuple(dynamic_size if d is None else d for d in dims)
+        out.append((IoSpec(vi.name, shape, tuple(open_dims)), dtype))
+    if problems:
+        raise ConversionError("cannot resolve the input shapes: " + "; ".join(problems))
+    return out
+
+
+def inferred_types(proto, inputs: list) -> dict:
+    """ONNX shape inference on the model with the inputs fixed: name -> (dims, dtype)."""
+    import onnx
+
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(proto)
+    by_name = {spec.name: spec for spec, _ in inputs}
+    for vi in fixed.graph.input:
+        spec = by_name.get(vi.name)
+        if spec is None:
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        del dims[:]
+        for d in spec.shape:
+            dims.add().dim_value = d
+    try:
+        inferred = onnx.shape_inference.infer_shapes(fixed, strict_mode=True, data_prop=True)
+    except ValueError as e:  # a model over 2 GB: no ONNX inference, kernels still infer
+        if "2GB" in str(e) or "2 GB" in str(e):
+            return {}
+        raise
+    except Exception as e:  # InferenceError: shapes or types that contradict each other
+        text = str(e).strip().splitlines()
+        raise ConversionError(f"invalid ONNX graph: {text[-1] if text else type(e).__name__}") \
+            from None
+    out = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+            continue
+        dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
+                     for d in tt.shape.dim)
+        try:
+            dtype = _elem_dtype(tt.elem_type, vi.name) if tt.elem_type else None
+        except ConversionError:
+            dtype = None
+        out[vi.name] = (dims, dtype)
+    return out
+

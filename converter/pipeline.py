@@ -1,0 +1,121 @@
+"""The pass pipeline: small passes `run(model) -> bool`, run in order to a fixed point, with the
+model validated after every pass that changed it; then the inputs' and outputs' layouts."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from edgelite.schema import Model, validate
+
+from .editor import Editor
+from .pass_clean import dedupe_ops, remove_dead_ops
+from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bias,
+                        fuse_hard_swish, fuse_mul_into_weights)
+from .pass_layout import inverse, push_transposes, transposes_to_reshapes
+
+PASSES = [
+    remove_dead_ops,
+    push_transposes,
+    dedupe_ops,
+    fuse_mul_into_weights,
+    fuse_add_into_bias,
+    fuse_hard_swish,
+    fuse_activation,
+    fold_pad_into_window,
+]
+# After the inputs' and outputs' layouts are settled (a transpose that only moves size-1 dims
+# may still cancel against another before that).
+FINAL_PASSES = PASSES + [transposes_to_reshapes]
+MAX_ROUNDS = 50
+
+
+def optimize(model: Model, passes=None) -> None:
+    """Run `passes` (default PASSES) until none changes the model."""
+    passes = PASSES if passes is None else passes
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        for run in passes:
+            if run(model):
+                changed = True
+                validate(model)
+        if not changed:
+            return
+    raise RuntimeError(f"the pass pipeline did not settle in {MAX_ROUNDS} rounds")
+
+
+def transpose_count(model: Model) -> int:
+    return sum(op.op == "TRANSPOSE" for sg in model.subgraphs for op in sg.operators)
+
+
+CHANNELS_LAST = {3: (0, 2, 1), 4: (0, 2, 3, 1), 5: (0, 2, 3, 4, 1)}
+
+
+def settle_io_layout(model: Model, keep_io_layout: bool) -> dict:
+    """Make inputs that reach NHWC ops channels-last (kept when that removes transposes) and
+    drop the transposes in front of outputs. Returns {"inputs": [perm], "outputs": [perm]}:
+    each .tflite tensor is numpy.transpose(onnx tensor, perm)."""
+    sg = model.subgraphs[0]
+    layout = {"inputs": [tuple(range(len(sg.tensors[t].shape))) for t in sg.inputs],
+              "outputs": [tuple(range(len(sg.tensors[t].shape))) for t in sg.outputs]}
+    if keep_io_layout:
+        optimize(model, FINAL_PASSES)
+        return layout
+    for k in range(len(sg.inputs)):
+        perm = CHANNELS_LAST.get(len(sg.tensors[sg.inputs[k]].shape))
+        if perm is None or sg.tensors[sg.inputs[k]].dtype != "float32":
+            continue
+        before = transpose_count(model)
+        saved = _snapshot(model)
+        _make_input_channels_last(model, k, perm)
+        optimize(model)
+        if transpose_count(model) < before:
+            layout["inputs"][k] = perm
+        else:
+            _restore(model, saved)
+    ed = Editor(model, sg)
+    for k, t in enumerate(list(sg.outputs)):
+        producer = ed.producer(t)
+        perm = ed.transpose_perm(producer)
+        if perm is None or inverse(perm) != CHANNELS_LAST.get(len(perm)):
+            continue
+        source = producer.inputs[0]
+        if source in sg.inputs or source in sg.outputs:
+            continue
+        sg.outputs[k] = source
+        layout["outputs"][k] = inverse(perm)
+    optimize(model, FINAL_PASSES)
+    return layout
+
+
+def _make_input_channels_last(model: Model, k: int, perm) -> None:
+    sg = model.subgraphs[0]
+    ed = Editor(model, sg)
+    t = sg.inputs[k]
+    tensor = sg.tensors[t]
+    onnx_shape = tensor.shape
+    original = ed.tensor(f"{tensor.name}/onnx_layout", onnx_shape, tensor.dtype)
+    ed.replace_reads(t, original)
+    tensor.shape = tuple(onnx_shape[i] for i in perm)
+    perm_t = ed.const(np.array(inverse(perm), np.int32), f"{tensor.name}/perm")
+    sg.operators.insert(0, ed.new_op("TRANSPOSE", [t, perm_t], [original]))
+
+
+def _snapshot(model: Model):
+    """A copy of the subgraphs that passes cannot touch (they replace options and buffers,
+    never edit them in place; `copy.deepcopy` cannot copy `Options`)."""
+    subgraphs = []
+    for sg in model.subgraphs:
+        ops = [dataclasses.replace(op, inputs=list(op.inputs), outputs=list(op.outputs),
+                                   intermediates=list(op.intermediates))
+               for op in sg.operators]
+        subgraphs.append(dataclasses.replace(
+            sg, tensors=[dataclasses.replace(t) for t in sg.tensors], inputs=list(sg.inputs),
+            outputs=list(sg.outputs), operators=ops))
+    return subgraphs, len(model.buffers)
+
+
+def _restore(model: Model, saved) -> None:
+    subgraphs, n_buffers = saved
+    model.subgraphs = subgraphs
+    del model.buffers[n_buffers:]
