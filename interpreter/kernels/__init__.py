@@ -21,3 +21,4 @@ from . import resize  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPT
 from . import elementwise_int8  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int8, uint8)
 from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH LOGISTIC TANH SOFTMAX (int8, uint8)
 from . import quantize  # noqa: F401  QUANTIZE from integers (requantize)
+from . import slicing  # noqa: F401  SLICE STRIDED_SLICE GATHER GATHER_ND TOPK_V2 PAD MIRROR_PAD ...

@@ -36,8 +36,9 @@ def _int_scalar(node, k: int, what: str) -> int:
 def transpose(node):
     node.expect_inputs(2)
     in_shape = node.input(0).shape
-    perm = _int_vector(node, 1, "the permutation")
-    if sorted(perm) != list(range(len(in_shape))):
+    rank = len(in_shape)
+    perm = [p + rank if -rank <= p < 0 else p for p in _int_vector(node, 1, "the permutation")]
+    if sorted(perm) != list(range(rank)):
         raise node.fail(f"{perm} is not a permutation of the {len(in_shape)} input dimensions")
     perm = tuple(perm)
     node.outputs[0].shape = tuple(in_shape[p] for p in perm)

@@ -36,6 +36,7 @@ CASES += [
     # TRANSPOSE: identity, 2-D, 5-D, 6-D.
     case("transpose_identity", "TRANSPOSE", [In((2, 3, 4)), i32(0, 1, 2)], [x234]),
     case("transpose_2d", "TRANSPOSE", [In((3, 5)), i32(1, 0)], [data((3, 5))]),
+    case("transpose_negative_perm", "TRANSPOSE", [In((2, 3, 4)), i32(-1, 0, -2)], [x234]),
     case("transpose_5d", "TRANSPOSE", [In((1, 2, 3, 2, 2)), i32(4, 2, 0, 3, 1)], [x5]),
     case("transpose_6d", "TRANSPOSE", [In((2, 1, 2, 3, 1, 2)), i32(5, 3, 1, 0, 4, 2)],
          [data((2, 1, 2, 3, 1, 2))]),
