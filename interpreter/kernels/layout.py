@@ -54,7 +54,8 @@ def _pieces(axis: int, sizes: list, rank: int) -> list:
     """Index tuples of consecutive blocks of `sizes` along `axis`."""
     pieces, at = [], 0
     for n in sizes:
-        pieces.append((slice(None),) * axis + (slice(at, at + n),) + (slice(None),) * (rank - axis - 1))
+        pieces.append((slice(None),) * axis + (slice(at, at + n),)
+                      + (slice(None),) * (rank - axis - 1))
         at += n
     return pieces
 

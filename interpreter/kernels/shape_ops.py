@@ -30,8 +30,9 @@ def _known(node, value) -> None:
 # -- RESHAPE -------------------------------------------------------------------------------------
 
 def _reshape_request(node) -> list:
-    """The requested shape (with -1 allowed) as TFLite reads it: the shape tensor when it is an
-    int32 vector, else `options.new_shape`."""
+    """The requested shape (one -1 allowed): the shape tensor when it is an int32 vector known
+    at prepare (int64 too when the options give no shape), else `options.new_shape`; a shape
+    tensor known only at run time with no options to fall back on fails."""
     opts = node.options
     option_shape = getattr(opts, "new_shape", None) if opts is not None else None
     shape_t = node.inputs[1] if len(node.inputs) == 2 else None

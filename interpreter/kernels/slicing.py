@@ -11,7 +11,6 @@ import numpy as np
 from .common import DATA_TYPES, constant_value, normalize_axis
 from .registry import register
 
-INT32_MAX, INT32_MIN = 2**31 - 1, -2**31
 INDEX_TYPES = ("int16", "int32", "int64")
 
 

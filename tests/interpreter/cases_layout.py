@@ -6,7 +6,8 @@ from tests.interpreter.cases_shape_ops import DTYPES, data, i32, typed
 from tests.opmodel import In, Out, case
 
 # (op, dtype) pairs LiteRT's kernels reject: edgelite copies them too, untested here.
-LITERT_LACKS = {("UNPACK", "int64"), ("PACK", "bool"), ("SPLIT", "bool"), ("SPLIT_V", "bool")}
+LITERT_LACKS = {("UNPACK", "int64"), ("PACK", "bool"), ("SPLIT", "bool"), ("SPLIT_V", "bool"),
+                ("PACK", "float16"), ("SPLIT", "float16"), ("SPLIT_V", "float16")}
 
 CASES = []
 for dt in DTYPES:
@@ -50,9 +51,6 @@ CASES += [
          [x234], options=dict(axis=-2)),
     case("concatenation_one_input", "CONCATENATION", [In((2, 3))], [data((2, 3))],
          options=dict(axis=1)),
-    case("concatenation_float16", "CONCATENATION", [In((2, 3), "float16"), In((2, 2), "float16")],
-         [data((2, 3), "float16"), data((2, 2), "float16")], outputs=[Out((), "float16")],
-         options=dict(axis=1)),
     # uint8 with differing scales and zero points: TFLite requantizes each input.
     case("concatenation_uint8_requantize", "CONCATENATION",
          [In((2, 8), "uint8", (0.5, 128)), In((2, 8), "uint8", (0.1, 10)),
@@ -94,5 +92,7 @@ CASES += [
     # REVERSE_V2: first, last, negative axes; several axes at once.
     case("reverse_v2_axis0", "REVERSE_V2", [In((2, 3, 4)), i32(0)], [x234]),
     case("reverse_v2_negative", "REVERSE_V2", [In((2, 3, 4)), i32(-1)], [x234]),
+    case("reverse_v2_two_axes", "REVERSE_V2", [In((2, 3, 4)), i32(1, 2)], [x234]),
+    case("reverse_v2_all_axes", "REVERSE_V2", [In((2, 3, 4)), i32(0, 1, 2)], [x234]),
     case("reverse_v2_1d", "REVERSE_V2", [In((5,)), i32(0)], [data((5,))]),
 ]

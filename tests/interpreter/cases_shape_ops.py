@@ -10,7 +10,7 @@ from tests.opmodel import In, Out, case
 rng = np.random.default_rng(0)
 
 # Every dtype LiteRT's data-movement kernels take, with the quantization of the 8/16-bit ones.
-DTYPES = ("float32", "int8", "uint8", "int16", "int32", "int64", "bool")
+DTYPES = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")
 QUANT = {"int8": (0.5, -3), "uint8": (0.25, 128), "int16": (0.125, 0)}
 
 
@@ -76,8 +76,6 @@ CASES += [
     case("reshape_runtime_shape_with_options", "RESHAPE", [In((2, 3, 4)), In((2,), "int32")],
          [x234, i32(6, 4)], options=dict(new_shape=(6, 4))),
     case("reshape_stretch_first", "RESHAPE", [In((2, 3, 4)), i32(-1, 12)], [x234]),
-    case("reshape_float16", "RESHAPE", [In((2, 3, 4), "float16"), i32(24)],
-         [data((2, 3, 4), "float16")], outputs=[Out((), "float16")]),
     # SQUEEZE with listed dims, negative ones included.
     case("squeeze_dims", "SQUEEZE", [In((1, 3, 1, 2))], [data((1, 3, 1, 2))],
          options=dict(squeeze_dims=(0,))),
@@ -109,6 +107,8 @@ CASES += [
          outputs=[Out((), "int64")]),
     case("fill_bool", "FILL", [i32(2, 2), In((), "bool")], [np.bool_(True)],
          outputs=[Out((), "bool")]),
+    case("fill_float16", "FILL", [i32(3, 1), In((), "float16")], [np.float16(-0.75)],
+         outputs=[Out((), "float16")]),
     case("fill_constant", "FILL", [i32(2, 2), np.float32(3.25)], []),
 ]
 for dt in ("float32", "int32", "int64"):
