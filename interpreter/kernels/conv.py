@@ -24,11 +24,11 @@ CLAMPS = (RELU, RELU_N1_TO_1, RELU6)
 class Window:
     """The taps of a kh x kw window sliding over NHWC input, as strided views.
 
-    When the window reaches outside the input (SAME padding) or channels must be repeated
-    (depthwise multiplier), the input is copied into the interior of a buffer whose border
-    holds `fill` (written once); otherwise the views look straight at the input array."""
+    When the window reaches outside the input (SAME padding), the input is copied into the
+    interior of a buffer whose border holds `fill` (written once); otherwise the views look
+    straight at the input array. Views are built once per array they look at."""
 
-    def __init__(self, node, shape, kh, kw, sh, sw, dh, dw, padding, fill=0.0, repeat=1):
+    def __init__(self, node, shape, kh, kw, sh, sw, dh, dw, padding, fill=0.0):
         n, h, w, c = shape
         self.kh, self.kw, self.sh, self.sw, self.dh, self.dw = kh, kw, sh, sw, dh, dw
         self.ho, self.pt = conv_output(padding, h, kh, sh, dh)
@@ -38,58 +38,47 @@ class Window:
                             f"{h}x{w} input")
         rows = (self.ho - 1) * sh + (kh - 1) * dh + 1   # padded rows the windows read
         cols = (self.wo - 1) * sw + (kw - 1) * dw + 1
-        self.shape = (n, self.ho, self.wo, c * repeat)
+        self.shape = (n, self.ho, self.wo, c)
         self.buffer = None
         self.copy_in = None
-        if self.pt or self.pl or rows > h or cols > w or repeat > 1:
+        if self.pt or self.pl or rows > h or cols > w:
             hb, wb = max(rows, self.pt + 1), max(cols, self.pl + 1)
-            self.buffer = np.full((n, hb, wb, c * repeat), fill, F32)
+            self.buffer = np.full((n, hb, wb, c), fill, F32)
             hi, wi = min(h, hb - self.pt), min(w, wb - self.pl)  # input rows/cols in use
             interior = self.buffer[:, self.pt:self.pt + hi, self.pl:self.pl + wi]
-            if repeat > 1:
-                dest = interior.reshape(n, hi, wi, c, repeat)
-                self.copy_in = lambda x: np.copyto(dest, x[:, :hi, :wi, :, None])
-            else:
-                self.copy_in = lambda x: np.copyto(interior, x[:, :hi, :wi])
+            self.copy_in = lambda x: np.copyto(interior, x[:, :hi, :wi])
         self._base = self._tap_base = None
-        self._views = self._taps = None
+        self._view = self._taps = None
 
-    def views(self, x):
-        """(taps, flat): views of shape (kh, kw, N, Ho, Wo, C) and, when the rows of a window
-        are contiguous (stride_w 1), (kh, kw, N, Ho, Wo*C); else None."""
+    def view(self, x):
+        """All taps: a view [kh, kw, N, Ho, Wo, C] of `x` or of the padded buffer."""
         base = self.buffer if self.buffer is not None else x
         if base is not self._base:
-            self._base, self._views = base, self._make_views(base)
-        return self._views
+            sn, sy, sx, sc = base.strides
+            self._base = base
+            self._view = as_strided(base, (self.kh, self.kw) + self.shape,
+                                    (sy * self.dh, sx * self.dw, sn, sy * self.sh,
+                                     sx * self.sw, sc), writeable=False)
+        return self._view
 
     def tap_list(self, x):
-        """The taps one by one: [N*Ho, Wo*C] views when stride_w is 1, else [N, Ho, Wo, C];
-        with `out_view(out)`, the output in the same layout."""
+        """The taps one by one, in the layout of `out_view`: [N, Ho, Wo*C] when stride_w is 1
+        (rows of a window are contiguous), else [N, Ho, Wo, C]."""
         base = self.buffer if self.buffer is not None else x
         if base is not self._tap_base:
-            taps, flat = self.views(x)
-            n, ho, wo, c = self.shape
-            src = taps if flat is None else flat.reshape(self.kh, self.kw, n * ho, wo * c)
+            taps = self.view(x)
+            if self.sw == 1:  # merge (Wo, C): the same memory as its strides say
+                n, ho, wo, c = self.shape
+                sy_, sx_, sn, sy, sx, sc = taps.strides
+                taps = as_strided(base, (self.kh, self.kw, n, ho, wo * c),
+                                  (sy_, sx_, sn, sy, sc), writeable=False)
             self._tap_base = base
-            self._taps = [src[i, j] for i in range(self.kh) for j in range(self.kw)]
+            self._taps = [taps[i, j] for i in range(self.kh) for j in range(self.kw)]
         return self._taps
 
     def out_view(self, out):
         n, ho, wo, c = self.shape
-        return out if self.sw != 1 else out.reshape(n * ho, wo * c)
-
-    def _make_views(self, b):
-        sn, sy, sx, sc = b.strides
-        n, ho, wo, c = b.shape[0], self.ho, self.wo, b.shape[3]
-        taps = as_strided(b, (self.kh, self.kw, n, ho, wo, c),
-                          (sy * self.dh, sx * self.dw, sn, sy * self.sh, sx * self.sw, sc),
-                          writeable=False)
-        flat = None
-        if self.sw == 1 and sx == c * sc:
-            flat = as_strided(b, (self.kh, self.kw, n, ho, wo * c),
-                              (sy * self.dh, sx * self.dw, sn, sy * self.sh, sc),
-                              writeable=False)
-        return taps, flat
+        return out if self.sw != 1 else out.reshape(n, ho, wo * c)
 
 
 def _options(node):
@@ -198,7 +187,7 @@ def _conv_1x1(node, win, groups, cg, o, b, act):
     strided = win.sh > 1 or win.sw > 1
     gathered = np.empty((n, ho, wo, groups * cg), F32) if strided else None
     const_w = node.inputs[1].data
-    wg_const = None if const_w is None else np.ascontiguousarray(_grouped_weights(const_w, groups))
+    wg_const = None if const_w is None else _grouped_weights(const_w, groups)  # a view
     tail = _epilogue(b, act, (n * ho, wo * o), wo)
 
     def run(x, w, bias, out):
@@ -232,7 +221,7 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
     def run(x, w, bias, out):
         if win.copy_in is not None:
             win.copy_in(x)
-        np.copyto(dest, win.views(x)[0].reshape(kh, kw, n, ho, wo, groups, cg))
+        np.copyto(dest, win.view(x).reshape(kh, kw, n, ho, wo, groups, cg))
         wg = wg_const if const else _im2col_weights(w, bias, groups)
         if groups == 1:
             np.matmul(cols[:, 0], wg[0], out=out.reshape(p, og))

@@ -41,7 +41,7 @@ def fully_connected(node):
                         "and RELU6 are)")
     act = clamp_activation(code, node)
     const_w = w.data
-    wt_const = None if const_w is None else np.ascontiguousarray(const_w.T)
+    wt_const = None if const_w is None else const_w.T  # a view: BLAS takes it as is
     has_bias = b is not None
 
     def run(x, w, *rest):

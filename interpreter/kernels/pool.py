@@ -43,8 +43,8 @@ def _in_bounds_counts(win, shape):
                                along(w, win.wo, win.kw, win.sw, win.pl)).astype(F32)
     if (counts == counts.flat[0]).all():
         return F32.type(counts.flat[0])
-    full = np.broadcast_to(counts[None, :, :, None], win.shape)
-    return np.ascontiguousarray(full).reshape(win.out_view(np.empty(win.shape, F32)).shape)
+    full = np.ascontiguousarray(np.broadcast_to(counts[None, :, :, None], win.shape))
+    return win.out_view(full)
 
 
 def _summing_pool(node, square: bool):
