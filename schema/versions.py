@@ -25,6 +25,9 @@ _INT16 = {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 5, "FULLY_CONNECTED": 7, "ADD": 3, 
 _HYBRID = {"CONV_2D": 2, "DEPTHWISE_CONV_2D": 4, "FULLY_CONNECTED": 3, "BATCH_MATMUL": 4,
            "UNIDIRECTIONAL_SEQUENCE_LSTM": 2}
 
+# Ops whose first registered kernel version is above 1 (LiteRT refuses version 1 of these).
+_MIN_VERSION = {"BROADCAST_TO": 2}
+
 # The TFLite release that first ran each op at version 1 where later than 1.5.0.
 _INTRODUCED = {"GELU": "2.9.0", "HARD_SWISH": "1.15.0", "BATCH_MATMUL": "2.3.0",
                "CUMSUM": "2.4.0", "BROADCAST_TO": "2.5.0", "CALL_ONCE": "2.5.0",
@@ -40,9 +43,9 @@ def op_version(op: Operator, sg: Subgraph) -> int:
     first = dtypes[0] if dtypes else None
     if name == "SPLIT":  # input 0 is the axis; the data is input 1
         first = dtypes[1] if len(dtypes) > 1 else None
-    version = 1
+    version = _MIN_VERSION.get(name, 1)
     if first == "int8":
-        version = _INT8.get(name, 1)
+        version = max(version, _INT8.get(name, 1))
     elif first == "int16":
         version = _INT16.get(name, 1)
     elif first == "float32" and len(dtypes) > 1 and dtypes[1] in ("int8", "uint8"):
