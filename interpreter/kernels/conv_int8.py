@@ -14,7 +14,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import conv_output
-from .quantized import Requantizer, activation_range, channel_scales, f32, quant_params, \
+from .quantized import Requantizer, Scratch, activation_range, channel_scales, f32, quant_params, \
     quantize_multiplier, quantize_multipliers
 from .registry import register
 
@@ -66,10 +66,9 @@ def _weight_zero_point(node) -> int:
     return int(zp[0]) if zp.size else 0
 
 
-def _float_type(weight_abs_sums: np.ndarray, x_max: int):
+def _float_type(acc_bound: np.ndarray):
     """float32 when every partial sum of products is an exact float32 integer, else float64."""
-    bound = float(weight_abs_sums.max(initial=0)) * x_max
-    return np.float32 if bound < EXACT_F32 else np.float64
+    return np.float32 if float(acc_bound.max(initial=0)) < EXACT_F32 else np.float64
 
 
 def _chunks(n: int, rows: int, row_elems: int) -> list:
@@ -140,7 +139,9 @@ def conv_2d(node):
     lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
     wc = w.astype(np.int64) - _weight_zero_point(node)
     bias = _bias(node, 2, cout) - zx * wc.reshape(cout, -1).sum(1)
-    ftype = _float_type(np.abs(wc).reshape(cout, -1).sum(1), 128 if key == "int8" else 255)
+    x_max = 128 if key == "int8" else 255
+    acc_bound = np.abs(wc).reshape(cout, -1).sum(1) * x_max
+    ftype = _float_type(acc_bound)
     k = kh * kw * cg
     per_group = cout // groups
     wmats = [np.ascontiguousarray(wc[g * per_group:(g + 1) * per_group].reshape(per_group, k).T,
@@ -149,10 +150,9 @@ def conv_2d(node):
     source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, zx)
     chunks = _chunks(n, oh, ow * max(k * groups, cout))
     most = max((r1 - r0) * ow for _, r0, r1 in chunks)
-    cols = np.empty((most, kh, kw, cin), ftype)
-    acc_f = np.empty((most, cout), ftype)
-    acc_i = np.empty((most, cout), np.int64)
-    requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias)
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias, acc_bound)
+    buffers = Scratch.of(node).reserve([((most, kh, kw, cin), ftype), ((most, cout), ftype)]
+                                       + requant.specs)
     cache = {}
 
     def windows(src):
@@ -166,6 +166,7 @@ def conv_2d(node):
         return view
 
     def run(x, w_, b_, out):
+        cols, acc_f, *work = buffers()
         view = windows(source(x))
         flat = out.reshape(n * oh * ow, cout)
         for b, r0, r1 in chunks:
@@ -178,9 +179,8 @@ def conv_2d(node):
                 for g, wm in enumerate(wmats):
                     part = np.ascontiguousarray(c[..., g * cg:(g + 1) * cg]).reshape(p, k)
                     np.matmul(part, wm, out=acc_f[:p, g * per_group:(g + 1) * per_group])
-            np.copyto(acc_i[:p], acc_f[:p], casting="unsafe")
             start = (b * oh + r0) * ow
-            requant(acc_i[:p], flat[start:start + p])
+            requant(acc_f[:p], flat[start:start + p], work)
 
     if len(node.inputs) == 2:
         return lambda x, w_, out: run(x, w_, None, out)
@@ -213,52 +213,78 @@ def depthwise_conv_2d(node):
     lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
     wc = w[0].astype(np.int64) - _weight_zero_point(node)          # (kh, kw, cout)
     bias = _bias(node, 2, cout) - zx * wc.reshape(-1, cout).sum(0)
-    ftype = _float_type(np.abs(wc).reshape(-1, cout).sum(0), 128 if key == "int8" else 255)
-    taps = [(i, j, wc[i, j].astype(ftype)) for i in range(kh) for j in range(kw)]
-
-    # The float input, padded with zx, channels repeated `mult` times.
-    need_h = (oh - 1) * stride[0] + (kh - 1) * dilation[0] + 1
-    need_w = (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
-    rows, cols = min(h, need_h - pad[0]), min(wd, need_w - pad[1])
-    xp = np.full((n, need_h, need_w, cout), zx, ftype)
-    interior = xp[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
-    interior_m = interior.reshape(n, rows, cols, cin, mult)
-
-    chunks = _chunks(n, oh, ow * cout)
-    most = max((r1 - r0) * ow for _, r0, r1 in chunks)
-    acc_f = np.empty((most, cout), ftype)
-    tmp = np.empty((most, cout), ftype)
-    acc_i = np.empty((most, cout), np.int64)
-    requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias)
+    acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * (128 if key == "int8" else 255)
+    ftype = _float_type(acc_bound)
     sh, sw = stride
     dh, dw = dilation
-    plan = []
-    for b, r0, r1 in chunks:
-        p = (r1 - r0) * ow
-        views = []
-        for i, j, wt in taps:
-            y0 = r0 * sh + i * dh
-            x0 = j * dw
-            views.append((xp[b, y0:y0 + (r1 - r0 - 1) * sh + 1:sh, x0:x0 + (ow - 1) * sw + 1:sw],
-                          wt))
-        shape3 = (r1 - r0, ow, cout)
-        plan.append((views, acc_f[:p].reshape(shape3), tmp[:p].reshape(shape3), acc_f[:p],
-                     acc_i[:p], (b * oh + r0) * ow, p))
+
+    # The float input, padded with zx, channels repeated `mult` times (a shared work buffer:
+    # run refills its border).
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    rows, cols = min(h, need_h - pad[0]), min(wd, need_w - pad[1])
+    border = [(slice(0, pad[0]), slice(None)), (slice(pad[0] + rows, None), slice(None)),
+              (slice(None), slice(0, pad[1])), (slice(None), slice(pad[1] + cols, None))]
+    # Taps as views whose innermost axis is a whole output row (ow * cout values), so numpy runs
+    # long inner loops. With stride_w > 1 consecutive outputs' pixels are sw apart: the input is
+    # split into sw column phases (phase b holds padded columns b, b + sw, ...); tap column
+    # j * dw + sw * x is then position (j * dw) // sw + x of phase (j * dw) % sw.
+    phase_shapes = [] if sw == 1 else \
+        [(n, need_h, len(range(b, need_w, sw)), cout) for b in range(sw)]
+    row = ow * cout
+    tap_groups = []                   # (phase, first offset, offset step, taps weights)
+    for b in range(sw):
+        js = [j for j in range(kw) if (j * dw) % sw == b]
+        if js:
+            offsets = [(j * dw) // sw for j in js]
+            step = offsets[1] - offsets[0] if len(js) > 1 else 0
+            weights = np.stack([np.stack([np.tile(wc[i, j].astype(ftype), ow) for j in js])
+                                for i in range(kh)])
+            tap_groups.append((b, offsets[0], step, weights))
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias, acc_bound)
+    specs = [((n, need_h, need_w, cout), ftype), ((n, oh, row), ftype), ((n, oh, row), ftype)]
+    buffers = Scratch.of(node).reserve(specs + [(shape, ftype) for shape in phase_shapes]
+                                       + requant.specs)
+    item = np.dtype(ftype).itemsize
+    bound = []
+
+    def bind():
+        """The taps as strided views [kh, taps, n, oh, row] of the (phase) buffers."""
+        xp, acc, part, *rest = buffers()
+        phases, work = ([xp] if sw == 1 else rest[:sw]), rest[0 if sw == 1 else sw:]
+        groups = []
+        for b, first, step, weights in tap_groups:
+            base = phases[b].reshape(n, need_h, -1)[:, :, first * cout:]
+            s0, s1, _ = base.strides
+            view = as_strided(base, (kh, weights.shape[1], n, oh, row),
+                              (dh * s1, step * cout * item, s0, sh * s1, item), writeable=False)
+            groups.append((view, weights))
+        interior = xp[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
+        # Split channels on the contiguous buffer, then slice: a view, never a copy.
+        interior_m = xp.reshape(n, need_h, need_w, cin, mult)[:, pad[0]:pad[0] + rows,
+                                                              pad[1]:pad[1] + cols]
+        bound.extend([xp, interior, interior_m, phases, groups, acc, part,
+                      acc.reshape(n * oh * ow, cout), work])
 
     def run(x, w_, b_, out):
+        if not bound:
+            bind()
+        xp, interior, interior_m, phases, groups, acc, part, acc2, work = bound
+        for r, c in border:
+            xp[:, r, c] = zx
         if mult == 1:
             np.copyto(interior, x[:, :rows, :cols], casting="unsafe")
         else:
             np.copyto(interior_m, x[:, :rows, :cols, :, None], casting="unsafe")
-        flat = out.reshape(n * oh * ow, cout)
-        for views, acc3, tmp3, acc2, acci, start, p in plan:
-            view, wt = views[0]
-            np.multiply(view, wt, out=acc3)
-            for view, wt in views[1:]:
-                np.multiply(view, wt, out=tmp3)
-                np.add(acc3, tmp3, out=acc3)
-            np.copyto(acci, acc2, casting="unsafe")
-            requant(acci, flat[start:start + p])
+        if sw > 1:
+            for b, phase in enumerate(phases):
+                np.copyto(phase, xp[:, :, b::sw])
+        view, weights = groups[0]
+        np.einsum("ijnyk,ijk->nyk", view, weights, out=acc)
+        for view, weights in groups[1:]:
+            np.einsum("ijnyk,ijk->nyk", view, weights, out=part)
+            np.add(acc, part, out=acc)
+        requant(acc2, out.reshape(acc2.shape), work)
 
     if len(node.inputs) == 2:
         return lambda x, w_, out: run(x, w_, None, out)

@@ -128,8 +128,8 @@ def batch_matmul(node):
     af = np.empty(a.shape, ftype)
     bf = np.empty(b.shape, ftype)
     acc = np.empty(out.shape, ftype)
-    acc_i = np.empty(out.shape, np.int64)
     requant = Requantizer(m, s, zo, lo, hi, out.shape)
+    work = requant.work()
     b_const = None
     if b.data is not None:
         b_const = b.data.astype(ftype) - zb
@@ -144,6 +144,5 @@ def batch_matmul(node):
             rhs = b_const
         rhs = rhs.swapaxes(-1, -2) if adj_y else rhs
         np.matmul(lhs, rhs, out=acc)
-        np.copyto(acc_i, acc, casting="unsafe")
-        requant(acc_i, out)
+        requant(acc, out, work)
     return run

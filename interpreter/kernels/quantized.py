@@ -10,6 +10,7 @@ arithmetic as `mbqm`, reordered into few in-place passes.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -188,23 +189,34 @@ def pair_lookup(table: np.ndarray, out_shape: tuple):
 # -- the hot path ------------------------------------------------------------------------------
 
 class Requantizer:
-    """int64 accumulators (last axis = channels) -> quantized output, as
+    """Integer accumulators (held exactly in a float array, last axis = channels) -> output:
     clamp(MultiplyByQuantizedMultiplier(acc + bias, m_c, shift_c) + zero_point).
 
-    Reordered for few passes: the bias folds into srdhm's rounding constant,
-    (acc + bias) * m + 2^30 = acc * m + (bias * m + 2^30); the zero point folds into
+    Exact int64 path, reordered for few in-place passes: the bias folds into srdhm's rounding
+    constant, (acc + bias) * m + 2^30 = acc * m + (bias * m + 2^30); the zero point folds into
     RoundingDivideByPOT's, ((y + half - [y < 0]) >> r) + zp = (y + half + (zp << r) - [y < 0]) >> r.
-    Exact while the accumulators fit int32, as in TFLite (overflow there is undefined)."""
+
+    Fast path (float32 accumulators with a known bound `acc_bound` per channel): TFLite's result
+    is round(w) for w = (acc + bias) * real_multiplier + zp, except within 2^-(r+1) of a tie
+    (double rounding). float32 computes w to within `eps` (bounded from the accumulator and
+    bias sizes), rint() gives the result wherever w is farther than 2^-(r+1) + eps from a tie,
+    and the few elements nearer (about 2^-r of them) are recomputed exactly. Exact while the
+    accumulators fit int32, as in TFLite (overflow there is undefined)."""
 
     def __init__(self, multiplier, shift, zero_point: int, lo: int, hi: int, shape: tuple,
-                 bias=None):
+                 bias=None, acc_bound=None):
         multiplier = np.asarray(multiplier, np.int64)
         shift = np.asarray(shift, np.int64)
+        channels = shape[-1]
+        multiplier = np.broadcast_to(multiplier, (channels,)).copy()
+        shift = np.broadcast_to(shift, (channels,)).copy()
         left = np.maximum(shift, 0)
         right = np.maximum(-shift, 0)
+        self.multiplier, self.shift, self.zero_point = multiplier, shift, int(zero_point)
+        self.bias = np.zeros(channels, np.int64) if bias is None else \
+            np.broadcast_to(np.asarray(bias, np.int64), (channels,)).copy()
         self.m = multiplier << left
-        bias = np.zeros_like(self.m) if bias is None else np.asarray(bias, np.int64)
-        self.c1 = bias * self.m + (1 << 30)
+        self.c1 = self.bias * self.m + (1 << 30)
         half = np.where(right > 0, np.int64(1) << np.maximum(right - 1, 0), 0)
         self.c2 = half + (np.int64(zero_point) << right)
         self.right = right
@@ -212,26 +224,126 @@ class Requantizer:
         self.some_right = bool(np.any(right > 0)) and not self.all_right
         self.lo, self.hi = int(lo), int(hi)
         size = int(np.prod(shape))
-        self.neg = np.empty(size, np.bool_)
-        self.negi = np.empty(size, np.int64) if self.some_right else None
         self.rmask = (right > 0).astype(np.int64)
+        self.fast = acc_bound is not None and self._prepare_fast(np.asarray(acc_bound, np.float64))
+        # The work buffers __call__ takes (see Scratch): shapes and dtypes.
+        if self.fast:
+            self.specs = [((size,), np.float32), ((size,), np.float32), ((size,), np.bool_)]
+        else:
+            self.specs = [((size,), np.int64), ((size,), np.bool_)] + \
+                ([((size,), np.int64)] if self.some_right else [])
 
-    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
-        """acc: int64 of at most `shape`'s size (modified); out: the output, same shape."""
-        np.multiply(acc, self.m, out=acc)
-        np.add(acc, self.c1, out=acc)
+    def _prepare_fast(self, acc_bound) -> bool:
+        real = self.multiplier.astype(np.float64) * np.exp2(self.shift.astype(np.float64) - 31)
+        offset = self.bias.astype(np.float64) * real + self.zero_point
+        # |float32 w - w| <= 2^-24 (3 |acc R| + 2 |B|) (rounding of R, B, the product and the
+        # sum), doubled for margin; TFLite's double rounding moves w by at most 2^-(r+1).
+        eps = 2.0 ** -23 * (3 * acc_bound * real + 2 * np.abs(offset) + 1)
+        margin = 2.0 ** -(self.right.astype(np.float64) + 1) + eps
+        if np.any(self.shift > 0) or np.any(self.multiplier <= 0) or np.any(margin > 1 / 16):
+            return False
+        self.real = real.astype(np.float32)
+        self.offset = offset.astype(np.float32)
+        # Flag |w - rint(w)| >= 0.5 - margin; rounding the threshold down flags more.
+        self.threshold = np.nextafter((0.5 - margin).astype(np.float32), np.float32(0))
+        return True
+
+    def exact(self, acc) -> np.ndarray:
+        """The reference arithmetic on integer accumulators of channels `acc`'s last axis."""
+        acc = np.asarray(acc, np.int64)
+        y = mbqm(acc + self.bias, self.multiplier, self.shift) + self.zero_point
+        return np.clip(y, self.lo, self.hi)
+
+    def work(self) -> list:
+        """Work buffers of its own, for callers without a Scratch."""
+        return [np.empty(shape, dtype) for shape, dtype in self.specs]
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray, work: list) -> None:
+        """acc: (p, channels) exact integers as float32/float64, at most `shape`'s size (kept
+        unchanged); out: the (p, channels) output; work: buffers as `specs` describes."""
+        n = acc.size
+        if self.fast and acc.dtype == np.float32:
+            t = work[0][:n].reshape(acc.shape)
+            r = work[1][:n].reshape(acc.shape)
+            flag = work[2][:n].reshape(acc.shape)
+            np.multiply(acc, self.real, out=t)
+            np.add(t, self.offset, out=t)
+            np.rint(t, out=r)
+            np.subtract(t, r, out=t)
+            np.abs(t, out=t)
+            np.greater_equal(t, self.threshold, out=flag)
+            clip_(r, self.lo, self.hi)
+            np.copyto(out, r, casting="unsafe")
+            near = np.flatnonzero(flag)
+            if near.size:
+                channel = near % acc.shape[-1]
+                a = acc.reshape(-1)[near].astype(np.int64) + self.bias[channel]
+                y = mbqm(a, self.multiplier[channel], self.shift[channel]) + self.zero_point
+                out.reshape(-1)[near] = np.clip(y, self.lo, self.hi)
+            return
+        a = work[0][:n].reshape(acc.shape)
+        np.copyto(a, acc, casting="unsafe")
+        np.multiply(a, self.m, out=a)
+        np.add(a, self.c1, out=a)
         if self.all_right or self.some_right:
-            neg = self.neg[:acc.size].reshape(acc.shape)
-            np.less(acc, 0, out=neg)
+            neg = work[1][:n].reshape(acc.shape)
+            np.less(a, 0, out=neg)
             if self.some_right:
-                negi = self.negi[:acc.size].reshape(acc.shape)
+                negi = work[2][:n].reshape(acc.shape)
                 np.multiply(neg, self.rmask, out=negi)
                 neg = negi
-        np.right_shift(acc, 31, out=acc)
-        np.add(acc, self.c2, out=acc)
+        np.right_shift(a, 31, out=a)
+        np.add(a, self.c2, out=a)
         if self.all_right or self.some_right:
-            np.subtract(acc, neg, out=acc)
-        np.right_shift(acc, self.right, out=acc)
-        clip_(acc, self.lo, self.hi)
-        np.copyto(out, acc, casting="unsafe")
+            np.subtract(a, neg, out=a)
+        np.right_shift(a, self.right, out=a)
+        clip_(a, self.lo, self.hi)
+        np.copyto(out, a, casting="unsafe")
 
+
+# -- shared work buffers -----------------------------------------------------------------------
+
+class Scratch:
+    """Work buffers shared by the integer kernels of one interpreter: its kernels run one at a
+    time, so their temporaries (im2col patches, accumulators, requantization) can overlap in one
+    block. prepare reserves buffers; run gets them, as views of the block allocated at the
+    first run (when every kernel has reserved). A later, larger reservation (a subgraph
+    prepared later, a resize) gets a larger block of its own."""
+
+    _pools = weakref.WeakKeyDictionary()
+
+    def __init__(self):
+        self.size = 0
+        self.block = None
+
+    @classmethod
+    def of(cls, node) -> "Scratch":
+        """The pool of the node's interpreter (a private one without an interpreter)."""
+        owner = node.runtime
+        if owner is None:
+            return cls()
+        pool = cls._pools.get(owner)
+        if pool is None:
+            pool = cls._pools[owner] = cls()
+        return pool
+
+    def reserve(self, specs: list):
+        """specs: [(shape, dtype)]; returns get() -> the list of those arrays, non-overlapping
+        with each other (and the same arrays on every call)."""
+        offsets, total = [], 0
+        for shape, dtype in specs:
+            offsets.append(total)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            total += (nbytes + 63) // 64 * 64
+        self.size = max(self.size, total)
+        arrays = []
+
+        def get() -> list:
+            if not arrays:
+                if self.block is None or self.block.nbytes < total:
+                    self.block = np.empty(max(self.size, total), np.uint8)
+                for (shape, dtype), offset in zip(specs, offsets):
+                    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                    arrays.append(self.block[offset:offset + nbytes].view(dtype).reshape(shape))
+            return arrays
+        return get
