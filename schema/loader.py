@@ -200,22 +200,26 @@ def _read_opcode(oc, i: int, budget: _Budget) -> OperatorCode:
     if name is None:
         raise ModelError(f"operator code #{i}: unknown builtin operator code {code} "
                          f"(edgelite knows codes 0..{max(OPERATOR_NAMES)})")
+    version = int(oc.Version())
+    if version < 1:  # 0 means "pick one" in the IR; a file must say (TFLite refuses it too)
+        raise ModelError(f"operator code #{i} ({name}): version {version} is invalid (versions "
+                         "start at 1)")
     custom = _str(oc.CustomCode()) if name == "CUSTOM" else None
-    return OperatorCode(name, int(oc.Version()), custom)
+    return OperatorCode(name, version, custom)
 
 
 def _read_buffer(b, i: int, buf, budget: _Budget) -> Buffer:
     budget.where = f"buffer {i}"
+    data = b.DataAsNumpy()
+    if not isinstance(data, int):  # inline data wins over an offset, as in TFLite's reader
+        return Buffer(data)
     offset, size = int(b.Offset()), int(b.Size())
     if offset > 1:  # large-model format: the bytes live after the FlatBuffer, at `offset`
         if offset + size > len(buf):
             raise ModelError(f"buffer {i}: offset {offset} + size {size} lies beyond the end of "
                              f"the {len(buf)}-byte file")
         return Buffer(np.frombuffer(buf, np.uint8, size, offset))
-    data = b.DataAsNumpy()
-    if isinstance(data, int):
-        return Buffer()
-    return Buffer(data)
+    return Buffer()
 
 
 def _read_quantization(q, where, budget) -> QuantizationParameters | None:

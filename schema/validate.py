@@ -10,6 +10,7 @@ from .options import OPERATOR_CODES, options_kind
 
 # Largest tensor edgelite accepts: 2**31 elements (8 GiB of float32). A shape beyond it is absurd.
 MAX_ELEMENTS = 2 ** 31
+INT32_MAX = 2 ** 31 - 1
 
 # Ops that cannot run without their options table (no sensible default exists).
 OPTIONS_REQUIRED = frozenset({
@@ -53,6 +54,8 @@ def _check_tensors(model: Model, si: int, sg: Subgraph) -> None:
         where = f"subgraph {si} tensor {ti} {t.name!r}"
         if any(d < 0 for d in t.shape):
             raise ModelError(f"{where}: negative dimension in shape {list(t.shape)}")
+        if any(d > INT32_MAX for d in t.shape):
+            raise ModelError(f"{where}: dimension beyond int32 in shape {list(t.shape)}")
         count = math.prod(t.shape)
         if count > MAX_ELEMENTS:
             raise ModelError(f"{where}: shape {list(t.shape)} has {count} elements, an absurd "

@@ -121,6 +121,13 @@ def test_absurd_shape(digits, monkeypatch):
     expect(unvalidated_save(model, monkeypatch), r"subgraph 0 tensor 10 .*absurd size")
 
 
+def test_dimension_beyond_int32_in_the_ir(digits):
+    model = load(digits)
+    model.subgraphs[0].tensors[10].shape = (2 ** 40, 0)
+    with pytest.raises(ModelError, match=r"subgraph 0 tensor 10 .*beyond int32"):
+        save(model)
+
+
 def test_absurd_rank(digits, monkeypatch):
     model = load(digits)
     model.subgraphs[0].tensors[10].shape = (1,) * 40
@@ -242,6 +249,12 @@ def test_unknown_op_code(digits):
         m.operatorCodes[1].deprecatedBuiltinCode = 127
         m.operatorCodes[1].builtinCode = 250
     expect(repack(digits, edit), r"operator code #1: unknown builtin operator code 250")
+
+
+def test_op_version_zero(digits):
+    def edit(m):
+        m.operatorCodes[2].version = 0
+    expect(repack(digits, edit), r"operator code #2 \(\w+\): version 0 is invalid")
 
 
 def test_missing_required_options(digits):
