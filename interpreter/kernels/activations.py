@@ -1,8 +1,9 @@
 """Activations: the ReLU family, LEAKY_RELU, PRELU, ELU, HARD_SWISH, GELU, LOGISTIC, TANH,
 SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION and CUMSUM (float32; CUMSUM also int32 and int64).
 
-The formulas are the ones of TFLite's float reference kernels, in the same order of operations,
-so that float32 results agree to an ulp or so. Scratch arrays are allocated in `prepare`.
+The formulas are those of TFLite's float reference kernels, rearranged only where the result
+stays the same to an ulp or so (and without masked writes, which are slow in numpy). Scratch
+arrays are allocated in `prepare`.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 The axes come from a constant tensor (negative and repeated axes allowed, empty = copy). In
 `prepare` neighbouring axes that are reduced together (or kept together) are merged, so `run`
-reduces one reshaped view with one ufunc call: MEAN over H and W of an NHWC tensor is a single
-`np.add.reduce` over the middle axis of an (N, H*W, C) view.
+reduces one reshaped view with one call: MEAN over H and W of an NHWC tensor (global average
+pooling) sums the middle axis of an (N, H*W, C) view, as one BLAS product with a vector of ones.
 """
 from __future__ import annotations
 
