@@ -18,7 +18,7 @@ from .quantized import Requantizer, Scratch, activation_range, channel_scales, f
     quantize_multiplier, quantize_multipliers
 from .registry import register
 
-CHUNK_BYTES = 1 << 19
+CHUNK_BYTES = 1 << 21
 EXACT_F32 = 1 << 24
 
 

@@ -228,7 +228,7 @@ class Requantizer:
         self.fast = acc_bound is not None and self._prepare_fast(np.asarray(acc_bound, np.float64))
         # The work buffers __call__ takes (see Scratch): shapes and dtypes.
         if self.fast:
-            self.specs = [((size,), np.float32), ((size,), np.float32), ((size,), np.bool_)]
+            self.specs = [((size,), np.float32), ((size,), np.bool_)]
         else:
             self.specs = [((size,), np.int64), ((size,), np.bool_)] + \
                 ([((size,), np.int64)] if self.some_right else [])
@@ -244,8 +244,9 @@ class Requantizer:
             return False
         self.real = real.astype(np.float32)
         self.offset = offset.astype(np.float32)
-        # Flag |w - rint(w)| >= 0.5 - margin; rounding the threshold down flags more.
-        self.threshold = np.nextafter((0.5 - margin).astype(np.float32), np.float32(0))
+        # Flag |w - rint(w)| >= 0.5 - margin (one scalar: the smallest, which flags more, and
+        # compares faster than a per-channel vector); rounding down flags more too.
+        self.threshold = np.nextafter(np.float32(0.5 - margin.max()), np.float32(0))
         return True
 
     def exact(self, acc) -> np.ndarray:
@@ -264,16 +265,16 @@ class Requantizer:
         n = acc.size
         if self.fast and acc.dtype == np.float32:
             t = work[0][:n].reshape(acc.shape)
-            r = work[1][:n].reshape(acc.shape)
-            flag = work[2][:n].reshape(acc.shape)
+            flag = work[1][:n].reshape(acc.shape)
             np.multiply(acc, self.real, out=t)
             np.add(t, self.offset, out=t)
-            np.rint(t, out=r)
-            np.subtract(t, r, out=t)
+            # Clamping before rounding changes nothing (rounding is monotonic) and leaves clamped
+            # values integral, never flagged.
+            clip_(t, self.lo, self.hi)
+            np.rint(t, out=out, casting="unsafe")
+            np.subtract(t, out, out=t)
             np.abs(t, out=t)
             np.greater_equal(t, self.threshold, out=flag)
-            clip_(r, self.lo, self.hi)
-            np.copyto(out, r, casting="unsafe")
             near = np.flatnonzero(flag)
             if near.size:
                 channel = near % acc.shape[-1]
