@@ -240,8 +240,9 @@ class SubgraphPlan:
             self.prepare()
         i = 0
         try:
-            for i, (run, args) in enumerate(self.steps):
-                run(*args)
+            with np.errstate(all="ignore"):  # as LiteRT: no warnings for inf/nan arithmetic
+                for i, (run, args) in enumerate(self.steps):
+                    run(*args)
         except KernelError:
             raise
         except Exception as e:

@@ -27,24 +27,16 @@ _FLOAT_BOUNDS = {RELU: (0.0, np.inf), RELU_N1_TO_1: (-1.0, 1.0), RELU6: (0.0, 6.
 
 
 def fused_activation(code: int, node=None):
-    """An in-place function applying a fused activation to a float array, or None for NONE."""
+    """An in-place function applying a fused activation to a float array, or None.
+
+    As TFLite's CalculateActivationRange: RELU, RELU6 and RELU_N1_TO_1 clamp; TANH, SIGN_BIT and
+    SIGMOID fused into an op are ignored by its kernels (or refused at prepare), so here too."""
     code = int(code or 0)
-    if code == NONE:
-        return None
     if code in _FLOAT_BOUNDS:
         lo, hi = _FLOAT_BOUNDS[code]
         return lambda x: clip_(x, lo, hi)
-    if code == TANH:
-        return lambda x: np.tanh(x, out=x)
-    if code == SIGMOID:
-        def sigmoid(x):
-            np.negative(x, out=x)
-            np.exp(x, out=x)
-            x += 1.0
-            np.reciprocal(x, out=x)
-        return sigmoid
-    if code == SIGN_BIT:
-        return lambda x: np.signbit(x, out=x)
+    if code in (NONE, TANH, SIGN_BIT, SIGMOID):
+        return None
     msg = f"unknown fused activation {code}"
     raise (node.fail(msg) if node is not None else ValueError(msg))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import fused_activation
+from .common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_
 from .registry import register
 
 # Input positions of the op (the format's fixed layout).
@@ -35,6 +35,22 @@ def _layer_norm(x, coef):
     var = (x * x).mean(axis=-1, keepdims=True)
     x /= np.sqrt(var + 1e-8)
     x *= coef
+
+
+def _gate_activation(node, code: int):
+    """The LSTM's cell-input and output activation (usually TANH), applied in place."""
+    code = int(code or 0)
+    if code == TANH:
+        return lambda v: np.tanh(v, out=v)
+    if code == SIGMOID:
+        return _sigmoid
+    bounds = {RELU: (0.0, np.inf), RELU6: (0.0, 6.0), RELU_N1_TO_1: (-1.0, 1.0)}
+    if code in bounds:
+        lo, hi = bounds[code]
+        return lambda v: clip_(v, lo, hi)
+    if code == NONE:
+        return lambda v: None
+    raise node.fail(f"unsupported LSTM activation {code}")
 
 
 @register("UNIDIRECTIONAL_SEQUENCE_LSTM", "float32")
@@ -64,7 +80,7 @@ def unidirectional_sequence_lstm(node):
     ln_idx = dict(i=LN_I, f=LN_F, c=LN_C, o=LN_O)
     peep_idx = dict(i=P_I, f=P_F, o=P_O)
     use_ln = len(node.inputs) == 24 and node.optional_input(LN_F) is not None
-    act = fused_activation(opts.fused_activation_function, node) or (lambda v: None)
+    act = _gate_activation(node, opts.fused_activation_function)
     cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
     has_proj = node.optional_input(PROJ_W) is not None
 
