@@ -5,8 +5,9 @@ reference_ops::Conv, DepthwiseConv for uint8).
 The integer sums run on float BLAS: raw 8-bit values as float32 are exact while every partial
 sum stays below 2^24 (checked in prepare from the weights; float64 otherwise). Zero points fold
 into the bias with precomputed weight sums: sum w (x - zx) = sum w x - zx sum w, and padding
-holds zx, so padded taps add w zx - zx w = 0, as TFLite skips them. Work runs in chunks of output
-rows so that the int64 requantization stays in cache.
+holds zx, so padded taps add w zx - zx w = 0, as TFLite skips them. The requantization
+(quantized.Requantizer) reads the float accumulators; the temporaries live in the interpreter's
+shared Scratch. CONV_2D runs in blocks of output rows (im2col patches, GEMM, requantization).
 """
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import conv_output
-from .quantized import Requantizer, Scratch, activation_range, channel_scales, f32, quant_params, \
-    quantize_multiplier, quantize_multipliers
+from .quantized import EXACT_F32, Requantizer, Scratch, activation_range, channel_scales, f32, \
+    quant_params, quantize_multiplier, quantize_multipliers
 from .registry import register
 
 CHUNK_BYTES = 1 << 21
-EXACT_F32 = 1 << 24
 
 
 def _weights(node, k: int, dtype_name: str, what: str) -> np.ndarray:
@@ -150,7 +150,8 @@ def conv_2d(node):
     source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, zx)
     chunks = _chunks(n, oh, ow * max(k * groups, cout))
     most = max((r1 - r0) * ow for _, r0, r1 in chunks)
-    requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias, acc_bound)
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias,
+                          acc_bound if ftype == np.float32 else None)
     buffers = Scratch.of(node).reserve([((most, kh, kw, cin), ftype), ((most, cout), ftype)]
                                        + requant.specs)
     cache = {}
@@ -241,7 +242,8 @@ def depthwise_conv_2d(node):
             weights = np.stack([np.stack([np.tile(wc[i, j].astype(ftype), ow) for j in js])
                                 for i in range(kh)])
             tap_groups.append((b, offsets[0], step, weights))
-    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias, acc_bound)
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
+                          acc_bound if ftype == np.float32 else None)
     specs = [((n, need_h, need_w, cout), ftype), ((n, oh, row), ftype), ((n, oh, row), ftype)]
     buffers = Scratch.of(node).reserve(specs + [(shape, ftype) for shape in phase_shapes]
                                        + requant.specs)

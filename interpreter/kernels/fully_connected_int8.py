@@ -12,11 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_
-from .quantized import TYPE_RANGE, Requantizer, activation_range, channel_scales, f32, \
+from .quantized import EXACT_F32, TYPE_RANGE, Requantizer, activation_range, channel_scales, f32, \
     quant_params, quantize_multiplier
 from .registry import register
-
-EXACT_F32 = 1 << 24
 
 
 def _exact_float(bound: float):

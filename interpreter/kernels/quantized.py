@@ -20,6 +20,7 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
               "int32": (INT32_MIN, INT32_MAX)}
 NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
+EXACT_F32 = 1 << 24  # integers below this are exact in float32 (sums of products stay so)
 
 
 # -- scalars: what Prepare functions compute --------------------------------------------------
@@ -196,7 +197,7 @@ class Requantizer:
     constant, (acc + bias) * m + 2^30 = acc * m + (bias * m + 2^30); the zero point folds into
     RoundingDivideByPOT's, ((y + half - [y < 0]) >> r) + zp = (y + half + (zp << r) - [y < 0]) >> r.
 
-    Fast path (float32 accumulators with a known bound `acc_bound` per channel): TFLite's result
+    Fast path (float32 accumulators, given a bound `acc_bound` per channel): TFLite's result
     is round(w) for w = (acc + bias) * real_multiplier + zp, except within 2^-(r+1) of a tie
     (double rounding). float32 computes w to within `eps` (bounded from the accumulator and
     bias sizes), rint() gives the result wherever w is farther than 2^-(r+1) + eps from a tie,
@@ -263,7 +264,7 @@ class Requantizer:
         """acc: (p, channels) exact integers as float32/float64, at most `shape`'s size (kept
         unchanged); out: the (p, channels) output; work: buffers as `specs` describes."""
         n = acc.size
-        if self.fast and acc.dtype == np.float32:
+        if self.fast:
             t = work[0][:n].reshape(acc.shape)
             flag = work[1][:n].reshape(acc.shape)
             np.multiply(acc, self.real, out=t)

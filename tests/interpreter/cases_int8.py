@@ -27,7 +27,6 @@ def conv_case(id, op, x_shape, w_shape, options, *, key="int8", per_channel=True
     cout = w_shape[axis]
     if key == "int8":
         w, wq = conv_weights(w_shape, axis, per_channel)
-        xq, oq = xq, oq
     else:
         w = rng.integers(0, 256, w_shape).astype(np.uint8)
         wq = (np.float32(0.01), w_zp)
@@ -69,6 +68,14 @@ CASES += [
               key="uint8", w_zp=120),
     conv_case("conv_2d_uint8_valid", "CONV_2D", (2, 6, 7, 2), (3, 2, 3, 2),
               conv_options(stride=2, padding=1), key="uint8", w_zp=0),
+    # Sums past float32's exact range (float64 GEMM); multipliers near and above 1, where the
+    # requantization takes its exact integer path.
+    conv_case("conv_2d_deep_float64", "CONV_2D", (1, 2, 2, 2100), (3, 1, 1, 2100),
+              conv_options(), oq=(2.0, 0)),
+    conv_case("conv_2d_multiplier_near_1", "CONV_2D", (1, 5, 5, 3), (4, 3, 3, 3),
+              conv_options(), oq=(0.004, 0)),
+    conv_case("conv_2d_multiplier_above_1", "CONV_2D", (1, 4, 4, 2), (3, 1, 1, 2),
+              conv_options(), oq=(0.00005, 0)),
 ]
 
 # DEPTHWISE_CONV_2D: multiplier, strides, dilation, activations, uint8.
@@ -85,6 +92,8 @@ CASES += [
               conv_options(act=2, depth_multiplier=1), per_channel=False),
     conv_case("depthwise_conv_2d_uint8", "DEPTHWISE_CONV_2D", (1, 6, 6, 3), (1, 3, 3, 3),
               conv_options(act=3, depth_multiplier=1), key="uint8", w_zp=128),
+    conv_case("depthwise_conv_2d_multiplier_near_1", "DEPTHWISE_CONV_2D", (1, 5, 5, 3),
+              (1, 3, 3, 3), conv_options(stride=2, depth_multiplier=1), oq=(0.003, 1)),
 ]
 
 
@@ -120,6 +129,7 @@ CASES += [
             oq=(0.02, 0)),
     fc_case("fully_connected_uint8", (2, 24), 5, dict(fused_activation_function=1),
             key="uint8", w_zp=131),
+    fc_case("fully_connected_deep_float64", (2, 2100), 3, dict(), oq=(2.0, 0)),
 ]
 
 
@@ -227,7 +237,8 @@ def every_value(shape, dtype="int8"):
     """All 256 values of the type (each once, then random), so a table is checked whole."""
     lo = -128 if dtype == "int8" else 0
     size = int(np.prod(shape))
-    values = np.concatenate([np.arange(lo, lo + 256), rng.integers(lo, lo + 256, max(0, size - 256))])
+    extra = rng.integers(lo, lo + 256, max(0, size - 256))
+    values = np.concatenate([np.arange(lo, lo + 256), extra])
     return rng.permutation(values[:size]).reshape(shape).astype(dtype)
 
 
@@ -238,7 +249,7 @@ def unary_case(id, op, key="int8", xq=(0.05, 3), oq=(0.04, -20), shape=(4, 64), 
                 outputs=[Out((), key, oq)], options=options)
 
 
-SIGMOID_OUT = {"int8": (1 / 256, -128), "uint8": (1 / 256, -128)}
+SIGMOID_OUT = (1 / 256, -128)  # zero point 0 for uint8 (unary_case adds 128)
 
 # Activations over every input value: RELU family, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH.
 for key in ("int8", "uint8"):
@@ -250,8 +261,8 @@ for key in ("int8", "uint8"):
         unary_case(f"leaky_relu_{key}", "LEAKY_RELU", key, alpha=0.2),
         unary_case(f"hard_swish_{key}", "HARD_SWISH", key, xq=(0.04, -10), oq=(0.03, -30)),
         unary_case(f"hard_swish_wide_{key}", "HARD_SWISH", key, xq=(0.2, 0), oq=(0.05, -100)),
-        unary_case(f"logistic_{key}", "LOGISTIC", key, oq=SIGMOID_OUT[key]),
-        unary_case(f"logistic_wide_{key}", "LOGISTIC", key, xq=(0.3, 10), oq=SIGMOID_OUT[key]),
+        unary_case(f"logistic_{key}", "LOGISTIC", key, oq=SIGMOID_OUT),
+        unary_case(f"logistic_wide_{key}", "LOGISTIC", key, xq=(0.3, 10), oq=SIGMOID_OUT),
         unary_case(f"tanh_{key}", "TANH", key, oq=(1 / 128, 0)),
         unary_case(f"tanh_narrow_{key}", "TANH", key, xq=(0.011, -7), oq=(0.009, 4)),
     ]
@@ -284,13 +295,13 @@ CASES += [
 ]
 
 
+WIDE_RANGES = {"int16": (-32768, 32768), "int32": (-(1 << 20), 1 << 20)}
+
+
 def quantize_case(id, key, out_key, xq, oq, shape=(3, 100)):
     x = every_value(shape, key) if key in ("int8", "uint8") else \
-        rng.integers(*(TYPE_RANGE_T[key]), shape).astype(key)
+        rng.integers(*WIDE_RANGES[key], shape).astype(key)
     return case(id, "QUANTIZE", [In(shape, key, xq)], [x], outputs=[Out((), out_key, oq)])
-
-
-TYPE_RANGE_T = {"int16": (-32768, 32768), "int32": (-(1 << 20), 1 << 20)}
 
 # QUANTIZE between integer types (requantization).
 CASES += [
