@@ -32,6 +32,7 @@ CASES = [
     fc("no_bias_omitted", (2, 6), (3, 6), bias=False, fused_activation_function=3),
     fc("flatten_4d", (2, 3, 2, 4), (5, 24)),
     fc("flatten_rows", (2, 3, 4), (5, 4)),
+    fc("flatten_across_dims", (2, 3, 4), (5, 6), bias=False),
     fc("keep_num_dims", (2, 3, 4), (5, 4), keep_num_dims=True),
     *[fc(f"act_{name}", (2, 6), (4, 6), fused_activation_function=code)
       for name, code in ACTS.items()],
