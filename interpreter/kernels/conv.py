@@ -2,10 +2,12 @@
 
 Convolutions run as BLAS matmuls: a 1x1 convolution is one matmul on the (N*H*W, C) view, a
 kxk one copies its windows into an im2col buffer (strided views of a padded input buffer
-allocated once) whose extra column of ones multiplies a bias row of the weights. Depthwise
-convolutions are one `einsum` over all taps of a strided view (numpy's fused multiply-add loop
-over the contiguous W*C axis), weights tiled to W*C in prepare. `Window` holds the padded
-buffer and the tap views; the pools share it.
+allocated once) whose extra column of ones multiplies a bias row of the weights. A depthwise
+convolution is an `einsum` over strided views of all its taps whose innermost axis is a whole
+output row (Wo*C contiguous values; for stride_w > 1 the input is first split into column
+phases), weights tiled along the row in prepare: numpy's multiply-add loop then runs over long
+contiguous rows (per-tap multiply and add passes are slower; see TapGrid). `Window` holds the
+padded buffer and tap views that im2col and the pools read.
 """
 from __future__ import annotations
 
@@ -213,6 +215,7 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
     cols = np.ones((p, groups, k + 1), F32)
     # cols[..., :k] as (kh, kw, N, Ho, Wo, G, Cg), the layout of the window view.
     dest = cols[:, :, :k].reshape(n, ho, wo, groups, kh, kw, cg).transpose(4, 5, 0, 1, 2, 3, 6)
+    assert np.shares_memory(dest, cols)  # a view, so copies into it fill `cols`
     w_info, b_info = node.inputs[1], node.optional_input(2)
     const = w_info.data is not None and (b_info is None or b_info.data is not None)
     wg_const = _im2col_weights(w_info.data, b_info and b_info.data, groups) if const else None
