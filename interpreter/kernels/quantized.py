@@ -250,10 +250,11 @@ class Requantizer:
         self.threshold = np.nextafter(np.float32(0.5 - margin.max()), np.float32(0))
         return True
 
-    def exact(self, acc) -> np.ndarray:
-        """The reference arithmetic on integer accumulators of channels `acc`'s last axis."""
-        acc = np.asarray(acc, np.int64)
-        y = mbqm(acc + self.bias, self.multiplier, self.shift) + self.zero_point
+    def exact(self, acc, channel=slice(None)) -> np.ndarray:
+        """TFLite's arithmetic, step by step, on integer accumulators of the given channels
+        (by default, `acc`'s last axis holds every channel)."""
+        acc = np.asarray(acc, np.int64) + self.bias[channel]
+        y = mbqm(acc, self.multiplier[channel], self.shift[channel]) + self.zero_point
         return np.clip(y, self.lo, self.hi)
 
     def work(self) -> list:
@@ -278,10 +279,7 @@ class Requantizer:
             np.greater_equal(t, self.threshold, out=flag)
             near = np.flatnonzero(flag)
             if near.size:
-                channel = near % acc.shape[-1]
-                a = acc.reshape(-1)[near].astype(np.int64) + self.bias[channel]
-                y = mbqm(a, self.multiplier[channel], self.shift[channel]) + self.zero_point
-                out.reshape(-1)[near] = np.clip(y, self.lo, self.hi)
+                out.flat[near] = self.exact(acc.reshape(-1)[near], near % acc.shape[-1])
             return
         a = work[0][:n].reshape(acc.shape)
         np.copyto(a, acc, casting="unsafe")
