@@ -57,6 +57,13 @@ def prepare_op(model: Model, sg: Subgraph, op: Operator, index: int, what: str =
     return node, run
 
 
+# Ops whose data (which sets the default output dtype) is not input 0.
+_DATA_INPUT = {"SPLIT": 1}
+# Versions the writer's automatic choice gets wrong for stock runtimes: TFLite registers
+# BROADCAST_TO from version 2 (version 1 was the Flex op).
+_VERSIONS = {"BROADCAST_TO": 2}
+
+
 class Builder:
     """Adds tensors and ops to one subgraph of `model`, inferring as it goes."""
 
@@ -116,14 +123,16 @@ class Builder:
         over TFLite's defaults; output dtypes default to the first input's. An op whose inputs
         are all constant is computed now and never enters the graph."""
         opts = options if isinstance(options, Options) else default_options(op, **(options or {}))
-        first = next((t for t in inputs if t >= 0), None)
+        data = inputs[_DATA_INPUT.get(op, 0):]
+        first = next((t for t in data if t >= 0), None)
         default_dtype = self.dtype(first) if first is not None else "float32"
         dtypes = list(dtypes) if dtypes is not None else [default_dtype] * n_out
         names = list(names) if names is not None else [None] * n_out
         base = f"{self.where}/{op.lower()}" if self.where else op.lower()
         outs = [self.tensor(names[k] or (base if n_out == 1 else f"{base}:{k}"), (), dtypes[k])
                 for k in range(n_out)]
-        operator = Operator(OperatorCode(op), [int(t) for t in inputs], outs, opts)
+        operator = Operator(OperatorCode(op, _VERSIONS.get(op, 0)), [int(t) for t in inputs],
+                            outs, opts)
         self.add(operator)
         return outs
 

@@ -93,6 +93,20 @@ def run_tflite(content: bytes, feeds: list, runtime: str = "edgelite"):
     return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
 
 
+def max_error(got: np.ndarray, ref: np.ndarray) -> float:
+    """Max abs difference; inf where NaN or infinities do not match."""
+    got, ref = got.astype(np.float64), ref.astype(np.float64)
+    if not ref.size:
+        return 0.0
+    finite = np.isfinite(ref)
+    if not np.array_equal(np.isnan(got), np.isnan(ref)) or \
+            not np.array_equal(got[~finite & ~np.isnan(ref)], ref[~finite & ~np.isnan(ref)]):
+        return float("inf")
+    if not finite.any():
+        return 0.0
+    return float(np.abs(got[finite] - ref[finite]).max())
+
+
 def compare(conversion, source, feeds: list | None = None) -> list:
     """Per output: max abs error of edgelite and LiteRT against onnxruntime (or of LiteRT
     against edgelite without onnxruntime), and whether it is within TOLERANCE."""
@@ -109,7 +123,8 @@ def compare(conversion, source, feeds: list | None = None) -> list:
     rows = []
     for k, name in enumerate(outs):
         ref = np.asarray(runs[reference][k])
-        scale = float(np.abs(ref.astype(np.float64)).max()) if ref.size else 0.0
+        finite = np.abs(ref.astype(np.float64))[np.isfinite(ref)] if ref.size else ref
+        scale = float(finite.max()) if finite.size else 0.0
         row = {"name": name, "reference": reference, "max_abs_ref": scale, "errors": {},
                "ok": True}
         for other in ("edgelite", "LiteRT"):
@@ -120,7 +135,7 @@ def compare(conversion, source, feeds: list | None = None) -> list:
                 row["errors"][other] = float("inf")
                 row["ok"] = False
                 continue
-            err = float(np.abs(got.astype(np.float64) - ref).max()) if ref.size else 0.0
+            err = max_error(got, ref)
             row["errors"][other] = err
             if err > TOLERANCE * scale:
                 row["ok"] = False

@@ -37,11 +37,13 @@ def binary(b, n):
 
 @lowers("Mean")
 def mean(b, n):
-    total = binary(b, n) if len(n.inputs) > 1 else n.input(0)
-    count = len([t for t in n.inputs if t >= 0])
-    if count == 1:
+    inputs = [t for t in n.inputs if t >= 0]
+    total = inputs[0]
+    for t in inputs[1:]:
+        total = b.op("ADD", [total, t])
+    if len(inputs) == 1:
         return total
-    return b.op("DIV", [total, b.const(np.array(count, b.sg.tensors[total].np_dtype))])
+    return b.op("DIV", [total, b.const(np.array(len(inputs), b.sg.tensors[total].np_dtype))])
 
 
 @lowers("Pow")

@@ -69,11 +69,14 @@ def check_model(proto) -> None:
 
     if not proto.graph.node and not proto.graph.output:
         raise ConversionError("the ONNX model has an empty graph")
-    try:
-        onnx.checker.check_model(proto)
+    try:  # full_check adds strict shape inference: contradicting types and shapes
+        onnx.checker.check_model(proto, full_check=True)
     except onnx.checker.ValidationError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "validation failed"
         raise ConversionError(f"invalid ONNX model: {first}") from None
+    except onnx.shape_inference.InferenceError as e:
+        text = " ".join(str(e).split())
+        raise ConversionError(f"invalid ONNX graph: {text}") from None
     except ValueError:  # a model over 2 GB cannot be checked in memory; the import checks it
         pass
 

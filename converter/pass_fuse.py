@@ -279,6 +279,7 @@ def fold_pad_into_window(model: Model) -> bool:
             continue
         op.inputs[0] = source
         op.options = op.options.replace(padding=SAME)
+        ed.remove(pad)
         ed.refresh()
         changed = True
     return changed

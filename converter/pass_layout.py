@@ -211,7 +211,33 @@ def push_reshape(ed: Editor, op, perm) -> bool:
     if moved == sorted(moved):
         op.inputs[0] = source
         return True
-    return _flatten_into_fc(ed, op, perm, source)
+    return _reshape_of_ones(ed, op, perm, source) or _flatten_into_fc(ed, op, perm, source)
+
+
+def _reshape_of_ones(ed: Editor, op, perm, source) -> bool:
+    """A reshape that only inserts or removes size-1 dims: reshape the source so its non-1
+    dims keep the source's order, then one TRANSPOSE puts them where the old output had them."""
+    y_shape, z = ed.shape(op.inputs[0]), op.outputs[0]
+    z_shape = ed.shape(z)
+    y_dims = [i for i, d in enumerate(y_shape) if d != 1]
+    z_dims = [j for j, d in enumerate(z_shape) if d != 1]
+    if [y_shape[i] for i in y_dims] != [z_shape[j] for j in z_dims]:
+        return False
+    source_axes = [perm[i] for i in y_dims]            # where each non-1 dim sits in the source
+    order = sorted(range(len(z_dims)), key=lambda k: source_axes[k])
+    rank_of = {k: r for r, k in enumerate(order)}
+    new_shape = list(z_shape)
+    for r, k in enumerate(order):
+        new_shape[z_dims[r]] = z_shape[z_dims[k]]
+    out_perm = list(range(len(z_shape)))
+    for k, j in enumerate(z_dims):
+        out_perm[j] = z_dims[rank_of[k]]
+    op.inputs[0] = source
+    op.inputs[1:] = [ed.const(np.array(new_shape, np.int32), f"{ed.sg.tensors[z].name}/shape")]
+    if op.options is not None and "new_shape" in op.options.fields:
+        op.options = op.options.replace(new_shape=tuple(new_shape))
+    ed.transpose_after(op, 0, tuple(out_perm))
+    return True
 
 
 def _flatten_into_fc(ed: Editor, op, perm, source) -> bool:
@@ -248,6 +274,27 @@ RULES.update({
 })
 
 
+def moves_data(perm, shape) -> bool:
+    """False for a TRANSPOSE that moves only size-1 dims (then it is a RESHAPE)."""
+    moved = [p for p in perm if shape[p] != 1]
+    return moved != sorted(moved)
+
+
+def merge_reshapes(model: Model) -> bool:
+    """RESHAPE of a RESHAPE's output reads the first one's input."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        for op in sg.operators:
+            inner = ed.producer(op.inputs[0]) if op.op == "RESHAPE" else None
+            if inner is not None and inner.op == "RESHAPE":
+                op.inputs[0] = inner.inputs[0]
+                changed = True
+        if changed:
+            remove_dead(sg)
+    return changed
+
+
 def transposes_to_reshapes(model: Model) -> bool:
     """A TRANSPOSE that moves only size-1 dims keeps memory order: it is a RESHAPE."""
     changed = False
@@ -257,9 +304,7 @@ def transposes_to_reshapes(model: Model) -> bool:
             perm = ed.transpose_perm(op)
             if perm is None:
                 continue
-            shape = ed.shape(op.inputs[0])
-            moved = [p for p in perm if shape[p] != 1]
-            if moved != sorted(moved):
+            if moves_data(perm, ed.shape(op.inputs[0])):
                 continue
             out_shape = ed.shape(op.outputs[0])
             new_shape = ed.const(np.array(out_shape, np.int32),

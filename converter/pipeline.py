@@ -12,11 +12,13 @@ from .editor import Editor
 from .pass_clean import dedupe_ops, remove_dead_ops
 from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bias,
                         fuse_hard_swish, fuse_mul_into_weights)
-from .pass_layout import inverse, push_transposes, transposes_to_reshapes
+from .pass_layout import (inverse, merge_reshapes, moves_data, push_transposes,
+                          transposes_to_reshapes)
 
 PASSES = [
     remove_dead_ops,
     push_transposes,
+    merge_reshapes,
     dedupe_ops,
     fuse_mul_into_weights,
     fuse_add_into_bias,
@@ -45,7 +47,14 @@ def optimize(model: Model, passes=None) -> None:
 
 
 def transpose_count(model: Model) -> int:
-    return sum(op.op == "TRANSPOSE" for sg in model.subgraphs for op in sg.operators)
+    """TRANSPOSE ops that move data (not those that only move size-1 dims: RESHAPEs later)."""
+    count = 0
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        for op in sg.operators:
+            perm = ed.transpose_perm(op)
+            count += perm is not None and moves_data(perm, ed.shape(op.inputs[0]))
+    return count
 
 
 CHANNELS_LAST = {3: (0, 2, 1), 4: (0, 2, 3, 1), 5: (0, 2, 3, 4, 1)}
@@ -61,31 +70,51 @@ def settle_io_layout(model: Model, keep_io_layout: bool) -> dict:
     if keep_io_layout:
         optimize(model, FINAL_PASSES)
         return layout
+    _outputs_channels_last(model, layout)
     for k in range(len(sg.inputs)):
+        sg = model.subgraphs[0]   # a rejected trial restores a copy
         perm = CHANNELS_LAST.get(len(sg.tensors[sg.inputs[k]].shape))
         if perm is None or sg.tensors[sg.inputs[k]].dtype != "float32":
             continue
-        before = transpose_count(model)
-        saved = _snapshot(model)
+        before = _cost(model)
+        saved, saved_outputs = _snapshot(model), list(layout["outputs"])
         _make_input_channels_last(model, k, perm)
         optimize(model)
-        if transpose_count(model) < before:
+        _outputs_channels_last(model, layout)
+        if _cost(model) < before:
             layout["inputs"][k] = perm
         else:
             _restore(model, saved)
+            layout["outputs"] = saved_outputs
+    optimize(model, FINAL_PASSES)
+    return layout
+
+
+def _cost(model: Model) -> tuple:
+    """Transposes that move data, then all transposes."""
+    return transpose_count(model), sum(op.op == "TRANSPOSE" for sg in model.subgraphs
+                                       for op in sg.operators)
+
+
+def _outputs_channels_last(model: Model, layout: dict) -> None:
+    """An output written by a TRANSPOSE to channels-first is given channels-last instead."""
+    sg = model.subgraphs[0]
     ed = Editor(model, sg)
+    changed = False
     for k, t in enumerate(list(sg.outputs)):
         producer = ed.producer(t)
         perm = ed.transpose_perm(producer)
-        if perm is None or inverse(perm) != CHANNELS_LAST.get(len(perm)):
+        if perm is None or inverse(perm) != CHANNELS_LAST.get(len(perm)) or \
+                list(layout["outputs"][k]) != sorted(layout["outputs"][k]):
             continue
         source = producer.inputs[0]
         if source in sg.inputs or source in sg.outputs:
             continue
         sg.outputs[k] = source
-        layout["outputs"][k] = inverse(perm)
-    optimize(model, FINAL_PASSES)
-    return layout
+        layout["outputs"][k] = tuple(np.array(layout["outputs"][k])[list(inverse(perm))])
+        changed = True
+    if changed:
+        optimize(model)
 
 
 def _make_input_channels_last(model: Model, k: int, perm) -> None:

@@ -1,0 +1,221 @@
+"""`tflite-convert` / `edgelite convert`: the summary, --check, --input-shape, --keep-io-layout,
+deterministic output, and one clear `error:` line with a non-zero status for bad input."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from typer.testing import CliRunner
+
+from edgelite.converter import TFLiteConverter
+from edgelite.converter.cli import app
+from edgelite.schema import load
+
+
+def convert(*args):
+    return CliRunner().invoke(app, ["convert", *map(str, args)])
+
+
+def ok(*args) -> str:
+    result = convert(*args)
+    assert result.exit_code == 0, result.stderr or result.output
+    return result.stdout
+
+
+def fails(*args, code: int = 1) -> str:
+    """The one stderr line of a failed conversion."""
+    result = convert(*args)
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def save(tmp_path, proto, name="m.onnx"):
+    path = tmp_path / name
+    onnx.save(proto, str(path))
+    return path
+
+
+def tiny_model(nodes, inputs, opset=18):
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
+    outs = [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, inputs[0][1])]
+    graph = helper.make_graph(nodes, "g", ins, outs)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
+                                                    helper.make_opsetid("com.example", 1)])
+    proto.ir_version = 8
+    return proto
+
+
+# -- success -------------------------------------------------------------------------------------
+
+def test_summary_and_file(models_dir, tmp_path):
+    out = tmp_path / "digits.tflite"
+    text = ok(models_dir / "digits_cnn.onnx", "-o", out)
+    assert "ops in   (10): Conv 2, Gemm 2, MaxPool 2, Relu 3, Reshape 1" in text
+    assert "ops out  (7): CONV_2D 2, FULLY_CONNECTED 2, MAX_POOL_2D 2, RESHAPE 1" in text
+    assert "transposes left: 0" in text
+    assert f"{out.stat().st_size:,} bytes" in text
+    assert "image: float32 [1, 8, 8, 1]  (ONNX layout permuted by [0, 2, 3, 1])" in text
+    assert out.read_bytes() == TFLiteConverter.from_onnx(models_dir / "digits_cnn.onnx").convert()
+
+
+def test_default_output_path(models_dir, tmp_path):
+    src = tmp_path / "digits_cnn.onnx"
+    src.write_bytes((models_dir / "digits_cnn.onnx").read_bytes())
+    ok(src)
+    assert load(tmp_path / "digits_cnn.tflite").subgraphs[0].operators
+
+
+def test_deterministic_bytes(models_dir, tmp_path):
+    ok(models_dir / "digits_cnn.onnx", "-o", tmp_path / "a.tflite")
+    ok(models_dir / "digits_cnn.onnx", "-o", tmp_path / "b.tflite")
+    assert (tmp_path / "a.tflite").read_bytes() == (tmp_path / "b.tflite").read_bytes()
+
+
+def test_check_prints_each_outputs_error(models_dir, tmp_path):
+    text = ok(models_dir / "digits_cnn.onnx", "-o", tmp_path / "d.tflite", "--check")
+    assert "check (max abs error vs onnxruntime):" in text
+    line = next(x for x in text.splitlines() if x.strip().startswith("logits:"))
+    assert "edgelite" in line and "LiteRT" in line and "MISMATCH" not in line
+
+
+def test_check_with_given_inputs_and_input_shape(models_dir, tmp_path):
+    text = ok(models_dir / "ppocr_cls.onnx", "-o", tmp_path / "p.tflite", "--input-shape",
+              "x=1,3,48,192", "--check", "--inputs", models_dir / "refs" / "ppocr_cls.npz")
+    assert "transposes left: 0" in text
+    assert "x: float32 [1, 48, 192, 3]" in text
+    line = next(x for x in text.splitlines() if "scale_0.tmp_1:" in x and "edgelite" in x)
+    errors = [float(part.split()[-1]) for part in line.split("(")[0].split(":")[1].split(",")]
+    assert max(errors) < 1e-5
+
+
+def test_keep_io_layout(models_dir, tmp_path):
+    text = ok(models_dir / "digits_cnn.onnx", "-o", tmp_path / "k.tflite", "--keep-io-layout")
+    assert "image: float32 [1, 1, 8, 8]" in text
+
+
+def test_dynamic_batch_in_summary(models_dir, tmp_path):
+    text = ok(models_dir / "ppocr_cls.onnx", "-o", tmp_path / "p.tflite", "--input-shape",
+              "x=-1,3,48,192")
+    assert "x: float32 [-1, 48, 192, 3]" in text
+
+
+def test_tflite_convert_console_script(models_dir, tmp_path):
+    out = tmp_path / "d.tflite"
+    code = ("import sys; from edgelite.converter.cli import convert_main; "
+            f"sys.argv = ['tflite-convert', {str(models_dir / 'digits_cnn.onnx')!r}, '-o', "
+            f"{str(out)!r}]; convert_main()")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "transposes left: 0" in run.stdout
+    assert out.read_bytes() == TFLiteConverter.from_onnx(models_dir / "digits_cnn.onnx").convert()
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+def test_missing_file(tmp_path):
+    line = fails(tmp_path / "nope.onnx")
+    assert "no such file" in line and "nope.onnx" in line
+
+
+def test_not_onnx(tmp_path):
+    path = tmp_path / "notes.onnx"
+    path.write_text("this is not a protobuf\n" * 10)
+    assert "is not an ONNX model" in fails(path)
+
+
+def test_directory(tmp_path):
+    assert "is a directory" in fails(tmp_path)
+
+
+def test_invalid_graph_undefined_input(tmp_path):
+    proto = tiny_model([helper.make_node("Relu", ["ghost"], ["y"], name="r")], [("x", [2])])
+    assert "invalid ONNX" in fails(save(tmp_path, proto))
+
+
+def test_invalid_graph_contradicting_types(tmp_path):
+    ins = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2]),
+           helper.make_tensor_value_info("b", TensorProto.INT64, [2])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g", ins, outs)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    proto.ir_version = 8
+    assert "invalid ONNX" in fails(save(tmp_path, proto))
+
+
+def test_unsupported_ops_listed_at_once(tmp_path):
+    nodes = [helper.make_node("Det", ["x"], ["d"], name="det_node"),
+             helper.make_node("Relu", ["x"], ["r"], name="fine"),
+             helper.make_node("Foo", ["r"], ["f"], name="custom_node", domain="com.example"),
+             helper.make_node("Hardmax", ["x"], ["y"], name="hardmax_node")]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])]
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+            for n, s in (("d", []), ("f", [3, 3]), ("y", [3, 3]))]
+    graph = helper.make_graph(nodes, "g", ins, outs)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18),
+                                                    helper.make_opsetid("com.example", 1)])
+    proto.ir_version = 8
+    line = fails(save(tmp_path, proto))
+    assert "3 ONNX node(s) cannot be converted" in line
+    for name, op in (("det_node", "Det"), ("custom_node", "Foo"), ("hardmax_node", "Hardmax")):
+        assert name in line and op in line
+    assert "opset 18" in line and "'fine'" not in line
+
+
+def test_unsupported_attribute_forms_listed_at_once(tmp_path):
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], name="mp"),
+             helper.make_node("ArgMax", ["x"], ["a"], select_last_index=1, name="am")]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])]
+    outs = [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 2, 3, 3]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2, 3, 3]),
+            helper.make_tensor_value_info("a", TensorProto.INT64, [1, 2, 4, 4])]
+    proto = helper.make_model(helper.make_graph(nodes, "g", ins, outs),
+                              opset_imports=[helper.make_opsetid("", 18)])
+    proto.ir_version = 8
+    line = fails(save(tmp_path, proto))
+    assert "2 ONNX node(s)" in line and "'mp'" in line and "Indices" in line
+    assert "'am'" in line and "select_last_index" in line
+
+
+def test_unresolvable_shapes(models_dir):
+    line = fails(models_dir / "ppocr_cls.onnx")
+    assert "cannot resolve the input shapes" in line
+    assert "--input-shape x=-1,3,?,?" in line
+
+
+def test_unresolvable_shapes_named_dims(tmp_path):
+    proto = tiny_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [1, "H", "W"])])
+    line = fails(save(tmp_path, proto))
+    assert "input 'x' [1, H, W]" in line and "dims [1, 2]" in line
+
+
+@pytest.mark.parametrize("spec, message", [("x", "expected NAME=D0,D1"),
+                                           ("x=1,a", "expected NAME=D0,D1"),
+                                           ("nope=1,3", "names 'nope'"),
+                                           ("x=1,3", "2 dims given")])
+def test_bad_input_shape_option(models_dir, spec, message):
+    line = fails(models_dir / "ppocr_cls.onnx", "--input-shape", spec)
+    assert message in line
+
+
+def test_unwritable_output(models_dir, tmp_path):
+    line = fails(models_dir / "digits_cnn.onnx", "-o", tmp_path / "missing_dir" / "x.tflite")
+    assert "cannot write" in line
+
+
+def test_low_opset(tmp_path):
+    proto = tiny_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2])], opset=9)
+    assert "opset 9" in fails(save(tmp_path, proto))
+
+
+def test_check_inputs_file_missing_key(models_dir, tmp_path):
+    np.savez(tmp_path / "in.npz", other=np.zeros(3))
+    line = fails(models_dir / "digits_cnn.onnx", "-o", tmp_path / "d.tflite", "--check",
+                 "--inputs", tmp_path / "in.npz")
+    assert "has no 'image' or 'input_0'" in line
