@@ -18,20 +18,24 @@ IGNORE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycach
                                 ".ci-venv")
 
 
-def _pip(*args, cwd=None) -> None:
-    result = subprocess.run([sys.executable, "-m", "pip", *args, "--no-index",
-                             "--disable-pip-version-check", "-q"],
-                            capture_output=True, text=True, timeout=300, cwd=cwd)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def _can_build_without_isolation() -> bool:
-    return (importlib.util.find_spec("wheel") is not None
-            or importlib.util.find_spec("setuptools.command.bdist_wheel") is not None)
+    """Building in this environment (fast, offline) needs setuptools with a bdist_wheel: the
+    `wheel` package, or setuptools >= 70.1 where it is built in."""
+    return (importlib.util.find_spec("setuptools") is not None
+            and (importlib.util.find_spec("wheel") is not None
+                 or importlib.util.find_spec("setuptools.command.bdist_wheel") is not None))
 
 
-BUILD_TOOLS = ("building a wheel without isolation needs the `wheel` package (or setuptools >= "
-               "70.1, whose bdist_wheel is built in) in this environment")
+def _pip(*args, build=False, python=None) -> None:
+    """pip, offline. For a build, without isolation when this environment can build, else in
+    pip's isolated build environment (which fetches setuptools from the index: slower)."""
+    before = ["--python", str(python)] if python is not None else []
+    flags = ["--disable-pip-version-check", "-q"]
+    if not build or _can_build_without_isolation():
+        flags += ["--no-index"] + (["--no-build-isolation"] if build else [])
+    result = subprocess.run([sys.executable, "-m", "pip", *before, args[0], *flags, *args[1:]],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _run(code: str, cwd: Path, pythonpath: list) -> subprocess.CompletedProcess:
@@ -42,10 +46,9 @@ def _run(code: str, cwd: Path, pythonpath: list) -> subprocess.CompletedProcess:
 
 
 def test_wheel_installs_and_works_alone(models_dir, tmp_path):
-    assert _can_build_without_isolation(), BUILD_TOOLS
     src = tmp_path / "src"
     shutil.copytree(REPO_ROOT, src, ignore=IGNORE)  # build from a copy: nothing written here
-    _pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "wheels"), str(src))
+    _pip("wheel", "--no-deps", "-w", str(tmp_path / "wheels"), str(src), build=True)
     (wheel,) = (tmp_path / "wheels").glob("edgelite-*.whl")
     target = tmp_path / "site"
     _pip("install", "--no-deps", "--target", str(target), str(wheel))
@@ -85,7 +88,6 @@ def test_editable_install_maps_the_repository(tmp_path):
 def test_editable_install_from_scratch(tmp_path):
     """`pip install -e .` works: a copy of the tree, into a throwaway venv that sees this
     environment's packages, maps `edgelite.schema` onto the copy's folder."""
-    assert _can_build_without_isolation(), BUILD_TOOLS
     src = tmp_path / "src"
     shutil.copytree(REPO_ROOT, src, ignore=IGNORE)
     venv = tmp_path / "venv"
@@ -98,11 +100,7 @@ def test_editable_install_from_scratch(tmp_path):
     # This environment's packages (setuptools, numpy, ...) as plain paths: its .pth files, the
     # editable install among them, are not processed.
     Path(purelib, "parent_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-         "--no-build-isolation", "--no-index", "--disable-pip-version-check", "-q", "-e",
-         str(src)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _pip("install", "--no-deps", "-e", str(src), build=True, python=python)
     result = subprocess.run([str(python), "-c", "import edgelite.schema as s; print(s.__file__)"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
