@@ -363,22 +363,6 @@ class TapGrid:
 
 # -- TRANSPOSE_CONV --------------------------------------------------------------------------
 
-# The registry keys a kernel by its first input's dtype: for TRANSPOSE_CONV that is the int32
-# output shape, whatever the data. The kernel under the int32 key dispatches on the data
-# input's dtype (input 2) to TRANSPOSE_CONV_BY_DATA, which other modules extend (int8, ...).
-TRANSPOSE_CONV_BY_DATA: dict = {}
-
-
-@register("TRANSPOSE_CONV", "int32")
-def transpose_conv_by_data(node):
-    data = node.input(2)
-    prepare = TRANSPOSE_CONV_BY_DATA.get(data.type_name)
-    if prepare is None:
-        raise node.fail(f"no kernel for {data.type_name} data (edgelite has "
-                        f"{', '.join(sorted(TRANSPOSE_CONV_BY_DATA))})")
-    return prepare(node)
-
-
 @register("TRANSPOSE_CONV", "float32")
 def transpose_conv(node):
     node.expect_inputs(3, 4)
@@ -428,8 +412,6 @@ def transpose_conv(node):
             tail(out, bias)
     return _with_optional_last(node, run, 4)
 
-
-TRANSPOSE_CONV_BY_DATA["float32"] = transpose_conv
 
 
 def _patch_weights(w):

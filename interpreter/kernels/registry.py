@@ -117,8 +117,16 @@ HYBRID_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATC
                         "UNIDIRECTIONAL_SEQUENCE_LSTM", "EMBEDDING_LOOKUP"})
 
 
+# Ops whose first input is not the data that selects the arithmetic: op -> that input's position.
+DATA_INPUT = {"TRANSPOSE_CONV": 2}
+
+
 def arithmetic(node: Node) -> str:
-    """The key that selects a kernel: the first input's dtype, or "hybrid"."""
+    """The key that selects a kernel: the data input's dtype (the first input's, unless
+    DATA_INPUT says otherwise), or "hybrid"."""
+    k = DATA_INPUT.get(node.op)
+    if k is not None and k < len(node.inputs) and node.inputs[k] is not None:
+        return node.inputs[k].type_name
     first = next((t for t in node.inputs if t is not None), None)
     if first is None:
         return node.outputs[0].type_name if node.outputs else "none"
