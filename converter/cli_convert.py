@@ -41,7 +41,12 @@ def convert_command(
 
 
 def _fail(message: str, code: int = 1) -> None:
-    typer.echo("error: " + " ".join(message.split()), err=True)
+    """One `error:` line: a message's list items (its indented lines) joined with "; "."""
+    head, *items = message.strip().splitlines() or [""]
+    text = " ".join(head.split())
+    if items:
+        text += " " + "; ".join(" ".join(item.split()) for item in items)
+    typer.echo("error: " + text, err=True)
     raise typer.Exit(code)
 
 

@@ -2,8 +2,8 @@
 
 A lowering is `fn(b: Builder, n: OnnxNode) -> list of tensor indices` (one per ONNX output, or a
 single index): it emits TFLite ops in ONNX's layout (NCHW); layout-sensitive ops wrap their NHWC
-TFLite op in TRANSPOSE ops, which the layout pass later pushes away and cancels. `supported_ops()`
-lists what the converter handles; the `lower_*` modules imported at the bottom register them.
+TFLite op in TRANSPOSE ops, which the layout pass later pushes away and cancels. The `lower_*`
+modules register them; `lowerings.py` imports every family (the coverage table).
 """
 from __future__ import annotations
 
@@ -26,11 +26,6 @@ def lowers(*op_types: str):
             LOWERINGS[op_type] = fn
         return fn
     return wrap
-
-
-def supported_ops() -> list:
-    """The ONNX op types (default domain) the converter can lower, sorted."""
-    return sorted(LOWERINGS)
 
 
 class Unsupported(ConversionError):
@@ -110,10 +105,3 @@ def axis_of(n: OnnxNode, axis: int, rank: int) -> int:
     if not -rank <= axis < rank:
         raise n.fail(f"axis {axis} is out of range for rank {rank}")
     return axis % rank
-
-
-# The families; importing them fills LOWERINGS.
-from . import lower_math  # noqa: E402,F401  elementwise arithmetic, activations, comparisons
-from . import lower_nn  # noqa: E402,F401  Conv, pools, BatchNormalization, Gemm, MatMul, Softmax
-from . import lower_shape  # noqa: E402,F401  Reshape, Concat, Slice, Gather, Shape, Constant, ...
-from . import lower_reduce  # noqa: E402,F401  ReduceMean ReduceSum ... ArgMax ArgMin

@@ -199,3 +199,23 @@ def cast(b, n):
         raise n.fail(f"cannot cast to ONNX type {to}: .tflite has no such tensor type") from None
     x = n.input(0)
     return b.cast(x, dtype)
+
+
+# Abramowitz & Stegun 7.1.26: |error| < 1.5e-7 for every x.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+@lowers("Erf")
+def erf(b, n):
+    """No TFLite builtin computes erf: a polynomial in t = 1 / (1 + p|x|) times exp(-x^2).
+    (x * (1 + erf(x / sqrt 2)) / 2 becomes one GELU before lowering.)"""
+    x = n.input(0)
+    c = lambda v: b.const(np.array(v, np.float32))  # noqa: E731
+    t = b.op("DIV", [c(1.0), b.op("ADD", [b.op("MUL", [b.op("ABS", [x]), c(_ERF_P)]), c(1.0)])])
+    poly = b.op("MUL", [t, c(_ERF_A[-1])])
+    for a in reversed(_ERF_A[:-1]):
+        poly = b.op("MUL", [b.op("ADD", [poly, c(a)]), t])
+    gauss = b.op("EXP", [b.op("NEG", [b.op("MUL", [x, x])])])
+    magnitude = b.op("SUB", [c(1.0), b.op("MUL", [poly, gauss])])
+    return b.op("MUL", [b.op("SIGN", [x]), magnitude])

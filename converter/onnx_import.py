@@ -16,7 +16,9 @@ from edgelite.schema import Model, Subgraph, dtype_name, remove_dead
 
 from .builder import Builder
 from .errors import ConversionError, UnsupportedOpsError
-from .lower import LOWERINGS, OnnxNode, decode_attrs
+from .lower import OnnxNode, decode_attrs
+from .lowerings import LOWERINGS
+from .onnx_patterns import fuse_gelu
 
 MIN_OPSET = 11
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -108,6 +110,10 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) 
         raise UnsupportedOpsError(problems)
     inputs = resolve_inputs(proto, input_shapes or {}, dynamic_size)
     expected = inferred_types(proto, inputs)
+    op_counts: dict = {}
+    for node in proto.graph.node:
+        op_counts[node.op_type] = op_counts.get(node.op_type, 0) + 1
+    proto = fuse_gelu(proto)
 
     model = Model(description="edgelite tflite-convert")
     sg = Subgraph(name="main")
@@ -118,10 +124,10 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) 
         t = b.tensor(spec.name, spec.shape, dtype)
         sg.inputs.append(t)
         tensors.names[spec.name] = t
-    result = Imported(model, [spec for spec, _ in inputs])
+    result = Imported(model, [spec for spec, _ in inputs],
+                      op_counts=dict(sorted(op_counts.items())))
     problems, failed = [], set()
     for node in proto.graph.node:
-        result.op_counts[node.op_type] = result.op_counts.get(node.op_type, 0) + 1
         if any(name in failed for name in node.input):
             failed.update(node.output)
             continue

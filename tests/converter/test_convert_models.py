@@ -17,7 +17,9 @@ MODELS = {
     "digits_cnn": {},
     "syn_mobilenetv2": {},
     "ppocr_cls": {"x": [1, 3, 48, 192]},
+    "syn_transformer": {},
 }
+CONVNETS = ["digits_cnn", "syn_mobilenetv2", "ppocr_cls"]
 _CACHE: dict = {}
 
 
@@ -72,7 +74,7 @@ def test_matches_onnxruntime_refs(models_dir, name, runtime):
     assert err <= TOLERANCE * np.abs(want).max(), f"{name} on {runtime}: max error {err}"
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", CONVNETS)
 def test_no_transpose_inside_and_nhwc_input(models_dir, name):
     conversion = converted(models_dir, name)
     assert conversion.transposes == 0
@@ -186,6 +188,14 @@ def test_model_proto_input(models_dir):
     proto = onnx.load(str(models_dir / "digits_cnn.onnx"))
     content = TFLiteConverter.from_onnx(proto).convert()
     assert content == converted(models_dir, "digits_cnn").content
+
+
+def test_transformer_gelu_and_layer_norm(models_dir):
+    conversion = converted(models_dir, "syn_transformer")
+    assert conversion.ops_in["Erf"] == 2 and conversion.ops_in["LayerNormalization"] == 5
+    ops = conversion.ops_out
+    assert ops["GELU"] == 2 and ops["RSQRT"] == 5
+    assert "EXP" not in ops                       # no erf polynomial: the pattern fused
 
 
 def test_op_counts_of_the_onnx_side(models_dir):

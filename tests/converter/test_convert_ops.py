@@ -578,3 +578,106 @@ def test_input_through_elementwise_to_conv_becomes_nhwc():
     conversion = check(proto)
     assert conversion.io_layout["inputs"][0]["perm"] == [0, 2, 3, 1]
     assert conversion.transposes == 0
+
+
+# -- normalizations, erf, GELU -------------------------------------------------------------------
+
+def test_layer_norm():
+    proto = model([node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1, epsilon=1e-3)],
+                  [("x", [2, 5, 8])], ["y"], {"s": w(8) + 1, "b": w(8)})
+    check(proto)
+
+
+def test_layer_norm_two_axes_no_bias():
+    proto = model([node("LayerNormalization", ["x", "s"], ["y"], axis=1)],
+                  [("x", [2, 3, 4])], ["y"], {"s": w(3, 4) + 1})
+    check(proto)
+
+
+def test_instance_norm_after_conv():
+    proto = model([node("Conv", ["x", "W"], ["c"]),
+                   node("InstanceNormalization", ["c", "s", "b"], ["y"], epsilon=1e-4)],
+                  [("x", [2, 3, 5, 6])], ["y"], {"W": w(4, 3, 1, 1), "s": w(4), "b": w(4)})
+    assert check(proto).transposes == 0
+
+
+def test_erf():
+    proto = model([node("Erf", ["x"], ["y"])], [("x", [4, 50])], ["y"])
+    check(proto, {"x": np.linspace(-4, 4, 200, dtype=F).reshape(4, 50)})
+
+
+@pytest.mark.parametrize("form", ["half_last", "half_first", "x_first", "mul_sqrt_half"])
+def test_erf_gelu_pattern_is_one_gelu(form):
+    scale = (node("Mul", ["x", "r2"], ["u"]) if form == "mul_sqrt_half"
+             else node("Div", ["x", "sqrt2"], ["u"]))
+    nodes = [scale, node("Erf", ["u"], ["e"]), node("Add", ["e", "one"], ["a"])]
+    if form in ("half_last", "mul_sqrt_half"):
+        nodes += [node("Mul", ["half", "a"], ["h"]), node("Mul", ["x", "h"], ["y"])]
+    elif form == "half_first":
+        nodes += [node("Mul", ["x", "half"], ["h"]), node("Mul", ["h", "a"], ["y"])]
+    else:
+        nodes += [node("Mul", ["x", "a"], ["h"]), node("Mul", ["h", "half"], ["y"])]
+    proto = model(nodes, [("x", [2, 16])], ["y"],
+                  {"sqrt2": np.array(np.sqrt(2), F), "r2": np.array(1 / np.sqrt(2), F),
+                   "one": np.array(1, F), "half": np.array(0.5, F)})
+    conversion = check(proto)
+    assert conversion.ops_out == {"GELU": 1}
+    assert conversion.ops_in["Erf"] == 1
+
+
+# -- ConvTranspose, Resize, DepthToSpace, SpaceToDepth -------------------------------------------
+
+CONV_TRANSPOSES = {
+    "s2_k3_p1_op1": dict(strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+    "s2_k3_valid": dict(strides=[2, 2]),
+    "s1_k3_p1": dict(pads=[1, 1, 1, 1]),
+    "s2_output_shape": dict(strides=[2, 2], output_shape=[10, 12]),
+    "s2_same_upper": dict(strides=[2, 2], auto_pad="SAME_UPPER"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONV_TRANSPOSES))
+def test_conv_transpose(case):
+    proto = model([node("ConvTranspose", ["x", "W", "B"], ["y"], **CONV_TRANSPOSES[case])],
+                  [("x", [1, 4, 5, 6])], ["y"], {"W": w(4, 3, 3, 3), "B": w(3)})
+    assert check(proto).transposes == 0
+
+
+RESIZES = {
+    "nearest_asym_floor_x2": dict(mode="nearest", coordinate_transformation_mode="asymmetric",
+                                  nearest_mode="floor"),
+    "nearest_default_x2": dict(mode="nearest"),
+    "nearest_half_pixel_ceil": dict(mode="nearest", nearest_mode="round_prefer_ceil"),
+    "linear_half_pixel": dict(mode="linear"),
+    "linear_pytorch": dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+    "linear_align_corners": dict(mode="linear", coordinate_transformation_mode="align_corners"),
+    "linear_asymmetric": dict(mode="linear", coordinate_transformation_mode="asymmetric"),
+}
+
+
+@pytest.mark.parametrize("case", list(RESIZES))
+def test_resize_scales(case):
+    proto = model([node("Resize", ["x", "", "scales"], ["y"], **RESIZES[case])],
+                  [("x", [1, 3, 4, 5])], ["y"], {"scales": np.array([1, 1, 2, 2], F)})
+    assert check(proto).transposes == 0
+
+
+def test_resize_sizes_after_conv():
+    proto = model([node("Conv", ["x", "W"], ["c"]),
+                   node("Resize", ["c", "", "", "sizes"], ["y"], mode="linear")],
+                  [("x", [1, 3, 4, 5])], ["y"],
+                  {"W": w(2, 3, 1, 1), "sizes": np.array([1, 2, 7, 9], np.int64)})
+    assert check(proto).transposes == 0
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space(mode):
+    proto = model([node("DepthToSpace", ["x"], ["y"], blocksize=2, mode=mode)],
+                  [("x", [1, 8, 3, 4])], ["y"])
+    check(proto)
+
+
+def test_space_to_depth():
+    proto = model([node("SpaceToDepth", ["x"], ["y"], blocksize=2)], [("x", [1, 3, 4, 6])],
+                  ["y"])
+    check(proto)

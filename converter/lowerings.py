@@ -1,0 +1,17 @@
+"""Every ONNX lowering, by family: importing this module fills the registry, so this list reads
+as the converter's coverage table."""
+from __future__ import annotations
+
+from .lower import LOWERINGS
+
+from . import lower_math  # noqa: E402,F401  elementwise arithmetic, activations, comparisons, Erf
+from . import lower_nn  # noqa: E402,F401  Conv, pools, BatchNormalization, Gemm, MatMul, Softmax
+from . import lower_norm  # noqa: E402,F401  LayerNormalization InstanceNormalization
+from . import lower_reduce  # noqa: E402,F401  ReduceMean ReduceSum ... ArgMax ArgMin
+from . import lower_shape  # noqa: E402,F401  Reshape, Concat, Slice, Gather, Shape, Constant, ...
+from . import lower_spatial  # noqa: E402,F401  ConvTranspose Resize DepthToSpace SpaceToDepth
+
+
+def supported_ops() -> list:
+    """The ONNX op types (default domain) the converter can lower, sorted."""
+    return sorted(LOWERINGS)
