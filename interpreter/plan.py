@@ -97,11 +97,20 @@ def _node(runtime, si, sg, oi, op, infos) -> Node:
 
 
 def memory_limit() -> int:
-    """Bytes a plan may allocate: the machine's physical memory."""
+    """Bytes a plan may allocate: the machine's physical memory, or less under an address-space
+    limit (RLIMIT_AS)."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        return 1 << 40
+        limit = 1 << 40
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limit = min(limit, soft // 2)
+    except (ImportError, OSError, ValueError):
+        pass
+    return limit
 
 
 class SubgraphPlan:
@@ -133,7 +142,12 @@ class SubgraphPlan:
             prepare = registry.lookup(node)
             if prepare is None:
                 raise UnsupportedOpsError(_describe_missing(node))
-            run = prepare(node)
+            try:
+                run = prepare(node)
+            except (KernelError, UnsupportedOpsError):
+                raise
+            except Exception as e:  # a kernel's own check missed it: still name the operator
+                raise node.fail(f"cannot be prepared: {type(e).__name__}: {e}") from e
             for k, out in enumerate(node.outputs):
                 if any(not isinstance(d, (int, np.integer)) or d < 0 for d in out.shape):
                     raise node.fail(f"output {k} has an unknown shape {out.shape}; data-dependent "

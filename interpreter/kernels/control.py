@@ -19,6 +19,8 @@ def _text(value) -> str:
 
 @register("VAR_HANDLE", *ANY)
 def var_handle(node):
+    if len(node.outputs) != 1:
+        raise node.fail(f"expected 1 output (the resource handle), got {len(node.outputs)}")
     opts = node.options
     rid = node.runtime.resource_id(_text(opts.container), _text(opts.shared_name),
                                    (node.subgraph, node.index))

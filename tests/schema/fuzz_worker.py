@@ -2,9 +2,11 @@
 
 A case is a seed: `make_case(seed, corpus)` deterministically picks a model file and a mutation
 and returns the mutated bytes. The worker process reads seeds on stdin, one a line, and for each
-runs `load`, then `save`, then `load` of what was saved (which must equal the first), under a per-case alarm and an address
-space limit, and answers one JSON line. Allowed outcomes: "ok" (all passed), "save_error"
-(loaded; the writer refused with ModelError), "model_error" (the loader refused with ModelError).
+runs `load`, then `save`, then `load` of what was saved (which must equal the first), then the
+interpreter (allocate + invoke), under a per-case alarm and an address space limit, and answers
+one JSON line. Allowed outcomes: "ran" / "allocated" / "run_error" (loaded, saved, and the
+interpreter ran it or refused it with a clear error), "save_error" (loaded; the writer refused
+with ModelError), "model_error" (the loader refused with ModelError).
 Anything else is a failure the parent reports with the seed.
 
 Run one case by hand:  python -m tests.schema.fuzz_worker --show SEED CORPUS.json
@@ -217,7 +219,7 @@ def _limit_memory(extra_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def run_case(data: bytes) -> tuple:
+def run_case(data: bytes, budget_bytes: int = 64 << 20) -> tuple:
     from edgelite.schema import ModelError, load, save
     try:
         model = load(data)
@@ -236,7 +238,40 @@ def run_case(data: bytes) -> tuple:
         reloaded.buffers = reloaded.buffers[:-1]
     if reloaded != model:
         return "failure", f"saved and reloaded, the model differs: {_first_difference(model, reloaded)}"
-    return "ok", ""
+    return run_interpreter(data, budget_bytes)
+
+
+def run_interpreter(data: bytes, budget_bytes: int) -> tuple:
+    """Allocate and invoke a loaded model on zero inputs. Allowed: it runs ("ran"), or one clear
+    error naming the place: ModelError / KernelError (ValueErrors), UnsupportedOpsError or a
+    kernel failure wrapped with its operator (RuntimeErrors), or the plan's own refusal of an
+    allocation bigger than the machine. Models whose activations exceed `budget_bytes` (a few
+    times the unmutated model's) are allocated but not invoked: their compute would be
+    legitimately long, not a hang."""
+    import numpy as np
+    from edgelite.interpreter import Interpreter, KernelError, UnsupportedOpsError
+    from edgelite.schema import ModelError
+    try:
+        it = Interpreter(model_content=data, num_threads=1)
+        it.allocate_tensors()
+        plan = it._runtime.subgraph(0)
+        if sum(a.nbytes for a in plan.arrays if a is not None) > budget_bytes:
+            return "allocated", ""
+        for d in it.get_input_details():
+            if d["dtype"] is not np.object_:
+                it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+        it.invoke()
+    except (ModelError, KernelError, UnsupportedOpsError) as e:
+        return "run_error", f"{type(e).__name__}: {e}"[:300]
+    except RuntimeError as e:
+        if str(e).startswith("subgraph "):  # a kernel failure, named by the plan
+            return "run_error", str(e)[:300]
+        return "failure", traceback.format_exc(limit=-6)[-2000:]
+    except MemoryError as e:
+        if "more than this machine" in str(e):
+            return "run_error", str(e)[:300]
+        raise
+    return "ran", ""
 
 
 def _first_difference(a, b) -> str:
@@ -258,7 +293,8 @@ def _first_difference(a, b) -> str:
 def worker(corpus_json: str, timeout_s: float, memory_extra: int) -> None:
     with open(corpus_json) as f:
         corpus = json.load(f)
-    import edgelite.schema  # noqa: F401  (import before measuring the baseline)
+    import edgelite.interpreter  # noqa: F401  (import before measuring the baseline)
+    import edgelite.schema  # noqa: F401
     cache: dict = {}
     for c in corpus:
         _read(c["path"], cache)

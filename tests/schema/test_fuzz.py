@@ -3,7 +3,8 @@
 Each case runs in a worker process (tests/schema/fuzz_worker.py) under a 1 s alarm and an address
 space limit of 2 GiB above the worker's baseline; many cases run per worker, and a worker that dies
 is restarted, the case that killed it being a failure. Allowed outcomes: loaded (then `save`
-succeeds or raises ModelError, and what it saved loads again) or ModelError.
+succeeds or raises ModelError, and what it saved loads again; then the interpreter allocates and
+invokes it, or refuses it with one clear error) or ModelError.
 
 EDGELITE_FUZZ_CASES (default 3000) sets the number of cases, EDGELITE_FUZZ_SEED (default 0) the
 first seed. Run with -s to see the counts.
@@ -98,7 +99,7 @@ def _run_seeds(corpus_json: Path, seeds: list, results: list) -> None:
     worker.close()
 
 
-def test_fuzz_load_and_save(models_dir, tmp_path):
+def test_fuzz_load_save_and_run(models_dir, tmp_path):
     corpus_json = _corpus(models_dir, tmp_path)
     seeds = list(range(FIRST_SEED, FIRST_SEED + CASES))
     n_workers = max(1, min(8, (os.cpu_count() or 2)))
@@ -120,14 +121,16 @@ def test_fuzz_load_and_save(models_dir, tmp_path):
         by_kind[r["kind"]][r["outcome"]] += 1
         by_model[r["model"]][r["outcome"]] += 1
     print(f"\nfuzz: {len(results)} cases (seeds {FIRST_SEED}..{FIRST_SEED + CASES - 1}) in "
-          f"{elapsed:.1f} s on {n_workers} workers: loaded and saved {outcomes['ok']}, "
-          f"loaded but save refused {outcomes['save_error']}, ModelError "
-          f"{outcomes['model_error']}, failures {outcomes['failure']}")
+          f"{elapsed:.1f} s on {n_workers} workers: loaded, saved and ran {outcomes['ran']}, "
+          f"allocated only (too big to run) {outcomes['allocated']}, refused by the interpreter "
+          f"{outcomes['run_error']}, loaded but save refused {outcomes['save_error']}, "
+          f"ModelError {outcomes['model_error']}, failures {outcomes['failure']}")
     for title, table in (("by mutation kind", by_kind), ("by model", by_model)):
         print(f"  {title}:")
         for key in sorted(table):
             c = table[key]
-            print(f"    {key:20s} {sum(c.values()):6d}  ok {c['ok']:5d}  save_error "
+            print(f"    {key:20s} {sum(c.values()):6d}  ran {c['ran']:5d}  allocated "
+                  f"{c['allocated']:4d}  run_error {c['run_error']:5d}  save_error "
                   f"{c['save_error']:4d}  model_error {c['model_error']:6d}  failure "
                   f"{c['failure']:3d}")
     failures = sorted((r for r in results if r["outcome"] == "failure"), key=lambda r: r["seed"])
