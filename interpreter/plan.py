@@ -137,6 +137,7 @@ class SubgraphPlan:
         model, sg, si = self.runtime.model, self.sg, self.index
         infos = _static_infos(model, si, self.input_shapes)
         specs = []  # (op index, run, input tensors, output tensors)
+        nodes = {}  # op index -> Node, for delegates
         for oi, op in enumerate(sg.operators):
             node = _node(self.runtime, si, sg, oi, op, infos)
             prepare = registry.lookup(node)
@@ -159,7 +160,11 @@ class SubgraphPlan:
                 self._fold(node, run)
                 continue
             specs.append((oi, run, list(op.inputs), list(op.outputs)))
+            nodes[oi] = node
         self.infos = infos
+        if self.runtime.delegates:  # imported only then: the interpreter needs no pyopencl
+            from edgelite.delegates.partition import delegate_steps
+            specs = delegate_steps(self, specs, nodes)
         self._allocate(specs)
         self.ready = True
 
