@@ -60,10 +60,8 @@ def pow_(b, n):
                 return b.op("MUL", [x, x])
             if k == 0.5:
                 return b.op("SQRT", [x])
-    if b.dtype(e) != b.dtype(x):
-        if exponent is None:
-            raise n.fail(f"base {b.dtype(x)} and exponent {b.dtype(e)} types differ")
-        e = b.const(exponent.astype(b.sg.tensors[x].np_dtype))
+    if b.dtype(e) != b.dtype(x):  # POW takes one type: the exponent follows the base
+        e = b.cast(e, b.dtype(x))
     return b.op("POW", [x, e])
 
 

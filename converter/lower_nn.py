@@ -11,7 +11,7 @@ import numpy as np
 
 from edgelite.interpreter.kernels.common import same_padding
 
-from .lower import axis_of, const_input, lowers
+from .lower import axis_of, lowers
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
@@ -167,25 +167,17 @@ def _pool(b, n, op, pad_value):
         dilations, pads = _spatial_1d_to_2d(dilations, 1), [(0, 0)] + pads
     x4 = _as_2d(b, n, x)
     sizes = b.shape(x4)[2:]
-    if int(n.attr("ceil_mode", 0)):
-        pads = _ceil_pads(n, op, sizes, kernel, strides, pads)
+    extra = _ceil_extra(sizes, kernel, strides, pads) if int(n.attr("ceil_mode", 0)) else [0, 0]
     xt = b.transpose(x4, TO_NHWC)
-    if op == "AVERAGE_POOL_2D" and int(n.attr("count_include_pad", 0)):
-        if any(p != (0, 0) for p in pads):
-            xt = pad_nhwc(b, xt, pads)
-        padding = VALID
-    elif op == "AVERAGE_POOL_2D":
-        if all(p == (0, 0) for p in pads):
-            padding = VALID
-        elif same_equivalent(pads, sizes, kernel, strides, dilations):
-            padding = SAME
-        else:
-            raise n.fail(f"pads {pads} differ from TFLite's SAME padding and count_include_pad "
-                         "is 0: no TFLite pool averages that way")
+    window = {"stride_h": strides[0], "stride_w": strides[1], "filter_height": kernel[0],
+              "filter_width": kernel[1]}
+    if op == "AVERAGE_POOL_2D":
+        y = _average(b, xt, pads, extra, sizes, kernel, strides,
+                     bool(int(n.attr("count_include_pad", 0))), window)
     else:
+        pads = [(begin, end + e) for (begin, end), e in zip(pads, extra)]
         xt, padding = choose_padding(b, xt, pads, sizes, kernel, strides, dilations, pad_value)
-    y = b.op(op, [xt], {"padding": padding, "stride_h": strides[0], "stride_w": strides[1],
-                        "filter_height": kernel[0], "filter_width": kernel[1]})
+        y = b.op(op, [xt], {"padding": padding, **window})
     y = b.transpose(y, TO_NCHW)
     if one_d:
         shape = b.shape(y)
@@ -193,19 +185,36 @@ def _pool(b, n, op, pad_value):
     return y
 
 
-def _ceil_pads(n, op, sizes, kernel, strides, pads):
-    """Explicit pads that give ceil_mode's output size with floor arithmetic."""
+def _average(b, xt, pads, extra, sizes, kernel, strides, include_pad: bool, window):
+    """TFLite averages over the window part inside the input (SAME) or the whole window
+    (VALID). Other divisors: average the zero-padded input, then divide by the fraction of
+    each window that ONNX counts (the same pool over a mask, folded to a constant)."""
+    full = [(begin, end + e) for (begin, end), e in zip(pads, extra)]
+    if all(p == (0, 0) for p in full):
+        return b.op("AVERAGE_POOL_2D", [xt], {"padding": VALID, **window})
+    if not include_pad and not any(extra) and \
+            same_equivalent(pads, sizes, kernel, strides, (1, 1)):
+        return b.op("AVERAGE_POOL_2D", [xt], {"padding": SAME, **window})
+    y = b.op("AVERAGE_POOL_2D", [pad_nhwc(b, xt, full)], {"padding": VALID, **window})
+    if include_pad and not any(extra):
+        return y
+    counted = np.ones((1, *sizes, 1), np.float32)
+    if include_pad:
+        counted = np.pad(counted, [(0, 0), *pads, (0, 0)], constant_values=1.0)
+        full = [(0, e) for e in extra]
+    mask = pad_nhwc(b, b.const(counted), full)
+    fraction = b.op("AVERAGE_POOL_2D", [mask], {"padding": VALID, **window})
+    return b.op("DIV", [y, fraction])
+
+
+def _ceil_extra(sizes, kernel, strides, pads) -> list:
+    """End padding that gives ceil_mode's output size with floor arithmetic."""
     out = []
     for size, k, s, (begin, end) in zip(sizes, kernel, strides, pads):
-        floor_out = (size + begin + end - k) // s + 1
         ceil_out = -(-(size + begin + end - k) // s) + 1
         if (ceil_out - 1) * s >= size + begin:  # the last window would start in the end padding
             ceil_out -= 1
-        extra = max((ceil_out - 1) * s + k - (size + begin + end), 0)
-        if ceil_out != floor_out and op == "AVERAGE_POOL_2D":
-            raise n.fail("ceil_mode=1 that adds a partial window is not supported for "
-                         "AveragePool")
-        out.append((begin, end + extra))
+        out.append(max((ceil_out - 1) * s + k - (size + begin + end), 0))
     return out
 
 
@@ -231,20 +240,18 @@ def global_pool(b, n):
 
 @lowers("BatchNormalization")
 def batch_norm(b, n):
-    """Inference batch norm as a per-channel MUL and ADD; the fusion pass folds both into the
-    convolution or fully connected op before it."""
+    """Inference batch norm as a per-channel MUL and ADD (their factors fold to constants when
+    the statistics are constant); the fusion pass folds both into the op before it."""
     if int(n.attr("training_mode", 0)) or len([o for o in n.proto.output if o]) > 1:
         raise n.fail("training mode (running statistics as outputs) is not supported")
-    x = n.input(0)
-    scale, offset, mean, var = (const_input(b, n, k, what).astype(np.float64) for k, what in
-                                ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")))
-    eps = float(n.attr("epsilon", 1e-5))
-    s = scale / np.sqrt(var + eps)
-    t = offset - mean * s
-    shape = (1, -1) + (1,) * (b.rank(x) - 2)
+    x, scale, offset, mean, var = (n.input(k) for k in range(5))
     dtype = b.sg.tensors[x].np_dtype
-    y = b.op("MUL", [x, b.const(s.astype(dtype).reshape(shape))])
-    return b.op("ADD", [y, b.const(t.astype(dtype).reshape(shape))])
+    eps = b.const(np.array(n.attr("epsilon", 1e-5), dtype))
+    s = b.op("MUL", [scale, b.op("RSQRT", [b.op("ADD", [var, eps])])])
+    t = b.op("SUB", [offset, b.op("MUL", [mean, s])])
+    shape = (1, b.shape(x)[1]) + (1,) * (b.rank(x) - 2)
+    y = b.op("MUL", [x, b.reshape(s, shape)])
+    return b.op("ADD", [y, b.reshape(t, shape)])
 
 
 # -- Gemm / MatMul -------------------------------------------------------------------------------

@@ -11,13 +11,13 @@ from .lower import axis_of, lowers
 
 
 def normalize(b, x, axes, eps: float):
-    """(x - mean) / sqrt(var + eps) over `axes`."""
+    """((x - mean) / sqrt(var + eps), mean, 1 / sqrt(var + eps)) over `axes`."""
     axes_t = b.const(np.array(axes, np.int32))
     mean = b.op("MEAN", [x, axes_t], {"keep_dims": True})
     var = b.op("MEAN", [b.op("SQUARED_DIFFERENCE", [x, mean]), axes_t], {"keep_dims": True})
     dtype = b.sg.tensors[x].np_dtype
     inv = b.op("RSQRT", [b.op("ADD", [var, b.const(np.array(eps, dtype))])])
-    return b.op("MUL", [b.op("SUB", [x, mean]), inv])
+    return b.op("MUL", [b.op("SUB", [x, mean]), inv]), mean, inv
 
 
 def _affine(b, y, scale, bias, shape=None):
@@ -30,19 +30,17 @@ def _affine(b, y, scale, bias, shape=None):
 
 @lowers("LayerNormalization")
 def layer_norm(b, n):
-    if len([o for o in n.proto.output if o]) > 1:
-        raise n.fail("the Mean and InvStdDev outputs are not supported")
     x = n.input(0)
     rank = b.rank(x)
     axis = axis_of(n, n.attr("axis", -1), rank)
-    y = normalize(b, x, list(range(axis, rank)), float(n.attr("epsilon", 1e-5)))
-    return _affine(b, y, n.input(1), n.input(2))
+    y, mean, inv = normalize(b, x, list(range(axis, rank)), float(n.attr("epsilon", 1e-5)))
+    return [_affine(b, y, n.input(1), n.input(2)), mean, inv]
 
 
 @lowers("InstanceNormalization")
 def instance_norm(b, n):
     x = n.input(0)
     rank = b.rank(x)
-    y = normalize(b, x, list(range(2, rank)), float(n.attr("epsilon", 1e-5)))
+    y, _, _ = normalize(b, x, list(range(2, rank)), float(n.attr("epsilon", 1e-5)))
     shape = (b.shape(x)[1],) + (1,) * (rank - 2)
     return _affine(b, y, n.input(1), n.input(2), shape)

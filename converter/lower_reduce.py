@@ -48,13 +48,17 @@ def reduce_sum_square(b, n):
 
 @lowers("ArgMax", "ArgMin")
 def arg(b, n):
-    if int(n.attr("select_last_index", 0)):
-        raise n.fail("select_last_index=1 is not supported")
     x = n.input(0)
     shape = b.shape(x)
     axis = axis_of(n, n.attr("axis", 0), len(shape))
     op = "ARG_MAX" if n.op_type == "ArgMax" else "ARG_MIN"
-    y = b.op(op, [x, b.const(np.array([axis], np.int32))], {"output_type": 4}, dtype="int64")
+    axis_t = b.const(np.array([axis], np.int32))
+    last = bool(int(n.attr("select_last_index", 0)))
+    if last:  # the first index of the reversed axis, counted from the end
+        x = b.op("REVERSE_V2", [x, axis_t])
+    y = b.op(op, [x, axis_t], {"output_type": 4}, dtype="int64")
+    if last:
+        y = b.op("SUB", [b.const(np.array(shape[axis] - 1, np.int64)), y])
     if int(n.attr("keepdims", 1)):
         y = b.reshape(y, shape[:axis] + (1,) + shape[axis + 1:])
     return y

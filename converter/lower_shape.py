@@ -222,6 +222,9 @@ def gather(b, n):
     value = b.value(indices)
     if value is not None and (value < 0).any():  # TFLite's GATHER takes no negative indices
         indices = b.const(np.where(value < 0, value + shape[axis], value).astype(value.dtype))
+    elif value is None:  # known only at run time: wrap negatives, FLOOR_MOD is exact here
+        size = b.const(np.array(shape[axis], b.sg.tensors[indices].np_dtype))
+        indices = b.op("FLOOR_MOD", [indices, size])
     return b.op("GATHER", [x, indices], {"axis": axis})
 
 

@@ -40,7 +40,7 @@ def conv_transpose(b, n):
             pads = explicit_pads(n, (h, wd), (kh, kw), strides, [1, 1]) \
                 if n.attr("auto_pad", "NOTSET") in ("NOTSET", "") else [(0, 0), (0, 0)]
             out = [f + op - pb - pe for f, op, (pb, pe) in zip(full, out_pad, pads)]
-    if any(p < 0 for pair in pads for p in pair):
+    if any(begin < 0 for begin, _ in pads):   # a negative end only asks for more output
         raise n.fail(f"pads {pads} are negative")
     size = [max(f, pb + o) for f, (pb, _), o in zip(full, pads, out)]
     if bias < 0:
@@ -191,6 +191,11 @@ def depth_to_space(b, n):
 @lowers("SpaceToDepth")
 def space_to_depth(b, n):
     x = n.input(0)
-    y = b.op("SPACE_TO_DEPTH", [b.transpose(x, TO_NHWC)],
-             {"block_size": int(n.attr("blocksize"))})
-    return b.transpose(y, TO_NCHW)
+    bs = int(n.attr("blocksize"))
+    y = b.op("SPACE_TO_DEPTH", [b.transpose(x, TO_NHWC)], {"block_size": bs})
+    y = b.transpose(y, TO_NCHW)
+    if n.attr("mode", "DCR") == "CRD":  # TFLite's order is DCR: reorder the channels after
+        c = b.shape(x)[1]
+        order = np.array([k * c + ch for ch in range(c) for k in range(bs * bs)], np.int32)
+        y = b.op("GATHER", [y, b.const(order)], {"axis": 1})
+    return y

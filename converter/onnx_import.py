@@ -66,6 +66,19 @@ def opset_of(proto) -> int:
     raise ConversionError("the model imports no opset of the default ONNX domain")
 
 
+def upgrade(proto, opset: int):
+    """A copy of `proto` at opset MIN_OPSET, by onnx's version converter."""
+    import onnx.version_converter
+
+    try:
+        return onnx.version_converter.convert_version(proto, MIN_OPSET)
+    except Exception as e:  # noqa: BLE001  the converter raises RuntimeError and friends
+        text = " ".join(str(e).split())[:200] or type(e).__name__
+        raise ConversionError(f"the model uses opset {opset}; the converter reads opsets "
+                              f"{MIN_OPSET} and newer, and onnx's version converter could "
+                              f"not upgrade it ({text})") from None
+
+
 def check_model(proto) -> None:
     import onnx
 
@@ -101,9 +114,7 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) 
     stays dynamic); open dims take `dynamic_size` for the import."""
     opset = opset_of(proto)
     if opset < MIN_OPSET:
-        raise ConversionError(f"the model uses opset {opset}; the converter reads opsets "
-                              f"{MIN_OPSET} and newer (upgrade it with "
-                              "onnx.version_converter.convert_version)")
+        proto, opset = upgrade(proto, opset), MIN_OPSET
     check_model(proto)
     problems = unsupported_nodes(proto, opset)
     if problems:

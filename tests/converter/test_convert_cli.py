@@ -170,17 +170,18 @@ def test_unsupported_ops_listed_at_once(tmp_path):
 
 def test_unsupported_attribute_forms_listed_at_once(tmp_path):
     nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], name="mp"),
-             helper.make_node("ArgMax", ["x"], ["a"], select_last_index=1, name="am")]
+             helper.make_node("AveragePool", ["x"], ["a"], kernel_shape=[2, 2],
+                              dilations=[2, 2], name="ap")]
     ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])]
     outs = [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 2, 3, 3]),
             helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2, 3, 3]),
-            helper.make_tensor_value_info("a", TensorProto.INT64, [1, 2, 4, 4])]
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 2, 2, 2])]
     proto = helper.make_model(helper.make_graph(nodes, "g", ins, outs),
-                              opset_imports=[helper.make_opsetid("", 18)])
+                              opset_imports=[helper.make_opsetid("", 19)])
     proto.ir_version = 8
     line = fails(save(tmp_path, proto))
     assert "2 ONNX node(s)" in line and "'mp'" in line and "Indices" in line
-    assert "'am'" in line and "select_last_index" in line
+    assert "'ap'" in line and "dilations" in line
 
 
 def test_unresolvable_shapes(models_dir):
@@ -209,9 +210,20 @@ def test_unwritable_output(models_dir, tmp_path):
     assert "cannot write" in line
 
 
-def test_low_opset(tmp_path):
+def test_old_opset_is_upgraded(tmp_path):
     proto = tiny_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2])], opset=9)
-    assert "opset 9" in fails(save(tmp_path, proto))
+    assert "ops out  (1): RELU 1" in ok(save(tmp_path, proto), "-o", tmp_path / "r.tflite")
+
+
+def test_old_opset_that_cannot_be_upgraded(tmp_path, monkeypatch):
+    import onnx.version_converter
+
+    def refuse(*_):
+        raise RuntimeError("no adapter")
+    monkeypatch.setattr(onnx.version_converter, "convert_version", refuse)
+    proto = tiny_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2])], opset=9)
+    line = fails(save(tmp_path, proto))
+    assert "opset 9" in line and "no adapter" in line
 
 
 def test_check_inputs_file_missing_key(models_dir, tmp_path):

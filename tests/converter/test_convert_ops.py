@@ -681,3 +681,106 @@ def test_space_to_depth():
     proto = model([node("SpaceToDepth", ["x"], ["y"], blocksize=2)], [("x", [1, 3, 4, 6])],
                   ["y"])
     check(proto)
+
+
+# -- model-level ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", range(11, onnx.defs.onnx_opset_version() + 1))
+def test_small_convnet_at_every_opset(opset):
+    nodes = [node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1]),
+             node("Relu", ["c"], ["r"]),
+             node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("Flatten", ["p"], ["f"]),
+             node("Gemm", ["f", "G", "C"], ["g"], transB=1),
+             node("Softmax", ["g"], ["y"], axis=1)]
+    proto = model(nodes, [("x", [1, 2, 4, 4])], ["y"],
+                  {"W": w(3, 2, 3, 3), "B": w(3), "G": w(5, 12), "C": w(5)}, opset=opset)
+    conversion = check(proto)
+    assert conversion.transposes == 0
+
+
+def test_external_data(tmp_path):
+    nodes = [node("Conv", ["x", "W"], ["c"]), node("Relu", ["c"], ["y"])]
+    proto = model(nodes, [("x", [1, 3, 8, 8])], ["y"], {"W": w(64, 3, 3, 3)})
+    path = tmp_path / "ext.onnx"
+    expected = convert(proto).content
+    onnx.save(proto, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="ext.bin", size_threshold=0)
+    assert (tmp_path / "ext.bin").stat().st_size == 64 * 27 * 4
+    assert TFLiteConverter.from_onnx(path).convert() == expected
+
+
+def test_the_callers_model_proto_is_not_changed():
+    nodes = [node("Div", ["x", "sqrt2"], ["u"]), node("Erf", ["u"], ["e"]),
+             node("Add", ["e", "one"], ["a"]), node("Mul", ["x", "a"], ["h"]),
+             node("Mul", ["h", "half"], ["y"])]
+    proto = model(nodes, [("x", [2, 3])], ["y"], {"sqrt2": np.array(np.sqrt(2), F),
+                                                 "one": np.array(1, F),
+                                                 "half": np.array(0.5, F)})
+    before = proto.SerializeToString()
+    assert convert(proto).ops_out == {"GELU": 1}
+    assert proto.SerializeToString() == before
+
+
+AVERAGE_DIVISORS = {
+    "pads_exclude": dict(kernel_shape=[3, 3], pads=[2, 2, 2, 2]),
+    "same_lower": dict(kernel_shape=[2, 2], auto_pad="SAME_LOWER"),
+    "ceil_exclude": dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+    "ceil_include_pads": dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                              ceil_mode=1, count_include_pad=1),
+    "ceil_exclude_pads": dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0],
+                              ceil_mode=1),
+}
+
+
+@pytest.mark.parametrize("case", list(AVERAGE_DIVISORS))
+def test_average_pool_divisors(case):
+    proto = model([node("AveragePool", ["x"], ["y"], **AVERAGE_DIVISORS[case])],
+                  [("x", [1, 2, 6, 7])], ["y"])
+    check(proto)
+
+
+def test_batch_norm_with_runtime_statistics():
+    proto = model([node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+                  [("x", [2, 3, 4]), ("s", [3]), ("b", [3]), ("m", [3]), ("v", [3])], ["y"])
+    check(proto, {"x": w(2, 3, 4), "s": w(3), "b": w(3), "m": w(3),
+                  "v": np.abs(w(3)) + 0.1})
+
+
+def test_layer_norm_mean_and_inv_std_dev_outputs():
+    proto = model([node("LayerNormalization", ["x", "s"], ["y", "mean", "inv"], axis=1)],
+                  [("x", [2, 3, 4])], ["y", "mean", "inv"], {"s": w(3, 4)})
+    check(proto)
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_arg_select_last_index(op):
+    proto = model([node(op, ["x"], ["y"], axis=1, select_last_index=1, keepdims=0)],
+                  [("x", [2, 5, 3])], [("y", np.int64)])
+    check(proto, {"x": RNG.integers(0, 3, (2, 5, 3)).astype(F)})
+
+
+def test_space_to_depth_crd():
+    proto = model([node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode="CRD")],
+                  [("x", [1, 3, 4, 6])], ["y"], opset=onnx.defs.onnx_opset_version())
+    check(proto)
+
+
+def test_pow_mixed_types():
+    proto = model([node("Pow", ["x", "e"], ["y"])], [("x", [2, 5]), ("e", [5], np.int64)],
+                  ["y"], opset=15)
+    check(proto, {"x": RNG.random((2, 5)).astype(F) + 0.5,
+                  "e": np.array([0, 1, 2, 3, 1], np.int64)})
+
+
+def test_gather_negative_runtime_indices():
+    proto = model([node("Gather", ["x", "i"], ["y"], axis=1)],
+                  [("x", [2, 5]), ("i", [3], np.int64)], ["y"])
+    check(proto, {"x": w(2, 5), "i": np.array([-1, 0, -5], np.int64)})
+
+
+def test_conv_transpose_output_shape_beyond_full():
+    proto = model([node("ConvTranspose", ["x", "W"], ["y"], strides=[3, 2],
+                        output_shape=[10, 8])],
+                  [("x", [1, 1, 3, 3])], ["y"], {"W": w(1, 2, 3, 3)})
+    check(proto)
