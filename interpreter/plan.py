@@ -6,6 +6,7 @@ whose lifetimes do not overlap) and binds every step to its arrays. `invoke()` i
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -113,6 +114,60 @@ def memory_limit() -> int:
     return limit
 
 
+def _prepare_node(node: Node):
+    """The kernel's `run` for a node; every failure names the operator."""
+    prepare = registry.lookup(node)
+    if prepare is None:
+        raise UnsupportedOpsError(_describe_missing(node))
+    try:
+        return prepare(node)
+    except (KernelError, UnsupportedOpsError):
+        raise
+    except Exception as e:  # a kernel's own check missed it: still name the operator
+        raise node.fail(f"cannot be prepared: {type(e).__name__}: {e}") from e
+
+
+class _DynamicStep:
+    """An operator whose shapes are known only while running: its outputs' shapes depend on input
+    values (the kernel set `node.dynamic`), or it reads such a tensor. It is prepared again
+    whenever its input shapes change; its outputs are allocated outside the arena and stored in
+    the plan's array table."""
+
+    def __init__(self, plan, oi: int, op, node=None, run=None):
+        self.plan, self.oi, self.op = plan, oi, op
+        self.node, self.run = node, run
+        self.shapes = None if node is None else "prepared"
+
+    def _prepare(self, ins: list) -> None:
+        plan = self.plan
+        infos = list(plan.infos)
+        for t, value in zip(self.op.inputs, ins):
+            if t >= 0:
+                infos[t] = dataclasses.replace(infos[t], shape=value.shape)
+        for t in self.op.outputs:
+            infos[t] = dataclasses.replace(infos[t], data=None)
+        self.node = _node(plan.runtime, plan.index, plan.sg, self.oi, self.op, infos)
+        self.run = _prepare_node(self.node)
+
+    def __call__(self) -> None:
+        arrays = self.plan.arrays
+        ins = [None if t < 0 else arrays[t] for t in self.op.inputs]
+        shapes = tuple(None if a is None else a.shape for a in ins)
+        if self.shapes != shapes and self.shapes != "prepared":
+            self._prepare(ins)
+        self.shapes = shapes
+        node = self.node
+        if node.dynamic:
+            outs = self.run(*ins)
+        elif node.outputs and all(o.data is not None for o in node.outputs):
+            outs = [o.data for o in node.outputs]
+        else:
+            outs = [np.empty(o.shape, o.dtype) for o in node.outputs]
+            self.run(*ins, *outs)
+        for t, value in zip(self.op.outputs, outs):
+            arrays[t] = value
+
+
 class SubgraphPlan:
     def __init__(self, runtime: Runtime, index: int):
         self.runtime = runtime
@@ -138,21 +193,23 @@ class SubgraphPlan:
         infos = _static_infos(model, si, self.input_shapes)
         specs = []  # (op index, run, input tensors, output tensors)
         nodes = {}  # op index -> Node, for delegates
+        dynamic: set = set()  # tensors whose shapes are known only while running
         for oi, op in enumerate(sg.operators):
+            static_ins = [t for t in op.inputs if t >= 0 and t not in dynamic]
+            if any(t in dynamic for t in op.inputs):
+                specs.append((oi, _DynamicStep(self, oi, op), static_ins, []))
+                dynamic.update(op.outputs)
+                continue
             node = _node(self.runtime, si, sg, oi, op, infos)
-            prepare = registry.lookup(node)
-            if prepare is None:
-                raise UnsupportedOpsError(_describe_missing(node))
-            try:
-                run = prepare(node)
-            except (KernelError, UnsupportedOpsError):
-                raise
-            except Exception as e:  # a kernel's own check missed it: still name the operator
-                raise node.fail(f"cannot be prepared: {type(e).__name__}: {e}") from e
+            run = _prepare_node(node)
+            if node.dynamic:
+                specs.append((oi, _DynamicStep(self, oi, op, node, run), static_ins, []))
+                dynamic.update(op.outputs)
+                continue
             for k, out in enumerate(node.outputs):
                 if any(not isinstance(d, (int, np.integer)) or d < 0 for d in out.shape):
-                    raise node.fail(f"output {k} has an unknown shape {out.shape}; data-dependent "
-                                    "shapes are not supported yet")
+                    raise node.fail(f"output {k} has an unknown shape {out.shape}: the kernel "
+                                    "must infer it, or set node.dynamic when it depends on values")
                 out.shape = tuple(int(d) for d in out.shape)
             if all(o.data is not None for o in node.outputs) and node.outputs:
                 continue  # prepare knew the values (e.g. SHAPE of a static tensor)
@@ -162,6 +219,7 @@ class SubgraphPlan:
             specs.append((oi, run, list(op.inputs), list(op.outputs)))
             nodes[oi] = node
         self.infos = infos
+        self.dynamic = dynamic
         if self.runtime.delegates:  # imported only then: the interpreter needs no pyopencl
             from edgelite.delegates.partition import delegate_steps
             specs = delegate_steps(self, specs, nodes)
@@ -199,7 +257,7 @@ class SubgraphPlan:
                 if t >= 0:
                     first.setdefault(t, -1)
                     last[t] = s
-        needed = set(first) | own
+        needed = (set(first) | own) - self.dynamic
         total = 0
         lifetimes = []
         for t in sorted(needed):
@@ -227,7 +285,10 @@ class SubgraphPlan:
         self.arena_bytes = size
         self.live_bytes = arena.live_lower_bound(lifetimes)
         self.arrays = arrays
-        self.steps = [(run, tuple(None if t < 0 else arrays[t] for t in ins)
+        # A dynamic step reads the array table itself (its static inputs are listed in its spec
+        # only so that their lifetimes cover it).
+        self.steps = [(run, () if isinstance(run, _DynamicStep) else
+                       tuple(None if t < 0 else arrays[t] for t in ins)
                        + tuple(arrays[t] for t in outs)) for _, run, ins, outs in specs]
         self.step_ops = [oi for oi, *_ in specs]
 

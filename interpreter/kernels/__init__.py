@@ -9,6 +9,7 @@ from . import reduce  # noqa: F401  MEAN SUM REDUCE_* ARG_MAX ARG_MIN
 from . import convert  # noqa: F401  CAST DEQUANTIZE QUANTIZE
 from . import control  # noqa: F401  CALL_ONCE IF WHILE VAR_HANDLE READ_VARIABLE ASSIGN_VARIABLE
 from . import lstm  # noqa: F401  UNIDIRECTIONAL_SEQUENCE_LSTM
+from . import where  # noqa: F401  WHERE (data-dependent output shape)
 from . import shape_ops  # noqa: F401  RESHAPE SQUEEZE EXPAND_DIMS SHAPE RANK BROADCAST_TO FILL ...
 from . import layout  # noqa: F401  TRANSPOSE CONCATENATION PACK UNPACK SPLIT SPLIT_V TILE REVERSE_V2
 from . import conv_int8  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D (int8, uint8)

@@ -66,6 +66,9 @@ class Node:
     is_custom: bool = False  # then `op` is the custom code
     runtime: Any = None     # services for control flow and variables (see interpreter.plan)
     state: dict = field(default_factory=dict)
+    # Set by a prepare whose output shapes depend on input *values* (WHERE, a RESHAPE to a
+    # computed shape...): then `run(*inputs)` returns the output arrays, which it allocates.
+    dynamic: bool = False
 
     def fail(self, message: str) -> KernelError:
         """An error naming this operator; `raise node.fail("...")`."""

@@ -78,9 +78,24 @@ def _resolve_stretch(node, in_shape: tuple, request: list) -> tuple:
 @register("RESHAPE", *DATA_TYPES)
 def reshape(node):
     node.expect_inputs(1, 2)
+    shape_t = node.inputs[1] if len(node.inputs) == 2 else None
+    if (shape_t is not None and shape_t.data is None and len(shape_t.shape) == 1
+            and shape_t.type_name in ("int32", "int64")):
+        return _reshape_at_run_time(node)
     shape = _resolve_stretch(node, node.input(0).shape, _reshape_request(node))
     node.outputs[0].shape = shape
     return _copy_reshaped(shape)
+
+
+def _reshape_at_run_time(node):
+    """The new shape is a tensor computed by the model: the output shape is known only while
+    running (the plan then calls `run(x, shape)` and takes the array it returns)."""
+    node.dynamic = True
+
+    def run(x, new_shape):
+        shape = _resolve_stretch(node, x.shape, [int(d) for d in new_shape])
+        return [x.reshape(shape).copy()]
+    return run
 
 
 # -- SQUEEZE / EXPAND_DIMS -----------------------------------------------------------------------
