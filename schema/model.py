@@ -74,6 +74,8 @@ class Options:
         object.__setattr__(self, "fields", dict(fields))
 
     def __getattr__(self, name):
+        if name.startswith("__") or name in ("kind", "fields"):  # copy/pickle probe these
+            raise AttributeError(name)
         try:
             return self.fields[name]
         except KeyError:
@@ -84,6 +86,9 @@ class Options:
         if name not in self.fields:
             raise AttributeError(f"{self.kind} has no field {name!r}")
         self.fields[name] = value
+
+    def __reduce__(self):
+        return (_make_options, (self.kind, dict(self.fields)))
 
     def replace(self, **changes) -> "Options":
         for name in changes:
@@ -99,6 +104,10 @@ class Options:
     def __repr__(self):
         body = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
         return f"Options({self.kind!r}, {body})"
+
+
+def _make_options(kind: str, fields: dict) -> "Options":
+    return Options(kind, **fields)
 
 
 def _field_eq(a, b) -> bool:
