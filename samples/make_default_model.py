@@ -5,8 +5,10 @@ square and circle outlines) at random positions, sizes, thicknesses and brightne
 background; trains CONV_2D(3x3, SAME, fused RELU) -> MAX_POOL_2D(2x2) -> RESHAPE ->
 FULLY_CONNECTED -> SOFTMAX on them in numpy (fixed seed, a few seconds); writes the network with
 edgelite's IR as a float32 NHWC `.tflite` model with a `serving_default` signature (input
-"image", output "probabilities") and the held-out test set as an `.npz` (`x` NHWC float32, `y`
-int labels, `probabilities` this script's forward pass on `x`, `labels` the class names).
+"image", output "probabilities"), the same network as an ONNX model (`default.onnx`, NCHW: the
+input of the README's main job, converted by `tflite-convert`), and the held-out test set as an
+`.npz` (`x` NHWC float32, `y` int labels, `probabilities` this script's forward pass on `x`,
+`labels` the class names).
 
     python samples/make_default_model.py [--out DIR]
 
@@ -224,6 +226,43 @@ def build_model(params: dict):
     return model
 
 
+def build_onnx(params: dict):
+    """The same trained network as an ONNX model (NCHW, opset 17, dynamic batch): the input of
+    the README's main job, which converts it with `tflite-convert` and runs the result."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    h, flat = SIZE // POOL, (SIZE // POOL) ** 2 * CHANNELS
+    # ONNX flattens NCHW as (C, H, W); the trained dense weights expect (H, W, C).
+    fc_w = params["fc_w"].reshape(len(CLASSES), h, h, CHANNELS).transpose(0, 3, 1, 2)
+    weights = {
+        "conv_w": params["conv_w"].transpose(0, 3, 1, 2),   # [out, kh, kw, in] -> OIHW
+        "conv_b": params["conv_b"], "fc_w": fc_w.reshape(len(CLASSES), flat),
+        "fc_b": params["fc_b"],
+    }
+    pad = same_padding(SIZE, KERNEL, 1)
+    nodes = [
+        helper.make_node("Conv", ["image", "conv_w", "conv_b"], ["conv"], kernel_shape=[3, 3],
+                         pads=[pad[0], pad[0], pad[1], pad[1]]),
+        helper.make_node("Relu", ["conv"], ["relu"]),
+        helper.make_node("MaxPool", ["relu"], ["pool"], kernel_shape=[POOL, POOL],
+                         strides=[POOL, POOL]),
+        helper.make_node("Flatten", ["pool"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["probabilities"], axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes, "edgelite_default_sample",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 1, SIZE, SIZE])],
+        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT,
+                                       ["batch", len(CLASSES)])],
+        [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="edgelite samples/make_default_model.py")
+    onnx.checker.check_model(model)
+    return model
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent,
@@ -245,11 +284,13 @@ def main(argv=None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     model_path, test_path = args.out / "default.tflite", args.out / "default_test.npz"
     model_path.write_bytes(save(build_model(params)))
+    onnx_path = args.out / "default.onnx"
+    onnx_path.write_bytes(build_onnx(params).SerializeToString())
     np.savez_compressed(test_path, x=x_test, y=y_test, probabilities=probs,
                         labels=np.array(CLASSES))
     print(f"train accuracy: {train_accuracy:.4f} (n={N_TRAIN})")
     print(f"test accuracy: {accuracy:.4f} (n={N_TEST})")
-    print(f"wrote {model_path} ({model_path.stat().st_size:,} bytes) and {test_path} "
+    print(f"wrote {model_path} ({model_path.stat().st_size:,} bytes), {onnx_path} and {test_path} "
           f"in {time.perf_counter() - started:.1f} s")
 
 

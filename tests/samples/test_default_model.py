@@ -75,3 +75,27 @@ def test_litert_runs_the_static_batch_of_one(sample):
         interpreter.invoke()
         np.testing.assert_allclose(interpreter.get_tensor(out["index"])[0],
                                    test["probabilities"][i], atol=1e-5, rtol=0)
+
+
+def test_the_main_job_converts_the_onnx_sample_and_keeps_its_accuracy(sample, tmp_path):
+    """The README's main job: `tflite-convert samples/default.onnx`, then run the result. The
+    converted file gives the trained accuracy in edgelite and in LiteRT."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+    from edgelite.converter import TFLiteConverter
+    from edgelite.interpreter import Interpreter
+
+    path, test, accuracy = sample
+    converted = TFLiteConverter.from_onnx(str(path.parent / "default.onnx")).convert()
+    ops = [op.op for op in load(converted).subgraphs[0].operators]
+    assert "TRANSPOSE" not in ops and ops.count("CONV_2D") == 1
+    for runtime in (Interpreter, LiteRT):
+        it = runtime(model_content=converted)
+        index = it.get_input_details()[0]["index"]
+        it.resize_tensor_input(index, test["x"].shape)  # NHWC input: the converter's layout
+        it.allocate_tensors()
+        it.set_tensor(index, test["x"])
+        it.invoke()
+        probabilities = it.get_tensor(it.get_output_details()[0]["index"])
+        np.testing.assert_allclose(probabilities, test["probabilities"], atol=1e-5, rtol=0)
+        assert round(float(np.mean(probabilities.argmax(axis=1) == test["y"])), 4) == accuracy
