@@ -100,6 +100,20 @@ def _run(it, feeds: list) -> list:
     return [it.get_tensor(d["index"]) for d in it.get_output_details()]
 
 
+def run_steps(module, content: bytes, feeds_per_step: list) -> list:
+    """Outputs of consecutive invokes on one interpreter of `module` (edgelite's or LiteRT's
+    interpreter module): state (variables) carries over between steps."""
+    it = module.Interpreter(model_content=content)
+    it.allocate_tensors()
+    results = []
+    for feeds in feeds_per_step:
+        for d, value in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], value)
+        it.invoke()
+        results.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
+    return results
+
+
 def run_both(content: bytes, feeds: list, reference: bool = True) -> tuple:
     return run_edgelite(content, feeds), run_litert(content, feeds, reference)
 

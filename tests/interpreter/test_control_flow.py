@@ -7,7 +7,7 @@ import pytest
 
 from edgelite.schema import (Model, Operator, OperatorCode, Subgraph, Tensor, default_options,
                              save)
-from tests.opmodel import assert_close
+from tests.opmodel import assert_close, run_steps
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
                              reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
@@ -92,27 +92,20 @@ def _if_model() -> bytes:
     return save(model)
 
 
-def _run_steps(module, content, feeds_per_step):
-    it = module.Interpreter(model_content=content)
-    it.allocate_tensors()
-    results = []
-    for feeds in feeds_per_step:
-        for d, value in zip(it.get_input_details(), feeds):
-            it.set_tensor(d["index"], value)
-        it.invoke()
-        results.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
-    return it, results
-
-
 def test_resource_variable_accumulates_like_litert():
     content = _accumulator_model()
     steps = [[np.array([1, 1, 1], np.float32) * k] for k in range(1, 5)]
-    ours_it, ours = _run_steps(edgelite_interpreter, content, steps)
-    _, theirs = _run_steps(litert, content, steps)
+    ours = run_steps(edgelite_interpreter, content, steps)
+    theirs = run_steps(litert, content, steps)
     for a, b in zip(ours, theirs):
         assert_close(a, b)
     np.testing.assert_array_equal(ours[-1][0], np.array([11, 12, 13], np.float32))
     # reset_all_variables starts over from the initializer.
+    ours_it = edgelite_interpreter.Interpreter(model_content=content)
+    ours_it.allocate_tensors()
+    for (x,) in steps:
+        ours_it.set_tensor(ours_it.get_input_details()[0]["index"], x)
+        ours_it.invoke()
     ours_it.reset_all_variables()
     ours_it.set_tensor(ours_it.get_input_details()[0]["index"], steps[0][0])
     ours_it.invoke()
@@ -125,8 +118,8 @@ def test_while_loop_like_litert():
     steps = [[np.int32(0), np.array([1, -2], np.float32)],
              [np.int32(3), np.array([0.5, 4], np.float32)],
              [np.int32(9), np.array([7, 7], np.float32)]]
-    _, ours = _run_steps(edgelite_interpreter, content, steps)
-    _, theirs = _run_steps(litert, content, steps)
+    ours = run_steps(edgelite_interpreter, content, steps)
+    theirs = run_steps(litert, content, steps)
     for a, b in zip(ours, theirs):
         assert_close(a, b)
     np.testing.assert_array_equal(ours[0][1], np.array([32, -64], np.float32))
@@ -136,8 +129,8 @@ def test_if_like_litert():
     content = _if_model()
     steps = [[np.bool_(True), np.array([1, 2], np.float32)],
              [np.bool_(False), np.array([1, 2], np.float32)]]
-    _, ours = _run_steps(edgelite_interpreter, content, steps)
-    _, theirs = _run_steps(litert, content, steps)
+    ours = run_steps(edgelite_interpreter, content, steps)
+    theirs = run_steps(litert, content, steps)
     for a, b in zip(ours, theirs):
         assert_close(a, b)
     np.testing.assert_array_equal(ours[1][0], np.array([3, 6], np.float32))

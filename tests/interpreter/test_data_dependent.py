@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options, save
-from tests.opmodel import assert_close
+from tests.opmodel import assert_close, run_steps
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
                              reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
@@ -46,24 +46,12 @@ def _where(model, sg):
     sg.operators = [_op("WHERE", [c], [w])]
 
 
-def _steps(module, content, feeds):
-    it = module.Interpreter(model_content=content)
-    it.allocate_tensors()
-    results = []
-    for step in feeds:
-        for d, value in zip(it.get_input_details(), step):
-            it.set_tensor(d["index"], value)
-        it.invoke()
-        results.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
-    return results
-
-
 def test_reshape_to_a_computed_shape_like_litert():
     content = _model(_reshape_then_add)
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
     feeds = [[x, np.int32([3, 2, 2])], [x, np.int32([1, -1, 4])], [x, np.int32([3, 2, 2])]]
-    ours, theirs = _steps(edgelite_interpreter, content, feeds), \
-        _steps(litert, content, feeds)
+    ours, theirs = run_steps(edgelite_interpreter, content, feeds), \
+        run_steps(litert, content, feeds)
     for a, b in zip(ours, theirs):
         assert_close(a, b)
     assert ours[1][0].shape == (1, 3, 4) and ours[1][1].shape == (1, 3)
@@ -74,7 +62,7 @@ def test_where_like_litert():
     rng = np.random.default_rng(0)
     feeds = [[rng.random((3, 4)) > p] for p in (0.5, 0.7, 0.0)]
     assert all(f[0].any() for f in feeds)  # LiteRT cannot return an empty tensor
-    ours, theirs = _steps(edgelite_interpreter, content, feeds), _steps(litert, content, feeds)
+    ours, theirs = run_steps(edgelite_interpreter, content, feeds), run_steps(litert, content, feeds)
     for a, b in zip(ours, theirs):
         assert_close(a, b)
     assert ours[2][0].shape == (12, 2)
