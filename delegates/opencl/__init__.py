@@ -1,0 +1,63 @@
+"""The OpenCL delegate: partitions of a model run as OpenCL kernels (pyopencl), on a GPU or any
+OpenCL device, PoCL's CPU device included (there it is edgelite's compiled CPU path).
+
+    load_delegate("opencl", {"precision": "fp32" | "fp16", "device": None | "gpu" | "cpu" |
+                             index | "platform:device" | part of a name,
+                             "max_partitions": 0, "min_nodes_per_partition": 1})
+
+Tensors stay on the device inside a partition; weights are packed and uploaded once, when the
+interpreter prepares. With "fp16" every tensor is stored as half (vload_half / vstore_half, which
+every device has) and arithmetic stays in float32: half arithmetic would need cl_khr_fp16.
+"""
+from __future__ import annotations
+
+from ..base import Delegate, DelegateError, Partition
+from .device import open_device
+from .graph import Builder
+from .ops import OPS, build_gathered
+
+PRECISIONS = ("fp32", "fp16")
+
+
+class OpenCLDelegate(Delegate):
+    name = "OpenCL"
+
+    def __init__(self, options: dict | None = None):
+        super().__init__(options)
+        unknown = set(self.options) - {"precision", "device", "max_partitions",
+                                       "min_nodes_per_partition"}
+        if unknown:
+            raise DelegateError(f"unknown option(s) {sorted(unknown)} for the opencl delegate "
+                                "(it takes precision, device, max_partitions, "
+                                "min_nodes_per_partition)")
+        self.precision = str(self.options.get("precision", "fp32")).lower()
+        if self.precision not in PRECISIONS:
+            raise DelegateError(f"precision {self.precision!r}: use one of {PRECISIONS}")
+        self.dev = open_device(self.options.get("device"))
+
+    def device_name(self) -> str:
+        return f"OpenCL ({self.dev.name}, {self.precision})"
+
+    def support(self, node) -> str | None:
+        if node.is_custom:
+            return f"custom op {node.op}"
+        entry = OPS.get(node.op)
+        if entry is None:
+            return f"{node.op} has no OpenCL kernel"
+        for t in node.outputs:
+            if any(d == 0 for d in t.shape):
+                return "an empty tensor"
+        return entry[0](node)
+
+    def prepare(self, partition: Partition):
+        g = Builder(self.dev, self.precision == "fp16", self.stats)
+        for node, cpu_run in zip(partition.nodes, partition.cpu_runs):
+            build = OPS[node.op][1]
+            if build is build_gathered:
+                build(node, g, cpu_run)
+            else:
+                build(node, g)
+        return g.finish(partition.inputs, partition.outputs)
+
+
+__all__ = ["OpenCLDelegate", "DelegateError"]

@@ -1,0 +1,193 @@
+"""One partition on the device: its buffers, its kernel launches, and the step that runs them.
+
+`Builder` is what an op's `build` sees: `tensor(info)` names a tensor's device buffer (bound
+after every op is built, once lifetimes are known), `const(array)` uploads a constant now,
+`alias(out, inp)` lets a reshape share its input's buffer, `launch(...)` adds a kernel call.
+Tensors inside a partition share buffers when their lifetimes do not overlap (greedy best fit);
+the partition's inputs and outputs are the only transfers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class TensorRef:
+    """A placeholder for a tensor's device buffer in a launch's arguments."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+class Builder:
+    def __init__(self, dev, half: bool, stats):
+        self.dev = dev
+        self.cl = dev.cl
+        self.half = half
+        self.stats = stats
+        self.storage = np.dtype(np.float16 if half else np.float32)
+        self.launches: list = []   # (kernel name, program key, global, local, args)
+        self.infos: dict = {}      # tensor index -> TensorInfo
+        self.alias_of: dict = {}   # tensor index -> tensor index whose buffer it uses
+        self.uses: dict = {}       # tensor index -> [first launch, last launch]
+        self.constants: list = []  # keeps constant buffers alive
+        self._const_of: dict = {}  # tensor index -> its constant buffer
+
+    # -- what ops call -----------------------------------------------------------------------
+
+    def dtype(self, info) -> np.dtype:
+        """How a tensor is stored on the device: float32 as the precision says, others as is."""
+        return self.storage if info.dtype == np.float32 else info.dtype
+
+    def tensor(self, info) -> TensorRef:
+        root = self._root(info.index)
+        self.infos.setdefault(info.index, info)
+        use = self.uses.setdefault(root, [len(self.launches), len(self.launches)])
+        use[0] = min(use[0], len(self.launches))
+        use[1] = max(use[1], len(self.launches))
+        return TensorRef(info.index)
+
+    def const(self, array, dtype=None):
+        """A read-only device buffer holding `array` (float32 converted to the storage type)."""
+        a = np.asarray(array)
+        if dtype is not None:
+            a = a.astype(dtype)
+        elif a.dtype == np.float32 or a.dtype == np.float64:
+            a = a.astype(self.storage)
+        a = np.ascontiguousarray(a)
+        mf = self.cl.mem_flags
+        buf = self.cl.Buffer(self.dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                             hostbuf=a if a.nbytes else np.zeros(1, a.dtype))
+        self.constants.append(buf)
+        return buf
+
+    def value(self, info):
+        """An op's input: its constant buffer (uploaded once) or its device tensor."""
+        if info.data is None:
+            return self.tensor(info)
+        buf = self._const_of.get(info.index)
+        if buf is None:
+            buf = self._const_of[info.index] = self.const(info.data)
+        return buf
+
+    def alias(self, out, inp) -> None:
+        """`out` is `inp` reinterpreted (same values, same order): no kernel, no copy."""
+        self.infos.setdefault(out.index, out)
+        self.infos.setdefault(inp.index, inp)
+        root = self._root(inp.index)
+        self.alias_of[out.index] = root
+        use = self.uses.setdefault(root, [len(self.launches), len(self.launches)])
+        if out.index in self.uses:  # merge a lifetime recorded before the alias
+            u = self.uses.pop(out.index)
+            use[0], use[1] = min(use[0], u[0]), max(use[1], u[1])
+
+    def launch(self, program: str, kernel: str, global_size, local_size, args,
+               defines: dict | None = None) -> None:
+        defines = dict(defines or {})
+        if self.half:
+            defines["HALF"] = 1
+        for a in args:
+            if isinstance(a, TensorRef):
+                self.tensor(self.infos[a.index])
+        self.launches.append((program, kernel, defines, tuple(global_size),
+                              None if local_size is None else tuple(local_size), args))
+
+    def _root(self, index: int) -> int:
+        while index in self.alias_of:
+            index = self.alias_of[index]
+        return index
+
+    # -- after every op is built -------------------------------------------------------------
+
+    def finish(self, inputs: list, outputs: list):
+        """The partition's step: upload `inputs`, run the launches, download `outputs`."""
+        cl, dev = self.cl, self.dev
+        end = len(self.launches)
+        for t in inputs:
+            self.tensor(t)
+            self.uses[self._root(t.index)][0] = -1
+        for t in outputs:
+            self.tensor(t)
+            self.uses[self._root(t.index)][1] = end
+        buffers = self._allocate()
+
+        def buffer(index):
+            return buffers[self._root(index)]
+
+        calls = []
+        for program, name, defines, gsize, lsize, args in self.launches:
+            kernel = cl.Kernel(dev.program(program, defines), name)
+            kernel.set_args(*[buffer(a.index) if isinstance(a, TensorRef) else a for a in args])
+            calls.append((kernel, gsize, lsize))
+        ins = [(buffer(t.index), self._staging(t)) for t in inputs]
+        outs = [(buffer(t.index), self._staging(t)) for t in outputs]
+        queue, stats = dev.queue, self.stats
+        enqueue_copy, enqueue_kernel = cl.enqueue_copy, cl.enqueue_nd_range_kernel
+        nin, nout = len(ins), len(outs)
+        bytes_in = sum(t.dtype.itemsize * int(np.prod(t.shape)) for t in inputs)
+        bytes_out = sum(t.dtype.itemsize * int(np.prod(t.shape)) for t in outputs)
+
+        def run(*arrays):
+            for (buf, staging), host in zip(ins, arrays):
+                if staging is not None:
+                    np.copyto(staging, host, casting="unsafe")
+                    host = staging
+                enqueue_copy(queue, buf, host, is_blocking=False)
+            for kernel, gsize, lsize in calls:
+                enqueue_kernel(queue, kernel, gsize, lsize)
+            for (buf, staging), host in zip(outs, arrays[nin:]):
+                enqueue_copy(queue, staging if staging is not None else host, buf,
+                             is_blocking=False)
+            queue.finish()
+            for (buf, staging), host in zip(outs, arrays[nin:]):
+                if staging is not None:
+                    np.copyto(host, staging, casting="unsafe")
+            stats.to_device += nin
+            stats.to_host += nout
+            stats.bytes_to_device += bytes_in
+            stats.bytes_to_host += bytes_out
+            stats.invokes += 1
+        # OpenCL kernels do not hold their argument buffers: the step does.
+        run.buffers = (buffers, list(self.constants))
+        run.launches = len(calls)
+        return run
+
+    def _staging(self, info):
+        """A host array in the device's storage type when it differs from the tensor's."""
+        if self.dtype(info) == info.dtype:
+            return None
+        return np.empty(info.shape, self.dtype(info))
+
+    def _allocate(self) -> dict:
+        """A buffer per root tensor; tensors whose lifetimes do not overlap share one."""
+        mf = self.cl.mem_flags
+        sizes = {}
+        for root in self.uses:
+            info = self.infos[root]
+            sizes[root] = max(int(np.prod(info.shape, dtype=np.int64)) * self.dtype(info).itemsize, 1)
+        for out, root in self.alias_of.items():
+            info = self.infos[out]
+            need = int(np.prod(info.shape, dtype=np.int64)) * self.dtype(info).itemsize
+            sizes[self._root(out)] = max(sizes.get(self._root(out), 1), need)
+        order = sorted(self.uses, key=lambda r: (self.uses[r][0], r))
+        free: list = []       # (size, buffer, last use)
+        live: list = []
+        out = {}
+        for root in order:
+            first, last = self.uses[root]
+            still = []
+            for size, buf, end in live:
+                (free if end < first else still).append((size, buf, end))
+            live = still
+            fits = [f for f in free if f[0] >= sizes[root]]
+            if fits:
+                pick = min(fits, key=lambda f: f[0])
+                free.remove(pick)
+                size, buf = pick[0], pick[1]
+            else:
+                size = sizes[root]
+                buf = self.cl.Buffer(self.dev.context, mf.READ_WRITE, size)
+            out[root] = buf
+            live.append((size, buf, last))
+        return out
