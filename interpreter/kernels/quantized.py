@@ -347,3 +347,66 @@ class Scratch:
                     arrays.append(self.block[offset:offset + nbytes].view(dtype).reshape(shape))
             return arrays
         return get
+
+
+# -- 64-bit accumulators (16x8 kernels) --------------------------------------------------------
+
+def reduced_multiplier(multiplier):
+    """The 16-bit multiplier of MultiplyByQuantizedMultiplier(int64 x, ...): round(m / 2^16),
+    saturated at 0x7FFF."""
+    m = np.asarray(multiplier, np.int64)
+    return np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+
+
+def mbqm64(x, multiplier, shift):
+    """MultiplyByQuantizedMultiplier for int64 accumulators (common.cc): one rounding,
+    (x * reduced + 2^(14 - shift)) >> (15 - shift), truncated to int32."""
+    x = np.asarray(x, np.int64)
+    total = 15 - np.asarray(shift, np.int64)
+    y = (x * reduced_multiplier(multiplier) + (np.int64(1) << (total - 1))) >> total
+    return wrap32(y)
+
+
+class WideRequantizer:
+    """Integer accumulators (exact integers in a float64 array, last axis = channels) -> output:
+    clamp(MultiplyByQuantizedMultiplier(int64 acc + bias, m_c, shift_c)) as the 16x8 kernels.
+
+    That rounding is single: floor((acc + bias) * r_c / 2^t_c + 1/2) with 16-bit r_c. While
+    |acc + bias| * r_c < 2^52 every step is exact in float64 (scaling by 2^-t is exact), so
+    it runs as one multiply, one add, a clip and a floor; otherwise in int64 as TFLite does."""
+
+    def __init__(self, multiplier, shift, lo: int, hi: int, channels: int, bias=None,
+                 acc_bound=None, zero_point: int = 0):
+        shift = np.broadcast_to(np.asarray(shift, np.int64), (channels,)).copy()
+        if np.any(shift > 14):
+            raise ValueError(f"output multiplier exponent {int(shift.max())} is too large")
+        self.multiplier = np.broadcast_to(np.asarray(multiplier, np.int64), (channels,)).copy()
+        self.shift = shift
+        self.reduced = reduced_multiplier(self.multiplier)
+        self.total = 15 - shift
+        self.bias = np.zeros(channels, np.int64) if bias is None else \
+            np.broadcast_to(np.asarray(bias, np.int64), (channels,)).copy()
+        self.lo, self.hi, self.zero_point = int(lo), int(hi), int(zero_point)
+        self.scale = self.reduced.astype(np.float64) * np.exp2(-self.total.astype(np.float64))
+        self.offset = self.bias.astype(np.float64) * self.scale + 0.5 + self.zero_point
+        self.fast = False
+        if acc_bound is not None:
+            bound = np.asarray(acc_bound, np.float64) + np.abs(self.bias).astype(np.float64)
+            self.fast = bool(np.all(bound * self.reduced < 2.0 ** 52)
+                             and np.all(bound * self.scale + 1 < 2.0 ** 31)
+                             and np.all(np.abs(self.bias) < 2 ** 52))
+
+    def exact(self, acc) -> np.ndarray:
+        """TFLite's arithmetic on integer accumulators (every channel on the last axis)."""
+        y = mbqm64(np.asarray(acc, np.int64) + self.bias, self.multiplier, self.shift)
+        return np.clip(y + self.zero_point, self.lo, self.hi)
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        """acc: float64 (..., channels), overwritten; out: the integer output, same shape."""
+        if self.fast:
+            np.multiply(acc, self.scale, out=acc)
+            np.add(acc, self.offset, out=acc)
+            clip_(acc, self.lo, self.hi)
+            np.floor(acc, out=out, casting="unsafe")
+        else:
+            np.copyto(out, self.exact(acc), casting="unsafe")

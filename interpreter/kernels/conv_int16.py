@@ -1,0 +1,308 @@
+"""CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and BATCH_MATMUL on 16x8 (int16 activations with
+zero point 0, int8 weights, int64 bias), bit-exact to TFLite's reference kernels
+(reference_integer_ops::ConvPerChannel, DepthwiseConvPerChannel, FullyConnected[PerChannel],
+reference_ops::BatchMatMul<int16_t, int64_t>).
+
+int16 x int8 sums run on float64 BLAS: every partial sum is an integer far below 2^53, so exact.
+Convolutions and BATCH_MATMUL requantize int64 accumulators with TFLite's single-rounding
+MultiplyByQuantizedMultiplier (quantized.WideRequantizer); a CONV_2D whose options say
+quantized_bias_type INT32 accumulates in int32 and takes the double-rounding one instead.
+FULLY_CONNECTED requantizes in double: round(acc * input_scale * filter_scale / output_scale).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .common import clip_
+from .conv_int8 import _PaddedSource, _chunks, _conv_geometry, _multipliers, _weights
+from .quantized import TYPE_RANGE, Requantizer, WideRequantizer, activation_range, \
+    channel_scales, f32, quant_params, quantize_multiplier
+from .registry import register
+
+INT32_TYPE, INT64_TYPE = 2, 4  # TensorType values of quantized_bias_type
+X_MAX = 1 << 15                # the largest |int16|
+
+
+def check_symmetric(node, *inputs: int) -> None:
+    """int16 activations are symmetric: the given inputs and output 0 have zero point 0."""
+    for k in inputs:
+        if quant_params(node, k)[1] != 0:
+            raise node.fail(f"int16 input {k} needs zero point 0")
+    if quant_params(node, 0, output=True)[1] != 0:
+        raise node.fail("the int16 output needs zero point 0")
+
+
+def check_output(node, key: str = "int16") -> None:
+    if node.outputs[0].type_name != key:
+        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
+
+
+def bias_16x8(node, k: int, channels: int, option: bool = True) -> tuple:
+    """(int64 bias, wide): the bias of a 16x8 kernel and whether it accumulates in int64.
+
+    TFLite reads the bias as int64 unless the options' quantized_bias_type says INT32."""
+    want = int(getattr(node.options, "quantized_bias_type", 0) or 0) if option else 0
+    if want not in (0, INT32_TYPE, INT64_TYPE):
+        raise node.fail(f"quantized_bias_type {want} must be INT32 or INT64")
+    b = node.optional_input(k)
+    if b is None:
+        return np.zeros(channels, np.int64), want != INT32_TYPE
+    expected = "int32" if want == INT32_TYPE else "int64"
+    if b.type_name != expected:
+        raise node.fail(f"bias is {b.type_name}; 16x8 kernels take an int64 bias (int32 only "
+                        "with quantized_bias_type INT32)")
+    if b.data is None:
+        raise node.fail(f"bias (input {k}, {b.name!r}) must be constant for integer kernels")
+    if b.data.size != channels:
+        raise node.fail(f"bias has {b.data.size} values for {channels} output channels")
+    return b.data.astype(np.int64).reshape(-1), want != INT32_TYPE
+
+
+def symmetric_weights(node, k: int = 1) -> None:
+    q = node.input(k).quantization
+    if q is not None and np.any(q.zero_point != 0):
+        raise node.fail("int8 weights of 16x8 kernels must be symmetric (zero point 0)")
+
+
+def requantizer(multiplier, shift, lo, hi, rows: int, channels: int, bias, wide: bool,
+                acc_bound):
+    """requant(acc, out) for (p <= rows, channels) float64 accumulators (overwritten)."""
+    if wide:
+        return WideRequantizer(multiplier, shift, lo, hi, channels, bias, acc_bound)
+    r = Requantizer(multiplier, shift, 0, lo, hi, (rows, channels), bias)
+    work = r.work()
+    return lambda acc, out: r(acc, out, work)
+
+
+@register("CONV_2D", "int16")
+def conv_2d(node):
+    node.expect_inputs(2, 3)
+    x = node.input(0)
+    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
+        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
+                        f"{list(node.input(1).shape)}")
+    w = _weights(node, 1, "int8", "weights")
+    symmetric_weights(node)
+    check_output(node)
+    check_symmetric(node, 0)
+    cout, kh, kw, cg = w.shape
+    n, h, wd, cin = x.shape
+    if cg <= 0 or cin % cg or cout % (cin // cg):
+        raise node.fail(f"input has {cin} channels, weights {cg} per group for {cout} outputs")
+    groups = cin // cg
+    opts = node.options
+    stride, dilation, (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, opts)
+    node.outputs[0].shape = (n, oh, ow, cout)
+    multiplier, shift = _multipliers(node, "int8", cout, 0)
+    lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
+    bias, wide = bias_16x8(node, 2, cout)
+    wc = w.astype(np.int64)
+    acc_bound = np.abs(wc).reshape(cout, -1).sum(1) * X_MAX
+    k = kh * kw * cg
+    per_group = cout // groups
+    wmats = [np.ascontiguousarray(wc[g * per_group:(g + 1) * per_group].reshape(per_group, k).T,
+                                  dtype=np.float64) for g in range(groups)]
+    source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, 0)
+    chunks = _chunks(n, oh, 2 * ow * max(k * groups, cout))
+    most = max((r1 - r0) * ow for _, r0, r1 in chunks)
+    requant = requantizer(multiplier, shift, lo, hi, most, cout, bias, wide, acc_bound)
+    cols = np.empty((most, kh, kw, cin), np.float64)
+    acc = np.empty((most, cout), np.float64)
+    cache = {}
+
+    def windows(src):
+        if cache.get("src") is not src:
+            s0, s1, s2, s3 = src.strides
+            cache["view"] = as_strided(src, (n, oh, ow, kh, kw, cin),
+                                       (s0, s1 * stride[0], s2 * stride[1], s1 * dilation[0],
+                                        s2 * dilation[1], s3), writeable=False)
+            cache["src"] = src
+        return cache["view"]
+
+    def run(x, w_, *rest):
+        out = rest[-1]
+        view = windows(source(x))
+        flat = out.reshape(n * oh * ow, cout)
+        for b, r0, r1 in chunks:
+            p = (r1 - r0) * ow
+            c = cols[:p]
+            np.copyto(c.reshape(r1 - r0, ow, kh, kw, cin), view[b, r0:r1], casting="unsafe")
+            if groups == 1:
+                np.matmul(c.reshape(p, k), wmats[0], out=acc[:p])
+            else:
+                for g, wm in enumerate(wmats):
+                    part = np.ascontiguousarray(c[..., g * cg:(g + 1) * cg]).reshape(p, k)
+                    np.matmul(part, wm, out=acc[:p, g * per_group:(g + 1) * per_group])
+            start = (b * oh + r0) * ow
+            requant(acc[:p], flat[start:start + p])
+    return run
+
+
+@register("DEPTHWISE_CONV_2D", "int16")
+def depthwise_conv_2d(node):
+    node.expect_inputs(2, 3)
+    x = node.input(0)
+    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
+        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
+                        f"{list(node.input(1).shape)}")
+    w = _weights(node, 1, "int8", "weights")
+    symmetric_weights(node)
+    check_output(node)
+    check_symmetric(node, 0)
+    one, kh, kw, cout = w.shape
+    n, h, wd, cin = x.shape
+    if one != 1 or cout % cin:
+        raise node.fail(f"weights {list(w.shape)} do not fit a depthwise conv of {cin} channels")
+    mult = cout // cin
+    opts = node.options
+    (sh, sw), (dh, dw), (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, opts)
+    node.outputs[0].shape = (n, oh, ow, cout)
+    multiplier, shift = _multipliers(node, "int8", cout, 3)
+    lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
+    bias, _ = bias_16x8(node, 2, cout, option=False)
+    wc = w[0].astype(np.float64)                                      # (kh, kw, cout)
+    acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * X_MAX
+    requant = WideRequantizer(multiplier, shift, lo, hi, cout, bias, acc_bound)
+
+    # The input as float64, padded with zeros, each channel repeated `mult` times.
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    rows, cols = min(h, need_h - pad[0]), min(wd, need_w - pad[1])
+    xp = np.zeros((n, need_h, need_w, cin, mult), np.float64)
+    interior = xp[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
+    xp = xp.reshape(n, need_h, need_w, cout)
+    taps = [(xp[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw],
+             wc[i, j]) for i in range(kh) for j in range(kw)]
+    acc = np.empty((n, oh, ow, cout), np.float64)
+    part = np.empty_like(acc)
+
+    def run(x, w_, *rest):
+        out = rest[-1]
+        np.copyto(interior, x[:, :rows, :cols, :, None], casting="unsafe")
+        view, wt = taps[0]
+        np.multiply(view, wt, out=acc)
+        for view, wt in taps[1:]:
+            np.multiply(view, wt, out=part)
+            np.add(acc, part, out=acc)
+        requant(acc, out)
+    return run
+
+
+def round_half_away_(v: np.ndarray, frac: np.ndarray, flag: np.ndarray) -> None:
+    """v = C's round(v) in place (halves away from zero), exactly; frac and flag are work
+    buffers of v's shape."""
+    np.trunc(v, out=frac)
+    np.subtract(v, frac, out=v)                 # the fraction, exact
+    np.greater_equal(v, 0.5, out=flag)
+    np.add(frac, flag, out=frac)
+    np.less_equal(v, -0.5, out=flag)
+    np.subtract(frac, flag, out=v)
+
+
+@register("FULLY_CONNECTED", "int16")
+def fully_connected(node):
+    node.expect_inputs(2, 3)
+    x, wt = node.input(0), node.input(1)
+    w = _weights(node, 1, "int8", "weights")
+    if len(wt.shape) != 2:
+        raise node.fail(f"weights must be 2-D, got {list(wt.shape)}")
+    opts = node.options
+    if getattr(opts, "weights_format", 0):
+        raise node.fail("shuffled weights formats are not supported")
+    check_output(node)
+    check_symmetric(node, 0)
+    units, depth = wt.shape
+    size = int(np.prod(x.shape))
+    if depth == 0 or size % depth:
+        raise node.fail(f"input {list(x.shape)} does not divide into rows of {depth}")
+    batch = size // depth
+    out = node.outputs[0]
+    out.shape = (tuple(x.shape[:-1]) + (units,)) if getattr(opts, "keep_num_dims", False) \
+        else (batch, units)
+    in_scale, _ = quant_params(node, 0)
+    out_scale, _ = quant_params(node, 0, output=True)
+    q = wt.quantization
+    scales = channel_scales(node, 1, units, 0).astype(np.float64)
+    effective = float(in_scale) * scales / float(out_scale)
+    per_channel = q.scale.size > 1
+    zw = 0 if per_channel or not q.zero_point.size else int(q.zero_point[0])
+    bias, _ = bias_16x8(node, 2, units)
+    lo, hi = activation_range(opts.fused_activation_function, out, node)
+    wc = w.astype(np.int64) - zw
+    wmat = np.ascontiguousarray(wc.T, dtype=np.float64)
+    bias_f = bias.astype(np.float64)
+    bound = (np.abs(wc).sum(1) * X_MAX + np.abs(bias)) * effective
+    # C's int32 cast of a rounded value past int32 gives INT32_MIN on x86 (clamped to lo).
+    overflow = bool(np.any(bound >= 2.0 ** 31 - 1))
+    xf = np.empty((batch, depth), np.float64)
+    acc = np.empty((batch, units), np.float64)
+    frac = np.empty_like(acc)
+    flag = np.empty(acc.shape, np.bool_)
+
+    def run(x, w_, *rest):
+        out = rest[-1]
+        np.copyto(xf, x.reshape(batch, depth), casting="unsafe")
+        np.matmul(xf, wmat, out=acc)
+        np.add(acc, bias_f, out=acc)
+        np.multiply(acc, effective, out=acc)
+        round_half_away_(acc, frac, flag)
+        if overflow:
+            np.greater_equal(np.abs(acc, out=frac), 2.0 ** 31, out=flag)
+            acc[flag] = lo
+        clip_(acc, lo, hi)
+        np.copyto(out.reshape(batch, units), acc, casting="unsafe")
+    return run
+
+
+@register("BATCH_MATMUL", "int16")
+def batch_matmul(node):
+    node.expect_inputs(2)
+    a, b = node.input(0), node.input(1)
+    if b.type_name not in ("int16", "int8"):
+        raise node.fail(f"int16 BATCH_MATMUL needs an int16 or int8 right-hand side, got "
+                        f"{b.type_name}")
+    if not (2 <= len(a.shape) <= 5 and 2 <= len(b.shape) <= 5):
+        raise node.fail(f"inputs must have rank 2 to 5, got {list(a.shape)} and {list(b.shape)}")
+    check_output(node)
+    check_symmetric(node, 0, 1)
+    opts = node.options
+    adj_x, adj_y = bool(getattr(opts, "adj_x", False)), bool(getattr(opts, "adj_y", False))
+    rows = a.shape[-1] if adj_x else a.shape[-2]
+    depth = a.shape[-2] if adj_x else a.shape[-1]
+    depth_b = b.shape[-1] if adj_y else b.shape[-2]
+    cols = b.shape[-2] if adj_y else b.shape[-1]
+    if depth != depth_b:
+        raise node.fail(f"inner dimensions differ: {list(a.shape)} x {list(b.shape)} "
+                        f"(adj_x={adj_x}, adj_y={adj_y})")
+    try:
+        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    except ValueError:
+        raise node.fail(f"batch dimensions of {list(a.shape)} and {list(b.shape)} do not "
+                        "broadcast") from None
+    out = node.outputs[0]
+    out.shape = tuple(batch) + (rows, cols)
+    sa, _ = quant_params(node, 0)
+    sb, _ = quant_params(node, 1)
+    so, _ = quant_params(node, 0, output=True)
+    m, s = quantize_multiplier(float(f32(sa) * f32(sb)) / float(so))
+    lo, hi = TYPE_RANGE["int16"]
+    b_max = X_MAX if b.type_name == "int16" else 128
+    requant = WideRequantizer(m, s, lo, hi, cols, acc_bound=depth * X_MAX * b_max)
+    af = np.empty(a.shape, np.float64)
+    bf = np.empty(b.shape, np.float64)
+    acc = np.empty(out.shape, np.float64)
+    b_const = None if b.data is None else b.data.astype(np.float64)
+
+    def run(x, y, out):
+        np.copyto(af, x, casting="unsafe")
+        lhs = af.swapaxes(-1, -2) if adj_x else af
+        if b_const is None:
+            np.copyto(bf, y, casting="unsafe")
+            rhs = bf
+        else:
+            rhs = b_const
+        rhs = rhs.swapaxes(-1, -2) if adj_y else rhs
+        np.matmul(lhs, rhs, out=acc)
+        requant(acc, out)
+    return run

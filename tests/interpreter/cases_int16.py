@@ -1,0 +1,132 @@
+"""Cases for the 16x8 kernels (see test_ops.py): int16 activations with zero point 0, int8
+weights, int64 bias; bit-exact to LiteRT's reference kernels (outputs compared for equality)."""
+import numpy as np
+
+from tests.opmodel import In, Out, case
+
+rng = np.random.default_rng(16)
+INT32, INT64 = 2, 4  # TensorType values (quantized_bias_type)
+
+
+def q16(shape, limit=32768):
+    return rng.integers(-limit, limit, shape).astype(np.int16)
+
+
+def weights(shape, axis, per_channel=True):
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    n = shape[axis] if per_channel else 1
+    scales = rng.uniform(0.002, 0.02, n).astype(np.float32)
+    return w, (scales, np.zeros(n, np.int64), axis)
+
+
+def conv_options(stride=1, padding=0, act=0, dilation=1, **extra):
+    return dict(stride_w=stride, stride_h=stride, padding=padding, fused_activation_function=act,
+                dilation_w_factor=dilation, dilation_h_factor=dilation, **extra)
+
+
+def conv_case(id, op, x_shape, w_shape, options, *, per_channel=True, bias="int64",
+              xs=0.0005, os=0.002, bias_range=1 << 20, limit=32768):
+    axis = 3 if op == "DEPTHWISE_CONV_2D" else 0
+    cout = w_shape[axis]
+    w, wq = weights(w_shape, axis, per_channel)
+    inputs = [In(x_shape, "int16", (xs, 0)), w]
+    const_quant = {1: wq}
+    if bias:
+        inputs.append(rng.integers(-bias_range, bias_range, cout).astype(bias))
+        const_quant[2] = ((xs * wq[0].astype(np.float64)).astype(np.float32),
+                          np.zeros(wq[0].size, np.int64), 0)
+    return case(id, op, inputs, [q16(x_shape, limit)], outputs=[Out((), "int16", (os, 0))],
+                options=options, const_quant=const_quant)
+
+
+CASES = []
+
+# CONV_2D 16x8: activations, strides, SAME/VALID, dilation, groups, per-tensor, int32 bias.
+# Small inputs and output scales where the clamps of RELU6 / RELU_N1_TO_1 matter.
+for act, os in ((0, 0.002), (1, 0.002), (2, 0.0001), (3, 0.0005)):
+    CASES.append(conv_case(f"conv_2d_act{act}", "CONV_2D", (1, 7, 9, 5), (6, 3, 3, 5),
+                           conv_options(act=act), os=os, limit=2000, bias_range=1 << 16))
+CASES += [
+    conv_case("conv_2d_stride2_valid", "CONV_2D", (2, 9, 8, 4), (5, 3, 2, 4),
+              conv_options(stride=2, padding=1)),
+    conv_case("conv_2d_stride2_same_relu6", "CONV_2D", (1, 10, 11, 3), (4, 3, 3, 3),
+              conv_options(stride=2, act=3), limit=2000, bias_range=1 << 16, os=0.0005),
+    conv_case("conv_2d_dilation2", "CONV_2D", (1, 9, 9, 3), (4, 3, 3, 3),
+              conv_options(dilation=2)),
+    conv_case("conv_2d_1x1", "CONV_2D", (1, 6, 6, 16), (8, 1, 1, 16), conv_options(padding=1)),
+    conv_case("conv_2d_per_tensor", "CONV_2D", (1, 5, 5, 3), (4, 3, 3, 3), conv_options(),
+              per_channel=False),
+    conv_case("conv_2d_groups", "CONV_2D", (1, 6, 6, 6), (4, 3, 3, 3), conv_options()),
+    conv_case("conv_2d_int32_bias", "CONV_2D", (1, 6, 6, 3), (4, 3, 3, 3),
+              conv_options(quantized_bias_type=INT32), bias="int32"),
+    conv_case("conv_2d_int64_bias_option", "CONV_2D", (1, 5, 6, 3), (4, 2, 2, 3),
+              conv_options(quantized_bias_type=INT64)),
+    conv_case("conv_2d_multiplier_above_1", "CONV_2D", (1, 4, 4, 2), (3, 1, 1, 2),
+              conv_options(), os=0.000001, bias_range=100, limit=10),
+    conv_case("conv_2d_deep", "CONV_2D", (1, 2, 2, 600), (3, 1, 1, 600), conv_options(),
+              os=0.05),
+]
+
+# DEPTHWISE_CONV_2D 16x8.
+CASES += [
+    conv_case("depthwise_conv_2d", "DEPTHWISE_CONV_2D", (1, 8, 8, 6), (1, 3, 3, 6),
+              conv_options(depth_multiplier=1)),
+    conv_case("depthwise_conv_2d_stride2_relu6", "DEPTHWISE_CONV_2D", (2, 9, 10, 4),
+              (1, 3, 3, 4), conv_options(stride=2, act=3, depth_multiplier=1), limit=3000,
+              bias_range=1 << 16, os=0.0005),
+    conv_case("depthwise_conv_2d_multiplier2_valid", "DEPTHWISE_CONV_2D", (1, 7, 7, 3),
+              (1, 3, 2, 6), conv_options(padding=1, depth_multiplier=2)),
+    conv_case("depthwise_conv_2d_dilation_relu", "DEPTHWISE_CONV_2D", (1, 9, 9, 4),
+              (1, 3, 3, 4), conv_options(dilation=2, act=1, depth_multiplier=1)),
+    conv_case("depthwise_conv_2d_per_tensor_relu_n1", "DEPTHWISE_CONV_2D", (1, 5, 5, 4),
+              (1, 5, 5, 4), conv_options(act=2, depth_multiplier=1), per_channel=False,
+              os=0.0001, limit=1000, bias_range=1 << 14),
+    conv_case("depthwise_conv_2d_no_bias", "DEPTHWISE_CONV_2D", (1, 6, 5, 3), (1, 2, 2, 3),
+              conv_options(stride=2, depth_multiplier=1), bias=None),
+]
+
+
+def fc_case(id, x_shape, units, options, *, per_channel=False, bias="int64", xs=0.0005,
+            os=0.003, limit=32768):
+    w, wq = weights((units, x_shape[-1]), 0, per_channel)
+    inputs = [In(x_shape, "int16", (xs, 0)), w]
+    const_quant = {1: wq}
+    if bias:
+        inputs.append(rng.integers(-1 << 20, 1 << 20, units).astype(bias))
+        const_quant[2] = ((xs * wq[0].astype(np.float64)).astype(np.float32),
+                          np.zeros(wq[0].size, np.int64), 0)
+    return case(id, "FULLY_CONNECTED", inputs, [q16(x_shape, limit)],
+                outputs=[Out((), "int16", (os, 0))], options=options, const_quant=const_quant)
+
+
+CASES += [
+    fc_case("fully_connected", (3, 20), 7, dict()),
+    fc_case("fully_connected_per_channel_relu", (2, 33), 5, dict(fused_activation_function=1),
+            per_channel=True),
+    fc_case("fully_connected_relu6_no_bias", (4, 16), 6, dict(fused_activation_function=3),
+            bias=None, limit=3000, os=0.0005),
+    fc_case("fully_connected_keep_num_dims", (2, 3, 12), 4, dict(keep_num_dims=True)),
+    fc_case("fully_connected_relu_n1", (1, 64), 9, dict(fused_activation_function=2),
+            os=0.0001, limit=1000),
+    fc_case("fully_connected_int32_bias", (2, 10), 3, dict(quantized_bias_type=INT32),
+            bias="int32"),
+    # Rounded values past int32: C's conversion gives INT32_MIN on x86, clamped to -32768.
+    fc_case("fully_connected_past_int32", (2, 300), 4, dict(), os=1e-8),
+]
+
+
+def bmm_case(id, a_shape, b_shape, b_type="int16", const_b=False, **options):
+    aq, bq, oq = (0.0005, 0), (0.0004 if b_type == "int16" else 0.02, 0), (0.003, 0)
+    b = q16(b_shape) if b_type == "int16" else rng.integers(-128, 128, b_shape).astype(np.int8)
+    if const_b:
+        return case(id, "BATCH_MATMUL", [In(a_shape, "int16", aq), b], [q16(a_shape)],
+                    outputs=[Out((), "int16", oq)], options=options, const_quant={1: bq})
+    return case(id, "BATCH_MATMUL", [In(a_shape, "int16", aq), In(b_shape, b_type, bq)],
+                [q16(a_shape), b], outputs=[Out((), "int16", oq)], options=options)
+
+
+CASES += [
+    bmm_case("batch_matmul", (2, 3, 5), (2, 5, 4)),
+    bmm_case("batch_matmul_broadcast_adj", (2, 1, 5, 3), (3, 4, 5), adj_x=True, adj_y=True),
+    bmm_case("batch_matmul_int8_rhs", (3, 6, 8), (8, 2), b_type="int8", const_b=True),
+]
