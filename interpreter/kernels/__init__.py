@@ -24,3 +24,4 @@ from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH L
 from . import quantize  # noqa: F401  QUANTIZE from integers (requantize)
 from . import slicing  # noqa: F401  SLICE STRIDED_SLICE GATHER GATHER_ND TOPK_V2 PAD MIRROR_PAD ...
 from . import conv_int16  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (16x8)
+from . import hybrid  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (float activations, int8 weights)

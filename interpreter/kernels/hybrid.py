@@ -1,0 +1,430 @@
+"""Hybrid kernels (float32 activations, int8 weights: dynamic-range models) as LiteRT runs them.
+
+The float input is quantized on the fly, per batch (per row for FULLY_CONNECTED and
+BATCH_MATMUL), to int8: symmetrically (scale max|x| / 127) or asymmetrically (TFLite's nudged
+zero point), exactly as tensor_utils' SymmetricQuantizeFloats / AsymmetricQuantizeFloats. The
+integer sums run exactly on float BLAS; the float result is acc * scales + bias, with the float32
+products in the order of LiteRT's kernels:
+
+- FULLY_CONNECTED (EvalHybridDense): acc * (row_scale * channel_scale) + bias; asymmetric inputs
+  when the op's `asymmetric_quantize_inputs` says so.
+- CONV_2D: distinct per-channel scales (or groups) take reference HybridConvPerChannel,
+  asymmetric inputs, (acc * channel_scale) * row_scale + bias; otherwise HybridConv, symmetric
+  inputs, acc * (row_scale * filter_scale) + bias.
+- DEPTHWISE_CONV_2D (reference DepthwiseConvHybridPerChannel): asymmetric inputs,
+  acc * (channel_scale * row_scale) + bias.
+- BATCH_MATMUL (reference BatchMatMul, hybrid): rows of the left-hand side quantized per row,
+  (row_scale * channel_scale) * acc.
+
+Padding contributes nothing (TFLite skips taps outside the image). Convolutions reuse the float
+kernels on the centered integer input (q - offset) with the integer weights as float32: exact
+while every partial sum stays below 2^24, else the weights are split into balanced base-16
+digits, each digit's sums exact, combined in float64.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_
+from .quantized import EXACT_F32, round_half_away_array
+from .registry import KERNELS, Node, TensorInfo, register
+
+F32 = np.dtype(np.float32)
+_CLAMPS = {RELU: (0.0, np.inf), RELU_N1_TO_1: (-1.0, 1.0), RELU6: (0.0, 6.0)}
+
+
+# -- on-the-fly input quantization ---------------------------------------------------------------
+#
+# LiteRT's x86 builds run tensor_utils' NEON code (through NEON_2_SSE), whose arithmetic differs
+# from the portable reference in three places, followed here: the asymmetric range
+# rmax - rmin is a float32 difference; rounding in blocks of 8 values is trunc(y +- 0.5) in
+# float32 (std::round for the last size % 8 values); the zero point is added after rounding.
+
+def _round_litert(y: np.ndarray, out: np.ndarray) -> None:
+    """out = NEON RoundToNearest of y (rows, size) float32: trunc(y + (y < 0 ? -0.5 : 0.5)) in
+    float32 for the first size // 8 * 8 columns, halves away from zero exactly after."""
+    v = y.shape[1] // 8 * 8
+    if v:
+        head = out[:, :v]
+        np.copysign(np.float32(0.5), y[:, :v], out=head)
+        head[y[:, :v] == 0] = 0.5          # -0.0 is not below zero
+        np.add(y[:, :v], head, out=head)
+        np.trunc(head, out=head)
+    if v < y.shape[1]:
+        out[:, v:] = round_half_away_array(y[:, v:])
+
+
+def quantize_rows_symmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray) -> None:
+    """SymmetricQuantizeFloats per row of x (rows, size) float32: q (float32 holding integers in
+    [-127, 127]) = round(x * (127 / r)), scales = r / 127 with r = max|x| (1 for zero rows)."""
+    rng = np.maximum(np.abs(x.min(axis=1)), np.abs(x.max(axis=1)))
+    zero = rng == 0
+    safe = np.where(zero, np.float32(1), rng)
+    np.divide(safe, np.float32(127), out=scales)
+    scales[zero] = 1
+    inv = (np.float32(127) / safe).astype(F32)
+    y = x * inv[:, None]
+    _round_litert(y, q)
+    clip_(q, -127.0, 127.0)
+    if zero.any():
+        q[zero] = 0
+
+
+def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
+                             offsets: np.ndarray) -> None:
+    """AsymmetricQuantizeFloats per row: the range [min(x, 0), max(x, 0)] onto [-128, 127] with a
+    nudged zero point (offsets, float32 integers); q = round(x / scale) + offset."""
+    rmin = np.minimum(x.min(axis=1), np.float32(0))
+    rmax = np.maximum(x.max(axis=1), np.float32(0))
+    flat = rmin == rmax
+    scale = np.where(flat, 1.0, (rmax - rmin).astype(np.float64) / 255.0)
+    rmin, rmax = rmin.astype(np.float64), rmax.astype(np.float64)
+    from_min, from_max = -128.0 - rmin / scale, 127.0 - rmax / scale
+    use_min = (128.0 + np.abs(rmin / scale)) < (127.0 + np.abs(rmax / scale))
+    zp = np.where(use_min, from_min, from_max)
+    zp = np.where(zp <= -128, -128.0, np.where(zp >= 127, 127.0, round_half_away_array(zp)))
+    zp[flat] = 0
+    scales[...] = scale
+    scales[flat] = 1
+    offsets[...] = zp
+    inv = (1.0 / scales.astype(np.float64)).astype(F32)
+    y = x * inv[:, None]
+    _round_litert(y, q)
+    np.add(q, offsets[:, None], out=q)
+    clip_(q, -128.0, 127.0)
+    if flat.any():
+        q[flat] = 0
+
+
+def _activation(node, code: int, allow_curves: bool):
+    """In-place float activation: clamps (every hybrid op), tanh / sigmoid (FULLY_CONNECTED's
+    ApplyActivationToVector); the other codes do nothing, as in TFLite's conv kernels."""
+    code = int(code or 0)
+    if code in _CLAMPS:
+        lo, hi = _CLAMPS[code]
+        return lambda v: clip_(v, lo, hi)
+    if allow_curves and code == TANH:
+        return lambda v: np.tanh(v, out=v)
+    if allow_curves and code == SIGMOID:
+        def sigmoid(v):
+            np.negative(v, out=v)
+            np.exp(v, out=v)
+            np.add(v, 1, out=v)
+            np.reciprocal(v, out=v)
+        return sigmoid
+    return None
+
+
+def _int8_weights(node, k: int) -> tuple:
+    """(int8 values, float32 scales, quantized dimension) of the constant weights input k."""
+    w = node.input(k)
+    if w.type_name != "int8":
+        raise node.fail(f"hybrid {node.op} takes int8 weights, got {w.type_name} (uint8 hybrid "
+                        "weights are not supported)")
+    if w.data is None:
+        raise node.fail(f"hybrid weights (input {k}, {w.name!r}) must be constant")
+    q = w.quantization
+    if q is None or q.scale.size == 0:
+        raise node.fail(f"hybrid weights (input {k}, {w.name!r}) have no quantization scale")
+    if q.zero_point.size and np.any(q.zero_point != 0):
+        raise node.fail(f"hybrid weights (input {k}, {w.name!r}) must be symmetric "
+                        "(zero point 0)")
+    return w.data, q.scale.astype(F32), int(q.quantized_dimension)
+
+
+def _float_bias(node, k: int, channels: int):
+    b = node.optional_input(k)
+    if b is None:
+        return None
+    if b.type_name != "float32" or b.data is None:
+        raise node.fail("a hybrid op's bias must be a constant float32 tensor")
+    if b.data.size != channels:
+        raise node.fail(f"bias has {b.data.size} values for {channels} output channels")
+    return b.data.reshape(-1).astype(F32)
+
+
+def _channel_scales(node, scales, channels: int, axis: int) -> np.ndarray:
+    if scales.size == 1:
+        return np.full(channels, scales[0], F32)
+    if scales.size != channels:
+        raise node.fail(f"weights have {scales.size} scales for {channels} channels "
+                        f"(quantized dimension {axis})")
+    return scales
+
+
+# -- exact integer sums on float kernels ----------------------------------------------------------
+
+def _balanced_digits(w: np.ndarray, base: int = 16) -> list:
+    """[(weight, digit array)] with w = sum weight * digit and |digit| <= base / 2."""
+    rest = w.astype(np.int64)
+    parts, power = [], 1
+    while np.any(rest):
+        d = (rest + base // 2) % base - base // 2
+        parts.append((power, d))
+        rest = (rest - d) // base
+        power *= base
+    return parts or [(1, rest)]
+
+
+def _sum_bound(w: np.ndarray, reduce_axes: tuple) -> float:
+    return float(np.abs(w.astype(np.int64)).sum(axis=reduce_axes).max(initial=0))
+
+
+class _IntegerConv:
+    """sum(w * xc) over each window for int8 weights and integer float32 input xc (|xc| <=
+    x_max), exactly, with the float32 kernel of `node.op` (one kernel per weight digit)."""
+
+    def __init__(self, node, w: np.ndarray, x_max: int, reduce_axes: tuple):
+        parts = [(1, w)]
+        if _sum_bound(w, reduce_axes) * x_max >= EXACT_F32:
+            parts = _balanced_digits(w)
+            if max(_sum_bound(d, reduce_axes) for _, d in parts) * x_max >= EXACT_F32:
+                parts = _balanced_digits(w, 2)
+        self.runs = [(float(p), _float_kernel(node, d.astype(F32))) for p, d in parts]
+        shape = node.outputs[0].shape
+        self.single = len(self.runs) == 1
+        self.part = None if self.single else np.empty(shape, F32)
+        self.total = None if self.single else np.empty(shape, np.float64)
+
+    def __call__(self, xc: np.ndarray, acc: np.ndarray) -> None:
+        """acc (float32) = the integer sums, rounded to float32 as C's int -> float."""
+        if self.single:
+            self.runs[0][1](xc, None, acc)
+            return
+        self.total[...] = 0
+        for power, run in self.runs:
+            run(xc, None, self.part)
+            self.total += power * self.part.astype(np.float64)
+        np.copyto(acc, self.total, casting="unsafe")
+
+
+def _float_kernel(node, weights: np.ndarray):
+    """The float32 kernel of node.op on float weights `weights`, without bias or activation:
+    run(x, None, out)."""
+    x, w = node.input(0), node.input(1)
+    out = node.outputs[0]
+    sub = Node(op=node.op, index=node.index,
+               inputs=[TensorInfo(x.index, x.name, tuple(x.shape), F32, "float32"),
+                       TensorInfo(w.index, w.name, tuple(w.shape), F32, "float32", data=weights)],
+               outputs=[TensorInfo(out.index, out.name, tuple(out.shape), F32, "float32")],
+               options=node.options.replace(fused_activation_function=0),
+               subgraph=node.subgraph, runtime=node.runtime)
+    run = KERNELS[node.op]["float32"](sub)
+    if tuple(sub.outputs[0].shape) != tuple(out.shape):
+        raise node.fail(f"output shape {list(sub.outputs[0].shape)} differs from "
+                        f"{list(out.shape)}")
+    return lambda x, _w, o: run(x, weights, o)
+
+
+def _with_bias_input(node, run):
+    if len(node.inputs) == 2:
+        return lambda x, w, out: run(x, w, None, out)
+    return run
+
+
+# -- CONV_2D and DEPTHWISE_CONV_2D ----------------------------------------------------------------
+
+@register("CONV_2D", "hybrid")
+def conv_2d(node):
+    node.expect_inputs(2, 3)
+    x = node.input(0)
+    w, scales, _ = _int8_weights(node, 1)
+    if len(x.shape) != 4 or w.ndim != 4:
+        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and {list(w.shape)}")
+    cout, cg = w.shape[0], w.shape[3]
+    if cg <= 0 or x.shape[3] % cg:
+        raise node.fail(f"input has {x.shape[3]} channels, weights {cg} per group")
+    groups = x.shape[3] // cg
+    node.outputs[0].shape = _conv_shape(node, x.shape, w.shape[1:3], cout)
+    per_channel = groups != 1 or (scales.size > 1 and np.any(scales != scales[0]))
+    channel = _channel_scales(node, scales, cout, 0)
+    return _with_bias_input(node, _conv_run(node, w, channel, per_channel, (1, 2, 3), "conv"))
+
+
+@register("DEPTHWISE_CONV_2D", "hybrid")
+def depthwise_conv_2d(node):
+    node.expect_inputs(2, 3)
+    x = node.input(0)
+    w, scales, _ = _int8_weights(node, 1)
+    if len(x.shape) != 4 or w.ndim != 4 or w.shape[0] != 1:
+        raise node.fail(f"expected a 4-D input and [1, kh, kw, channels] weights, got "
+                        f"{list(x.shape)} and {list(w.shape)}")
+    cout = w.shape[3]
+    if cout % x.shape[3]:
+        raise node.fail(f"weights have {cout} channels, not a multiple of the input's "
+                        f"{x.shape[3]}")
+    node.outputs[0].shape = _conv_shape(node, x.shape, w.shape[1:3], cout)
+    channel = _channel_scales(node, scales, cout, 3)
+    return _with_bias_input(node, _conv_run(node, w, channel, True, (0, 1, 2), "depthwise"))
+
+
+def _conv_shape(node, x_shape, kernel, cout) -> tuple:
+    from .common import conv_output
+    o = node.options
+    oh, _ = conv_output(o.padding, x_shape[1], kernel[0], int(o.stride_h),
+                        int(o.dilation_h_factor or 1))
+    ow, _ = conv_output(o.padding, x_shape[2], kernel[1], int(o.stride_w),
+                        int(o.dilation_w_factor or 1))
+    if oh <= 0 or ow <= 0:
+        raise node.fail(f"the {kernel[0]}x{kernel[1]} kernel does not fit the "
+                        f"{x_shape[1]}x{x_shape[2]} input")
+    return (x_shape[0], oh, ow, cout)
+
+
+def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str):
+    x = node.input(0)
+    n = x.shape[0]
+    out_shape = node.outputs[0].shape
+    cout = out_shape[3]
+    bias = _float_bias(node, 2, cout)
+    act = _activation(node, node.options.fused_activation_function, False)
+    sums = _IntegerConv(node, w, 255 if asymmetric else 127, reduce_axes)
+    x_rows = int(np.prod(x.shape[1:]))
+    xq = np.empty((n, x_rows), F32)
+    row_scales = np.empty(n, F32)
+    offsets = np.zeros(n, F32)
+    filter_scale = channel[0]
+    acc = np.empty(out_shape, F32)
+    acc3 = acc.reshape(n, -1, cout)
+
+    def run(x, w_, b_, out):
+        x2 = x.reshape(n, x_rows)
+        if asymmetric:
+            quantize_rows_asymmetric(x2, xq, row_scales, offsets)
+            np.subtract(xq, offsets[:, None], out=xq)
+        else:
+            quantize_rows_symmetric(x2, xq, row_scales)
+        sums(xq.reshape(x.shape), acc)
+        o3 = out.reshape(acc3.shape)
+        if kind == "conv" and asymmetric:        # (acc * channel) * row
+            np.multiply(acc3, channel, out=o3)
+            np.multiply(o3, row_scales[:, None, None], out=o3)
+        elif kind == "conv":                     # acc * (row * filter)
+            np.multiply(acc3, (row_scales * filter_scale)[:, None, None], out=o3)
+        else:                                    # acc * (channel * row)
+            np.multiply(acc3, channel[None, None, :] * row_scales[:, None, None], out=o3)
+        if bias is not None:
+            np.add(o3, bias, out=o3)
+        if act is not None:
+            act(out)
+    return run
+
+
+# -- FULLY_CONNECTED ------------------------------------------------------------------------------
+
+@register("FULLY_CONNECTED", "hybrid")
+def fully_connected(node):
+    node.expect_inputs(2, 3)
+    x = node.input(0)
+    w, scales, _ = _int8_weights(node, 1)
+    opts = node.options
+    if int(getattr(opts, "weights_format", 0) or 0):
+        raise node.fail("shuffled weights formats are not supported")
+    if w.ndim != 2:
+        raise node.fail(f"weights {list(w.shape)} must be 2-D [units, inputs]")
+    units, depth = w.shape
+    size = int(np.prod(x.shape, dtype=np.int64))
+    if depth == 0 or size % depth:
+        raise node.fail(f"input {list(x.shape)} does not split into rows of {depth} values")
+    rows = size // depth
+    node.outputs[0].shape = tuple(x.shape[:-1]) + (units,) \
+        if getattr(opts, "keep_num_dims", False) else (rows, units)
+    per_channel = scales.size > 1
+    channel = _channel_scales(node, scales, units, 0)
+    asymmetric = bool(getattr(opts, "asymmetric_quantize_inputs", False))
+    bias = _float_bias(node, 2, units)
+    act = _activation(node, opts.fused_activation_function, True)
+    matmul = _IntegerMatmul(w.T, (0,), 255 if asymmetric else 127)
+    row_sums = w.astype(np.float64).sum(axis=1)
+    xq = np.empty((rows, depth), F32)
+    row_scales = np.empty(rows, F32)
+    offsets = np.zeros(rows, F32)
+    acc = np.empty((rows, units), F32)
+
+    def run(x, w_, *rest):
+        out = rest[-1].reshape(rows, units)
+        x2 = x.reshape(rows, depth)
+        if asymmetric:
+            quantize_rows_asymmetric(x2, xq, row_scales, offsets)
+        else:
+            quantize_rows_symmetric(x2, xq, row_scales)
+        matmul(xq, acc, offsets if asymmetric else None, row_sums)
+        if per_channel:
+            scale = row_scales[:, None] * channel[None, :]
+        else:
+            scale = (row_scales * channel[0])[:, None]
+        np.multiply(acc, scale, out=out)
+        if bias is not None:
+            np.add(out, bias, out=out)
+        if act is not None:
+            act(out)
+    return _with_bias_input(node, run)
+
+
+class _IntegerMatmul:
+    """acc = q @ w - offset * column sums of w, exactly (float32 BLAS while the sums stay below
+    2^24, else float64), rounded to float32 as C's int -> float."""
+
+    def __init__(self, w: np.ndarray, reduce_axes: tuple, x_max: int):
+        bound = _sum_bound(w, reduce_axes) * x_max
+        self.dtype = np.float32 if bound < EXACT_F32 else np.float64
+        self.w = np.ascontiguousarray(w, dtype=self.dtype) if w.ndim == 2 else w.astype(self.dtype)
+
+    def __call__(self, q, acc, offsets, col_sums) -> None:
+        a = np.matmul(q.astype(self.dtype, copy=False), self.w)
+        if offsets is not None:  # q @ (w) with q - offset: subtract offset * sum(w)
+            a = a - offsets.astype(np.float64)[..., None] * col_sums[..., None, :]
+        np.copyto(acc, a, casting="unsafe")
+
+
+# -- BATCH_MATMUL ---------------------------------------------------------------------------------
+
+@register("BATCH_MATMUL", "hybrid")
+def batch_matmul(node):
+    node.expect_inputs(2)
+    x = node.input(0)
+    w, scales, axis = _int8_weights(node, 1)
+    if len(x.shape) < 2 or w.ndim < 2:
+        raise node.fail(f"inputs {list(x.shape)} and {list(w.shape)} must have rank >= 2")
+    opts = node.options
+    adj_x, adj_y = bool(getattr(opts, "adj_x", False)), bool(getattr(opts, "adj_y", False))
+    wk = np.swapaxes(w, -1, -2) if adj_y else w                      # [..., K, N]
+    m, k = (x.shape[-1], x.shape[-2]) if adj_x else (x.shape[-2], x.shape[-1])
+    if wk.shape[-2] != k:
+        raise node.fail(f"inner dimensions differ: {list(x.shape)} (adj_x={adj_x}) times "
+                        f"{list(w.shape)} (adj_y={adj_y})")
+    n = wk.shape[-1]
+    try:
+        batch = np.broadcast_shapes(tuple(x.shape[:-2]), tuple(wk.shape[:-2]))
+    except ValueError:
+        raise node.fail(f"batch dimensions of {list(x.shape)} and {list(w.shape)} do not "
+                        "broadcast") from None
+    node.outputs[0].shape = tuple(batch) + (m, n)
+    per_channel = scales.size > 1
+    if per_channel and scales.size != w.shape[axis]:
+        raise node.fail(f"weights have {scales.size} scales along dimension {axis} of "
+                        f"{list(w.shape)}")
+    channel = scales if per_channel else scales[:1]
+    asymmetric = bool(getattr(opts, "asymmetric_quantize_inputs", False))
+    matmul = _IntegerMatmul(wk, (-2,), 255 if asymmetric else 127)
+    col_sums = wk.astype(np.float64).sum(axis=-2)                    # [..., N]
+    lhs_shape = tuple(x.shape[:-2]) + (m, k)
+    rows = int(np.prod(lhs_shape[:-1], dtype=np.int64))
+    xq = np.empty((rows, k), F32)
+    row_scales = np.empty(rows, F32)
+    offsets = np.zeros(rows, F32)
+    acc = np.empty(node.outputs[0].shape, F32)
+
+    def run(x, w_, out):
+        lhs = np.swapaxes(x, -1, -2) if adj_x else x
+        x2 = np.ascontiguousarray(lhs).reshape(rows, k)
+        if asymmetric:
+            quantize_rows_asymmetric(x2, xq, row_scales, offsets)
+        else:
+            quantize_rows_symmetric(x2, xq, row_scales)
+        q = xq.reshape(lhs_shape)
+        matmul(q, acc, offsets.reshape(lhs_shape[:-1]) if asymmetric else None, col_sums)
+        rs = row_scales.reshape(lhs_shape[:-1])[..., None]
+        scale = rs * channel if per_channel else rs * channel[0]
+        np.multiply(scale, acc, out=out)
+    return run
