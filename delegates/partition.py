@@ -89,7 +89,15 @@ def _apply(plan, delegate, specs, nodes, placement) -> list:
             continue
         members = set(g)
         part = _partition(plan, specs, nodes, g, members, readers, k)
-        run = delegate.prepare(part)
+        try:
+            run = delegate.prepare(part)
+        except Exception as e:  # the CPU kernels are prepared: fall back to them, loudly
+            reason = f"{delegate.name} failed to prepare it: {type(e).__name__}: {e}"
+            log.warning("subgraph %d: %s", plan.index, reason)
+            for s in g:
+                placement[specs[s][0]].reason = reason
+            out_specs.extend(specs[s] for s in g)
+            continue
         out_specs.append((specs[g[0]][0], run, [t.index for t in part.inputs],
                           [t.index for t in part.outputs]))
         for s in g:

@@ -35,13 +35,14 @@ def _width(n: int, widest: int = 16) -> int:
 
 
 def nd(g, dims, local=None):
-    """(global, local) sizes: `local` (or a default) rounded into each dimension; global sizes
-    rounded up to multiples of it (kernels ignore the items past the end)."""
+    """(global, local) sizes. The default local size divides every dimension (powers of two up
+    to a budget), so the global size is exact; a given `local` rounds the global size up (the
+    kernel must then ignore items past the end)."""
     dims = [max(int(d), 1) for d in dims]
     if local is None:
         local, budget = [1] * len(dims), 64 if not g.dev.is_cpu else 16
         for k in range(len(dims)):
-            while local[k] * 2 <= dims[k] and int(np.prod(local)) * 2 <= budget:
+            while dims[k] % (local[k] * 2) == 0 and int(np.prod(local)) * 2 <= budget:
                 local[k] *= 2
     local = [min(max(int(v), 1), d) for v, d in zip(local, dims)]
     return tuple(-(-d // v) * v for d, v in zip(dims, local)), tuple(local)
@@ -100,7 +101,10 @@ def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
 def support_conv_2d(node):
     if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
         return "the bias must be a constant"
-    return _float_io(node, const_inputs=(1,)) or _rank4(node)
+    reason = _float_io(node, const_inputs=(1,)) or _rank4(node)
+    if reason is None and node.inputs[1].shape[3] != node.inputs[0].shape[3]:
+        return "grouped convolution"
+    return reason
 
 
 def build_conv_2d(node, g):
