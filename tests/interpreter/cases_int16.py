@@ -130,3 +130,109 @@ CASES += [
     bmm_case("batch_matmul_broadcast_adj", (2, 1, 5, 3), (3, 4, 5), adj_x=True, adj_y=True),
     bmm_case("batch_matmul_int8_rhs", (3, 6, 8), (8, 2), b_type="int8", const_b=True),
 ]
+
+
+def binary_case(id, op, a_shape, b_shape, act=None, sa=0.0005, sb=0.0008, so=0.001,
+                const_b=False, limit=32768, **options):
+    if act is not None:
+        options["fused_activation_function"] = act
+    a, b = q16(a_shape, limit), q16(b_shape, limit)
+    if const_b:
+        return case(id, op, [In(a_shape, "int16", (sa, 0)), b], [a],
+                    outputs=[Out((), "int16", (so, 0))], options=options,
+                    const_quant={1: (sb, 0)})
+    return case(id, op, [In(a_shape, "int16", (sa, 0)), In(b_shape, "int16", (sb, 0))],
+                [a, b], outputs=[Out((), "int16", (so, 0))], options=options)
+
+
+POT = dict(sa=2.0 ** -10, sb=2.0 ** -12, so=2.0 ** -10)  # power-of-two scales
+
+# ADD SUB: general scales (broadcasting, activations), power-of-two scales (shifting either
+# input), pot_scale_int16 false; MUL: broadcasting, activations, multipliers above 1.
+CASES += [
+    binary_case("add", "ADD", (2, 3, 4), (2, 3, 4), act=0),
+    binary_case("add_broadcast_relu", "ADD", (2, 1, 4), (3, 1), act=1),
+    binary_case("add_relu6_const", "ADD", (3, 4), (4,), act=3, const_b=True, so=0.0002,
+                limit=8000),
+    binary_case("add_relu_n1", "ADD", (5, 6), (5, 6), act=2, so=0.00005, limit=1500),
+    binary_case("add_pot", "ADD", (4, 5), (4, 5), **POT),
+    binary_case("add_pot_first_shifted", "ADD", (4, 5), (4, 5), sa=2.0 ** -13, sb=2.0 ** -11,
+                so=2.0 ** -11, act=1),
+    binary_case("add_pot_disabled", "ADD", (2, 3), (3,), pot_scale_int16=False, **POT),
+    binary_case("sub", "SUB", (2, 3, 4), (2, 3, 4)),
+    binary_case("sub_broadcast_relu6", "SUB", (3, 1, 2), (1, 4, 2), act=3, so=0.0002,
+                limit=8000),
+    binary_case("sub_pot", "SUB", (6, 7), (6, 7), **POT),
+    binary_case("sub_pot_broadcast", "SUB", (2, 6), (6,), sa=2.0 ** -12, sb=2.0 ** -10,
+                so=2.0 ** -10),
+    binary_case("sub_narrow_output", "SUB", (4, 5), (4, 5), sa=1.0, sb=1.0, so=3e-5, limit=2),
+    binary_case("mul", "MUL", (2, 3, 4), (2, 3, 4), so=0.002, limit=4000),
+    binary_case("mul_broadcast_relu", "MUL", (2, 3, 1), (4,), act=1, so=0.003, limit=6000),
+    binary_case("mul_relu6_const", "MUL", (3, 4), (4,), act=3, const_b=True, so=0.0002,
+                limit=4000),
+    binary_case("mul_multiplier_above_1", "MUL", (4, 4), (4, 4), sa=0.01, sb=0.01, so=1e-6,
+                limit=10),
+]
+
+
+def every_int16(shape):
+    """All 65536 int16 values (each once, then random), so a table is checked whole."""
+    size = int(np.prod(shape))
+    values = np.concatenate([np.arange(-32768, 32768), rng.integers(-32768, 32768,
+                                                                    max(0, size - 65536))])
+    return rng.permutation(values[:size]).reshape(shape).astype(np.int16)
+
+
+def unary_case(id, op, xs=0.0005, os=0.0004, shape=(256, 256), **options):
+    return case(id, op, [In(shape, "int16", (xs, 0))], [every_int16(shape)],
+                outputs=[Out((), "int16", (os, 0))], options=options)
+
+
+Q15 = 1 / 32768
+# Activations over every int16 value.
+CASES += [
+    unary_case("relu", "RELU"),
+    unary_case("relu_upscale", "RELU", xs=0.0001, os=0.0003),
+    unary_case("relu6", "RELU6", xs=0.0004, os=0.0002),
+    unary_case("leaky_relu", "LEAKY_RELU", alpha=0.2),
+    unary_case("leaky_relu_negative_alpha", "LEAKY_RELU", alpha=-0.7, os=0.001),
+    unary_case("logistic_pot", "LOGISTIC", xs=2.0 ** -12, os=Q15),
+    unary_case("logistic_general", "LOGISTIC", xs=0.0003, os=Q15),
+    unary_case("logistic_coarse", "LOGISTIC", xs=0.01, os=Q15),
+    unary_case("tanh_pot", "TANH", xs=2.0 ** -12, os=Q15),
+    unary_case("tanh_pot_shift1", "TANH", xs=2.0 ** -11, os=Q15),
+    unary_case("tanh_general", "TANH", xs=0.00037, os=Q15),
+    unary_case("tanh_fine", "TANH", xs=1e-5, os=Q15),
+]
+
+
+def softmax_case(id, shape, beta, xs=0.001, limit=32768):
+    return case(id, "SOFTMAX", [In(shape, "int16", (xs, 0))], [q16(shape, limit)],
+                outputs=[Out((), "int16", (Q15, 0))], options=dict(beta=beta))
+
+
+CASES += [
+    softmax_case("softmax", (3, 10), 1.0),
+    softmax_case("softmax_fine", (4, 37), 1.0, xs=0.0001, limit=4000),
+    softmax_case("softmax_beta", (2, 3, 17), 0.7, xs=0.0003),
+    softmax_case("softmax_large_depth", (2, 1000), 1.0, xs=0.0002, limit=3000),
+    softmax_case("softmax_one_class", (5, 1), 1.0),
+]
+
+
+def pool_case(id, op, x_shape, size, stride, padding=0, act=0, scale=0.001):
+    options = dict(filter_height=size[0], filter_width=size[1], stride_h=stride,
+                   stride_w=stride, padding=padding, fused_activation_function=act)
+    return case(id, op, [In(x_shape, "int16", (scale, 0))], [q16(x_shape)],
+                outputs=[Out((), "int16", (scale, 0))], options=options)
+
+
+CASES += [
+    pool_case("max_pool_2d", "MAX_POOL_2D", (1, 8, 8, 3), (2, 2), 2),
+    pool_case("max_pool_2d_same_relu6", "MAX_POOL_2D", (2, 7, 9, 2), (3, 3), 2, act=3,
+              scale=0.0003),
+    pool_case("average_pool_2d_same", "AVERAGE_POOL_2D", (2, 7, 9, 4), (3, 3), 2),
+    pool_case("average_pool_2d_valid_relu", "AVERAGE_POOL_2D", (1, 7, 7, 5), (3, 3), 2,
+              padding=1, act=1),
+    pool_case("average_pool_2d_global", "AVERAGE_POOL_2D", (1, 6, 6, 5), (6, 6), 1, padding=1),
+]
