@@ -2,7 +2,8 @@
 
 Each prepare computes the index tuples of the pieces it copies, so run is one numpy copy per
 piece. Only uint8 CONCATENATION does arithmetic: TFLite requantizes inputs whose scale or zero
-point differ from the output's.
+point differ from the output's. TILE's multiples and SPLIT_V's sizes may arrive while running:
+then the output shapes are known only then (`node.dynamic`).
 """
 from __future__ import annotations
 
@@ -16,11 +17,19 @@ def _same_quantization(a, b) -> bool:
     return a.scale == b.scale and a.zero_point == b.zero_point
 
 
-def _int_vector(node, k: int, what: str) -> list:
+def _int_vector(node, k: int, what: str, value=None) -> list:
+    """Input k's constant value as ints, or `value` (its value while running)."""
     t = node.input(k)
     if t.type_name not in ("int32", "int64"):
         raise node.fail(f"{what} must be int32 or int64, got {t.type_name}")
-    return [int(v) for v in np.asarray(constant_value(node, k, what)).reshape(-1)]
+    value = constant_value(node, k, what) if value is None else value
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def _at_run_time(node, k: int) -> bool:
+    """True when input k's value is known only while running (not a constant, not empty)."""
+    t = node.input(k)
+    return t.data is None and 0 not in t.shape
 
 
 def _int_scalar(node, k: int, what: str) -> int:
@@ -212,9 +221,23 @@ def split(node):
 def split_v(node):
     node.expect_inputs(3)
     in_shape = node.input(0).shape
-    sizes = _int_vector(node, 1, "the size_splits")
     axis = normalize_axis(node, _int_scalar(node, 2, "the axis"), len(in_shape))
-    dim = in_shape[axis]
+    if _at_run_time(node, 1):
+        node.dynamic = True  # the output shapes depend on the sizes
+
+        def run_values(x, size_splits, _):
+            sizes = _split_sizes(node, x.shape[axis], axis,
+                                 _int_vector(node, 1, "the size_splits", size_splits))
+            if len(sizes) != len(node.outputs):
+                raise node.fail(f"{len(sizes)} pieces but {len(node.outputs)} outputs")
+            return [x[piece].copy() for piece in _pieces(axis, sizes, x.ndim)]
+        return run_values
+    sizes = _split_sizes(node, in_shape[axis], axis, _int_vector(node, 1, "the size_splits"))
+    return _copy_pieces(_split_into(node, in_shape, axis, sizes), skip=2)
+
+
+def _split_sizes(node, dim: int, axis: int, sizes: list) -> list:
+    """The sizes with TFLite's one -1 resolved; fails unless they cover the axis."""
     unknown = [k for k, n in enumerate(sizes) if n == -1]
     if len(unknown) > 1 or any(n < -1 for n in sizes):
         raise node.fail(f"size_splits {sizes}: sizes must be >= 0, with at most one -1")
@@ -224,7 +247,7 @@ def split_v(node):
             raise node.fail(f"size_splits {sizes} exceed dimension {axis} of size {dim}")
     if sum(sizes) != dim:
         raise node.fail(f"size_splits {sizes} do not add up to dimension {axis} of size {dim}")
-    return _copy_pieces(_split_into(node, in_shape, axis, sizes), skip=2)
+    return sizes
 
 
 # -- TILE / REVERSE_V2 ---------------------------------------------------------------------------
@@ -233,17 +256,39 @@ def split_v(node):
 def tile(node):
     node.expect_inputs(2)
     in_shape = tuple(node.input(0).shape)
-    reps = _int_vector(node, 1, "the multiples")
-    if len(reps) != len(in_shape) or any(r < 0 for r in reps):
-        raise node.fail(f"multiples {reps} must be {len(in_shape)} non-negative values")
+    if _at_run_time(node, 1):
+        node.dynamic = True  # the output shape depends on the multiples
+
+        def run_values(x, multiples):
+            reps = _multiples(node, x.shape, _int_vector(node, 1, "the multiples", multiples))
+            out = np.empty(tuple(d * r for d, r in zip(x.shape, reps)), x.dtype)
+            _tile_into(x, reps, out)
+            return [out]
+        return run_values
+    reps = _multiples(node, in_shape, _int_vector(node, 1, "the multiples"))
     node.outputs[0].shape = tuple(d * r for d, r in zip(in_shape, reps))
-    # out viewed as (r0, d0, r1, d1, ...) is x viewed as (1, d0, 1, d1, ...) broadcast.
-    out_view = tuple(v for r, d in zip(reps, in_shape) for v in (r, d))
-    in_view = tuple(v for d in in_shape for v in (1, d))
+    out_view, in_view = _tile_views(in_shape, reps)
 
     def run(x, _, out):
         np.copyto(out.reshape(out_view), x.reshape(in_view))
     return run
+
+
+def _multiples(node, in_shape: tuple, reps: list) -> list:
+    if len(reps) != len(in_shape) or any(r < 0 for r in reps):
+        raise node.fail(f"multiples {reps} must be {len(in_shape)} non-negative values")
+    return reps
+
+
+def _tile_views(in_shape: tuple, reps: list) -> tuple:
+    """out viewed as (r0, d0, r1, d1, ...) is x viewed as (1, d0, 1, d1, ...) broadcast."""
+    return (tuple(v for r, d in zip(reps, in_shape) for v in (r, d)),
+            tuple(v for d in in_shape for v in (1, d)))
+
+
+def _tile_into(x, reps: list, out) -> None:
+    out_view, in_view = _tile_views(x.shape, reps)
+    np.copyto(out.reshape(out_view), x.reshape(in_view))
 
 
 @register("REVERSE_V2", *DATA_TYPES)

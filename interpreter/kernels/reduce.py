@@ -1,6 +1,7 @@
 """Reductions: MEAN SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD REDUCE_ANY REDUCE_ALL, ARG_MAX ARG_MIN.
 
-The axes come from a constant tensor (negative and repeated axes allowed, empty = copy). In
+The axes come from a constant tensor (negative and repeated axes allowed, empty = copy), or from
+a tensor computed while running: then the output shape is known only then (`node.dynamic`). In
 `prepare` neighbouring axes that are reduced together (or kept together) are merged, so `run`
 reduces one reshaped view with one call: MEAN over H and W of an NHWC tensor (global average
 pooling) sums the middle axis of an (N, H*W, C) view, as one BLAS product with a vector of ones.
@@ -20,8 +21,12 @@ def _axes(node, rank: int, k: int = 1) -> list:
     if t.data is None:
         raise node.fail(f"the axes (input {k}, {t.name!r}) must be a constant tensor: edgelite "
                         "plans output shapes before running")
+    return _normalized(node, t.data, rank)
+
+
+def _normalized(node, values, rank: int) -> list:
     axes = []
-    for a in np.asarray(t.data).reshape(-1).tolist():
+    for a in np.asarray(values).reshape(-1).tolist():
         if not -rank <= a < rank:
             raise node.fail(f"axis {a} is out of range for an input of rank {rank}")
         a %= rank
@@ -30,16 +35,30 @@ def _axes(node, rank: int, k: int = 1) -> list:
     return axes
 
 
+def _runtime_axes(node) -> bool:
+    """True when the axes are a tensor known only while running (then the output shape is too)."""
+    t = node.input(1)
+    return t.data is None and 0 not in t.shape
+
+
 def _plan(node):
     """Set the output shape; returns (input view shape, axes to reduce, output view shape),
     or None when nothing is reduced (the output is a copy)."""
     node.expect_inputs(2)
     shape = node.input(0).shape
-    rank = len(shape)
-    axes = set(_axes(node, rank)) if rank else set()
-    keep = bool(getattr(node.options, "keep_dims", False))
-    node.outputs[0].shape = tuple(1 if i in axes else d for i, d in enumerate(shape)
-                                  if keep or i not in axes)
+    axes = set(_axes(node, len(shape))) if shape else set()
+    out_shape, plan = _plan_for(shape, axes, _keep_dims(node))
+    node.outputs[0].shape = out_shape
+    return plan
+
+
+def _keep_dims(node) -> bool:
+    return bool(getattr(node.options, "keep_dims", False))
+
+
+def _plan_for(shape: tuple, axes: set, keep: bool):
+    """(output shape, plan) of a reduction of `shape` over `axes` (see `_plan`)."""
+    out_shape = tuple(1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes)
     # Merge runs of dims with the same role; dims of size 1 go with either.
     groups = []  # [size, reduced]
     for i, d in enumerate(shape):
@@ -53,11 +72,31 @@ def _plan(node):
         else:
             groups.append([d, reduced])
     if not any(r for _, r in groups) or all(s == 1 for s, r in groups if r):
-        return None
+        return out_shape, None
     view = tuple(s for s, _ in groups)
     red = tuple(i for i, (_, r) in enumerate(groups) if r)
     out_view = tuple(s for s, r in groups if not r)
-    return view, red, out_view
+    return out_shape, (view, red, out_view)
+
+
+def _at_run_time(node, make_run):
+    """The kernel of a reduction whose axes arrive while running: the output shape follows them
+    (`node.dynamic`); each new (shape, axes) pair gets the static path's run, cached."""
+    node.dynamic = True
+    keep, dtype = _keep_dims(node), node.outputs[0].dtype
+    cache: dict = {}
+
+    def run(x, axes):
+        key = (x.shape, axes.tobytes())
+        entry = cache.get(key)
+        if entry is None:
+            reduced = set(_normalized(node, axes, x.ndim)) if x.ndim else set()
+            out_shape, plan = _plan_for(x.shape, reduced, keep)
+            entry = cache[key] = (out_shape, make_run(plan))
+        out = np.empty(entry[0], dtype)
+        entry[1](x, axes, out)
+        return [out]
+    return run
 
 
 def _copy(x, axes, out):
@@ -80,28 +119,36 @@ def _float_sum(view, axes, out_view):
 
 def _reducer(ufunc):
     def prepare(node):
-        plan = _plan(node)
-        if plan is None:
-            return _copy
-        view, axes, out_view = plan
-        reduce, dtype = ufunc.reduce, node.outputs[0].dtype
-        if ufunc is np.add and dtype == np.float32:
-            total = _float_sum(view, axes, out_view)
-            return lambda x, _, out: total(x, out)
-        if np.prod(view) == 0 and ufunc in (np.maximum, np.minimum):
-            info = np.finfo if dtype.kind == "f" else np.iinfo
-            initial = (info(dtype).min if ufunc is np.maximum else info(dtype).max) \
-                if dtype.kind != "b" else ufunc is np.minimum
+        node.expect_inputs(2)
+        dtype = node.outputs[0].dtype
+        if _runtime_axes(node):
+            return _at_run_time(node, lambda plan: _reducer_run(ufunc, dtype, plan))
+        return _reducer_run(ufunc, dtype, _plan(node))
+    return prepare
 
-            def run(x, _, out):
-                reduce(x.reshape(view), axis=axes, dtype=dtype, out=out.reshape(out_view),
-                       initial=initial)
-            return run
+
+def _reducer_run(ufunc, dtype, plan):
+    """run(x, axes, out) reducing with `ufunc` along a `_plan_for` plan."""
+    if plan is None:
+        return _copy
+    view, axes, out_view = plan
+    reduce = ufunc.reduce
+    if ufunc is np.add and dtype == np.float32:
+        total = _float_sum(view, axes, out_view)
+        return lambda x, _, out: total(x, out)
+    if np.prod(view) == 0 and ufunc in (np.maximum, np.minimum):
+        info = np.finfo if dtype.kind == "f" else np.iinfo
+        initial = (info(dtype).min if ufunc is np.maximum else info(dtype).max) \
+            if dtype.kind != "b" else ufunc is np.minimum
 
         def run(x, _, out):
-            reduce(x.reshape(view), axis=axes, dtype=dtype, out=out.reshape(out_view))
+            reduce(x.reshape(view), axis=axes, dtype=dtype, out=out.reshape(out_view),
+                   initial=initial)
         return run
-    return prepare
+
+    def run(x, _, out):
+        reduce(x.reshape(view), axis=axes, dtype=dtype, out=out.reshape(out_view))
+    return run
 
 
 _NUMERIC = ("float32", "int32", "int64", "bool")
@@ -116,13 +163,20 @@ register("REDUCE_ALL", "bool")(_reducer(np.logical_and))
 @register("MEAN", "float32", "int32", "int64")
 def mean(node):
     """The sum divided by the count; integers sum in int64 and divide truncating, as TFLite."""
-    plan = _plan(node)
+    node.expect_inputs(2)
+    dtype = node.outputs[0].dtype
+    if _runtime_axes(node):
+        return _at_run_time(node, lambda plan: _mean_run(dtype, plan))
+    return _mean_run(dtype, _plan(node))
+
+
+def _mean_run(dtype, plan):
     if plan is None:
         return _copy
     view, axes, out_view = plan
     count = int(np.prod([view[a] for a in axes]))
     reduce = np.add.reduce
-    if node.outputs[0].dtype.kind == "f":
+    if dtype.kind == "f":
         n = float(count)
         total = _float_sum(view, axes, out_view)
 

@@ -2,8 +2,9 @@
 
 The resizes gather pixels through flat (H*W) index tables computed in prepare with TFLite's
 float32 arithmetic (scales, half-pixel offsets, rounding), so they pick the same pixels and
-weights as LiteRT's reference kernels. The block rearrangements are one copy of a transposed
-view.
+weights as LiteRT's reference kernels. A size known only while running makes the resize dynamic
+(`node.dynamic`): the tables are then built per size, when it arrives. The block rearrangements
+are one copy of a transposed view.
 """
 from __future__ import annotations
 
@@ -15,21 +16,48 @@ F32 = np.float32
 
 
 def _resize_input(node):
+    """(input shape, output size or None when it arrives while running, align_corners,
+    half_pixel_centers); sets the output shape when the size is constant."""
     node.expect_inputs(2)
     x, size = node.input(0), node.input(1)
     if len(x.shape) != 4:
         raise node.fail(f"input {list(x.shape)} must be 4-D (NHWC)")
     if size.type_name != "int32" or int(np.prod(size.shape)) != 2:
         raise node.fail(f"size must hold 2 int32 values, got {size.type_name} {list(size.shape)}")
+    o = node.options
+    flags = bool(o.align_corners), bool(o.half_pixel_centers)
     if size.data is None:
-        raise node.fail("the size (input 1) must be a constant tensor")
-    out_h, out_w = (int(v) for v in np.asarray(size.data).reshape(2))
-    if out_h <= 0 or out_w <= 0:
-        raise node.fail(f"output size {out_h}x{out_w} must be positive")
+        return x.shape, None, *flags
+    out_h, out_w = _out_size(node, size.data)
     n, h, w, c = x.shape
     node.outputs[0].shape = (n, out_h, out_w, c)
-    o = node.options
-    return x.shape, out_h, out_w, bool(o.align_corners), bool(o.half_pixel_centers)
+    return x.shape, (out_h, out_w), *flags
+
+
+def _out_size(node, size) -> tuple:
+    out_h, out_w = (int(v) for v in np.asarray(size).reshape(2))
+    if out_h <= 0 or out_w <= 0:
+        raise node.fail(f"output size {out_h}x{out_w} must be positive")
+    return out_h, out_w
+
+
+def _at_run_time(node, make_run, align, half):
+    """A resize to a size that arrives while running: run(x, size) returns the output, with the
+    tables for each new (input shape, size) built once."""
+    node.dynamic = True
+    cache: dict = {}
+
+    def run(x, size):
+        out_h, out_w = _out_size(node, size)
+        key = (x.shape, out_h, out_w)
+        step = cache.get(key)
+        if step is None:
+            step = cache[key] = make_run(x.shape, out_h, out_w, align, half)
+        n, _, _, c = x.shape
+        out = np.empty((n, out_h, out_w, c), x.dtype)
+        step(x, size, out)
+        return [out]
+    return run
 
 
 def _scale(in_size, out_size, align_corners):
@@ -50,9 +78,15 @@ def _bilinear_axis(in_size, out_size, align_corners, half_pixel):
 
 @register("RESIZE_BILINEAR", "float32")
 def resize_bilinear(node):
-    shape, out_h, out_w, align, half = _resize_input(node)
+    shape, size, align, half = _resize_input(node)
     if align and half:
         raise node.fail("align_corners and half_pixel_centers cannot both be set")
+    if size is None:
+        return _at_run_time(node, _bilinear, align, half)
+    return _bilinear(shape, *size, align, half)
+
+
+def _bilinear(shape, out_h, out_w, align, half):
     n, h, w, c = shape
     y0, y1, dy = _bilinear_axis(h, out_h, align, half)
     x0, x1, dx = _bilinear_axis(w, out_w, align, half)
@@ -87,7 +121,13 @@ def _nearest_axis(in_size, out_size, align_corners, half_pixel):
 
 @register("RESIZE_NEAREST_NEIGHBOR", "float32")
 def resize_nearest_neighbor(node):
-    shape, out_h, out_w, align, half = _resize_input(node)
+    shape, size, align, half = _resize_input(node)
+    if size is None:
+        return _at_run_time(node, _nearest, align, half)
+    return _nearest(shape, *size, align, half)
+
+
+def _nearest(shape, out_h, out_w, align, half):
     n, h, w, c = shape
     index = np.add.outer(_nearest_axis(h, out_h, align, half) * w,
                          _nearest_axis(w, out_w, align, half)).reshape(-1)

@@ -2,8 +2,10 @@
 RESHAPE SQUEEZE EXPAND_DIMS SHAPE RANK BROADCAST_TO FILL ZEROS_LIKE RANGE (TFLite has no
 ONES_LIKE builtin).
 
-Output shapes are planned before running, so a shape given by a tensor (RESHAPE's new shape,
-FILL's dims, ...) must be known at prepare: a constant, or the folded result of constant ops.
+A shape given by a tensor (RESHAPE's new shape, FILL's dims, BROADCAST_TO's shape, EXPAND_DIMS'
+axis, RANGE's bounds) is read at prepare when it is constant; when the model computes it (or takes
+it as an input), the output shape is known only while running and the kernel is dynamic
+(`node.dynamic`: `run(*inputs)` returns the outputs).
 """
 from __future__ import annotations
 
@@ -18,6 +20,12 @@ def _copy_reshaped(shape: tuple):
     def run(x, *rest):
         np.copyto(rest[-1], x.reshape(shape))
     return run
+
+
+def _at_run_time(node, k: int) -> bool:
+    """True when input k's value is known only while running (not a constant, not empty)."""
+    t = node.input(k)
+    return t.data is None and 0 not in t.shape
 
 
 def _known(node, value) -> None:
@@ -123,13 +131,23 @@ def squeeze(node):
 def expand_dims(node):
     node.expect_inputs(2)
     in_shape = node.input(0).shape
-    axis = np.asarray(constant_value(node, 1, "the axis")).reshape(-1)
+    if _at_run_time(node, 1):
+        node.dynamic = True
+
+        def run_dynamic(x, axis):
+            return [x.reshape(_expanded(node, x.shape, axis)).copy()]
+        return run_dynamic
+    shape = _expanded(node, in_shape, constant_value(node, 1, "the axis"))
+    node.outputs[0].shape = shape
+    return _copy_reshaped(shape)
+
+
+def _expanded(node, in_shape: tuple, axis) -> tuple:
+    axis = np.asarray(axis).reshape(-1)
     if axis.size != 1:
         raise node.fail(f"the axis must hold one value, got {axis.size}")
     axis = normalize_axis(node, axis[0], len(in_shape) + 1)
-    shape = tuple(in_shape[:axis]) + (1,) + tuple(in_shape[axis:])
-    node.outputs[0].shape = shape
-    return _copy_reshaped(shape)
+    return tuple(in_shape[:axis]) + (1,) + tuple(in_shape[axis:])
 
 
 # -- SHAPE / RANK --------------------------------------------------------------------------------
@@ -156,11 +174,12 @@ def rank(node):
 
 # -- tensors made from a shape -------------------------------------------------------------------
 
-def _shape_vector(node, k: int, what: str) -> tuple:
+def _shape_vector(node, k: int, what: str, value=None) -> tuple:
+    """Input k as a shape: its constant value, or `value` (its value while running)."""
     t = node.input(k)
     if t.type_name not in ("int32", "int64"):
         raise node.fail(f"{what} must be int32 or int64, got {t.type_name}")
-    value = constant_value(node, k, what)
+    value = constant_value(node, k, what) if value is None else np.asarray(value)
     if value.ndim != 1:
         raise node.fail(f"{what} must be a vector, got shape {list(value.shape)}")
     if (value < 0).any():
@@ -168,16 +187,26 @@ def _shape_vector(node, k: int, what: str) -> tuple:
     return tuple(int(d) for d in value)
 
 
-@register("BROADCAST_TO", *DATA_TYPES)
-def broadcast_to(node):
-    node.expect_inputs(2)
-    in_shape = node.input(0).shape
-    shape = _shape_vector(node, 1, "the shape")
+def _broadcast_shape(node, in_shape: tuple, shape: tuple) -> tuple:
     ok = len(in_shape) <= len(shape) and all(
         a in (1, b) for a, b in zip(in_shape[::-1], shape[::-1]))
     if not ok:
         raise node.fail(f"cannot broadcast {list(in_shape)} to {list(shape)}")
-    node.outputs[0].shape = shape
+    return shape
+
+
+@register("BROADCAST_TO", *DATA_TYPES)
+def broadcast_to(node):
+    node.expect_inputs(2)
+    in_shape = node.input(0).shape
+    if _at_run_time(node, 1):
+        node.dynamic = True
+
+        def run_dynamic(x, shape):
+            shape = _broadcast_shape(node, x.shape, _shape_vector(node, 1, "the shape", shape))
+            return [np.broadcast_to(x, shape).copy()]
+        return run_dynamic
+    node.outputs[0].shape = _broadcast_shape(node, in_shape, _shape_vector(node, 1, "the shape"))
 
     def run(x, _, out):
         np.copyto(out, x)
@@ -187,13 +216,20 @@ def broadcast_to(node):
 @register("FILL", "int32", "int64")
 def fill(node):
     node.expect_inputs(2)
-    node.outputs[0].shape = _shape_vector(node, 0, "the dims")
     value = node.input(1)
     if value.shape not in ((), (1,)):
         raise node.fail(f"the value must be a scalar, got shape {list(value.shape)}")
     if value.type_name != node.outputs[0].type_name:
         raise node.fail(f"the value is {value.type_name} but the output is "
                         f"{node.outputs[0].type_name}")
+    if _at_run_time(node, 0):
+        node.dynamic = True
+        dtype = node.outputs[0].dtype
+
+        def run_dynamic(dims, v):
+            return [np.full(_shape_vector(node, 0, "the dims", dims), v.reshape(()), dtype)]
+        return run_dynamic
+    node.outputs[0].shape = _shape_vector(node, 0, "the dims")
 
     def run(_, v, out):
         np.copyto(out, v.reshape(()))
@@ -212,22 +248,35 @@ def zeros_like(node):
 def range_(node):
     node.expect_inputs(3)
     dtype = node.input(0).dtype
+    if any(_at_run_time(node, k) for k in range(3)):
+        node.dynamic = True
+
+        def run_dynamic(start, limit, delta):
+            bounds = [np.asarray(v, dtype).reshape(()) for v in (start, limit, delta)]
+            out = np.empty((_range_size(node, dtype, *bounds),), dtype)
+            _count(bounds[0], None, bounds[2], out)
+            return [out]
+        return run_dynamic
     start, limit, delta = (np.asarray(constant_value(node, k, what), dtype).reshape(())
                            for k, what in enumerate(("the start", "the limit", "the delta")))
+    node.outputs[0].shape = (_range_size(node, dtype, start, limit, delta),)
+    return _count
+
+
+def _range_size(node, dtype, start, limit, delta) -> int:
     if delta == 0:
         raise node.fail("the delta must not be 0")
     if not ((start >= limit and delta < 0) or (start <= limit and delta > 0)):
         raise node.fail(f"cannot count from {start} to {limit} by {delta}")
     if np.issubdtype(dtype, np.integer):
-        size = (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
-    else:  # in the tensor's precision, as TFLite computes it
-        size = int(np.ceil(np.abs((limit - start) / delta)))
-    node.outputs[0].shape = (size,)
+        return (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
+    # in the tensor's precision, as TFLite computes it
+    return int(np.ceil(np.abs((limit - start) / delta)))
 
-    def run(start, _, delta, out):
-        # TFLite accumulates `value += delta`; a float32 cumsum adds in the same order.
-        if out.size:
-            out[0] = start
-            out[1:] = delta
-            np.cumsum(out, out=out)
-    return run
+
+def _count(start, _, delta, out):
+    # TFLite accumulates `value += delta`; a float32 cumsum adds in the same order.
+    if out.size:
+        out[0] = start
+        out[1:] = delta
+        np.cumsum(out, out=out)

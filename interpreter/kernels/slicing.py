@@ -2,7 +2,10 @@
 EMBEDDING_LOOKUP TOPK_V2 PAD PADV2 MIRROR_PAD.
 
 Index tensors that are data (GATHER's indices, ...) are checked in run: TFLite fails at run time
-on an out-of-range index, and so do we.
+on an out-of-range index, and so do we. Parameters that set the output shape (SLICE's begin and
+size, STRIDED_SLICE's begin, end and strides, TOPK_V2's k, the paddings) are read at prepare when
+constant; when they arrive while running, the kernel is dynamic (`node.dynamic`: `run(*inputs)`
+returns the outputs, shaped by the values).
 """
 from __future__ import annotations
 
@@ -14,11 +17,18 @@ from .registry import register
 INDEX_TYPES = ("int16", "int32", "int64")
 
 
-def _int_vector(node, k: int, what: str) -> list:
+def _int_vector(node, k: int, what: str, value=None) -> list:
+    """Input k's constant value as ints, or `value` (its value while running)."""
     t = node.input(k)
     if t.type_name not in ("int32", "int64"):
         raise node.fail(f"{what} must be int32 or int64, got {t.type_name}")
-    return [int(v) for v in np.asarray(constant_value(node, k, what)).reshape(-1)]
+    value = constant_value(node, k, what) if value is None else value
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def _at_run_time(node, *ks: int) -> bool:
+    """True when any of these inputs is known only while running (not a constant, not empty)."""
+    return any(node.input(k).data is None and 0 not in node.input(k).shape for k in ks)
 
 
 # -- SLICE ---------------------------------------------------------------------------------------
@@ -39,10 +49,18 @@ def _slice_index(node, in_shape, begin, size) -> tuple:
 def slice_(node):
     node.expect_inputs(3)
     in_shape = node.input(0).shape
-    size = _int_vector(node, 2, "the size")
-    if len(size) != len(in_shape) or len(node.input(1).shape) != 1 \
-            or node.input(1).shape[0] != len(in_shape):
+    if len(node.input(1).shape) != 1 or node.input(1).shape[0] != len(in_shape) or \
+            len(node.input(2).shape) != 1 or node.input(2).shape[0] != len(in_shape):
         raise node.fail(f"begin and size must hold {len(in_shape)} values each")
+    if _at_run_time(node, 2) or (_at_run_time(node, 1) and -1 in _int_vector(node, 2, "the size")):
+        node.dynamic = True  # the output shape depends on the values
+
+        def run_values(x, begin, size):
+            index = _slice_index(node, x.shape, _int_vector(node, 1, "the begin", begin),
+                                 _int_vector(node, 2, "the size", size))
+            return [x[index].copy()]
+        return run_values
+    size = _int_vector(node, 2, "the size")
     if node.input(1).data is not None:
         begin = _int_vector(node, 1, "the begin")
         index = _slice_index(node, in_shape, begin, size)
@@ -51,8 +69,6 @@ def slice_(node):
         def run(x, _, __, out):
             np.copyto(out, x[index])
         return run
-    if -1 in size:  # the output shape would depend on begin's value
-        constant_value(node, 1, "the begin (with a size of -1)")
     node.outputs[0].shape = tuple(size)
 
     def run_dynamic(x, begin, _, out):
@@ -199,11 +215,17 @@ def strided_slice(node):
     if node.input(2).shape[0] != count or node.input(3).shape[0] != count:
         raise node.fail("begin, end and strides must have the same length")
     offset = bool(opts.offset)
+    if _at_run_time(node, 2, 3) or (_at_run_time(node, 1) and not offset):
+        node.dynamic = True  # the output shape depends on the values
+
+        def run_values(x, begin, end, strides):
+            p = _strided_params(opts, x.shape, begin.tolist(), end.tolist(), strides.tolist())
+            shape = _strided_shape(node, p, offset)
+            return [x.reshape(p[0])[_strided_index(p, offset)].reshape(shape).copy()]
+        return run_values
     end = _int_vector(node, 2, "the end")
     strides = _int_vector(node, 3, "the strides")
     begin_known = node.input(1).data is not None
-    if not begin_known and not offset:
-        constant_value(node, 1, "the begin")
     begin = _int_vector(node, 1, "the begin") if begin_known else [0] * count
     params = _strided_params(opts, in_shape, begin, end, strides)
     node.outputs[0].shape = _strided_shape(node, params, offset)
@@ -340,31 +362,52 @@ def topk_v2(node):
     in_shape = node.input(0).shape
     if not in_shape:
         raise node.fail("the input must have at least one dimension")
-    k_values = _int_vector(node, 1, "k")
+    if len(node.outputs) != 2:
+        raise node.fail(f"expected 2 outputs (values, indices), got {len(node.outputs)}")
+    index_type = node.outputs[1].dtype
+    if _at_run_time(node, 1):
+        node.dynamic = True  # the output shape depends on k
+
+        def run_values(x, k_value):
+            k = _top_k(node, x.shape, _int_vector(node, 1, "k", k_value))
+            shape = x.shape[:-1] + (k,)
+            values, indices = np.empty(shape, x.dtype), np.empty(shape, index_type)
+            _top(x, k, values, indices)
+            return [values, indices]
+        return run_values
+    k = _top_k(node, in_shape, _int_vector(node, 1, "k"))
+    shape = tuple(in_shape[:-1]) + (k,)
+    node.outputs[0].shape = node.outputs[1].shape = shape
+
+    def run(x, _, values, indices):
+        _top(x, k, values, indices)
+    return run
+
+
+def _top_k(node, in_shape: tuple, k_values: list) -> int:
     if len(k_values) != 1:
         raise node.fail(f"k must hold one value, got {len(k_values)}")
     k, n = k_values[0], in_shape[-1]
     if not 0 <= k <= n:
         raise node.fail(f"k {k} is out of range for a last dimension of {n}")
-    if len(node.outputs) != 2:
-        raise node.fail(f"expected 2 outputs (values, indices), got {len(node.outputs)}")
-    shape = tuple(in_shape[:-1]) + (k,)
-    node.outputs[0].shape = node.outputs[1].shape = shape
+    return k
 
-    def run(x, _, values, indices):
-        # Largest first; among equal values the lower index first (TFLite's order): a stable
-        # ascending sort of the reversed row, read backwards.
-        order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
-        np.subtract(n - 1, order, out=indices, casting="unsafe")
-        np.copyto(values, np.take_along_axis(x, indices, axis=-1))
-    return run
+
+def _top(x, k: int, values, indices) -> None:
+    # Largest first; among equal values the lower index first (TFLite's order): a stable
+    # ascending sort of the reversed row, read backwards.
+    n = x.shape[-1]
+    order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
+    np.subtract(n - 1, order, out=indices, casting="unsafe")
+    np.copyto(values, np.take_along_axis(x, indices, axis=-1))
 
 
 # -- PAD / PADV2 / MIRROR_PAD --------------------------------------------------------------------
 
-def _paddings(node, rank: int) -> list:
+def _paddings(node, rank: int, values=None) -> list:
+    """The paddings: input 1's constant value, or `values` (its value while running)."""
     t = node.input(1)
-    values = np.asarray(constant_value(node, 1, "the paddings"))
+    values = np.asarray(constant_value(node, 1, "the paddings") if values is None else values)
     if t.type_name not in ("int32", "int64") or values.shape != (rank, 2):
         raise node.fail(f"the paddings must be an int32 or int64 [{rank}, 2] tensor, got "
                         f"{t.type_name} {list(values.shape)}")
@@ -380,6 +423,21 @@ def _pad_prepare(node):
     return tuple(slice(a, a + n) for n, (a, _) in zip(in_shape, pads))
 
 
+def _pad_at_run_time(node, value_of):
+    """PAD and PADV2 with paddings that arrive while running: run(x, paddings[, value])
+    returns the padded array; `value_of(inputs)` gives the fill."""
+    node.dynamic = True
+    dtype = node.outputs[0].dtype
+
+    def run(x, paddings, *rest):
+        pads = _paddings(node, x.ndim, paddings)
+        out = np.full(tuple(a + n + b for n, (a, b) in zip(x.shape, pads)), value_of(rest),
+                      dtype)
+        out[tuple(slice(a, a + n) for n, (a, _) in zip(x.shape, pads))] = x
+        return [out]
+    return run
+
+
 def _pad_value(node) -> object:
     """PAD's fill: the output zero point for quantized tensors, else 0."""
     out = node.outputs[0]
@@ -391,8 +449,10 @@ def _pad_value(node) -> object:
 @register("PAD", *DATA_TYPES)
 def pad(node):
     node.expect_inputs(2)
-    center = _pad_prepare(node)
     value = _pad_value(node)
+    if _at_run_time(node, 1):
+        return _pad_at_run_time(node, lambda rest: value)
+    center = _pad_prepare(node)
 
     def run(x, _, out):
         out.fill(value)
@@ -403,8 +463,12 @@ def pad(node):
 @register("PADV2", *DATA_TYPES)
 def padv2(node):
     node.expect_inputs(2, 3)
-    center = _pad_prepare(node)
     const = node.inputs[2] if len(node.inputs) == 3 else None
+    if _at_run_time(node, 1):
+        value = _pad_value(node)
+        return _pad_at_run_time(node, lambda rest: rest[0].reshape(()) if rest and
+                                rest[0] is not None else value)
+    center = _pad_prepare(node)
     if const is None:
         value = _pad_value(node)
 
@@ -430,11 +494,31 @@ def padv2(node):
 def mirror_pad(node):
     node.expect_inputs(2)
     in_shape = tuple(node.input(0).shape)
-    center = _pad_prepare(node)
-    pads = _paddings(node, len(in_shape))
     mode = int(node.options.mode)  # 0 REFLECT, 1 SYMMETRIC
     if mode not in (0, 1):
         raise node.fail(f"unknown mirror pad mode {mode}")
+    if _at_run_time(node, 1):
+        node.dynamic = True  # the output shape depends on the paddings
+        dtype = node.outputs[0].dtype
+
+        def run_values(x, paddings):
+            pads = _paddings(node, x.ndim, paddings)
+            center, fills = _mirror_plan(node, x.shape, pads, mode)
+            out = np.empty(tuple(a + n + b for n, (a, b) in zip(x.shape, pads)), dtype)
+            _mirror(x, center, fills, out)
+            return [out]
+        return run_values
+    center = _pad_prepare(node)
+    _, fills = _mirror_plan(node, in_shape, _paddings(node, len(in_shape)), mode)
+
+    def run(x, _, out):
+        _mirror(x, center, fills, out)
+    return run
+
+
+def _mirror_plan(node, in_shape: tuple, pads: list, mode: int):
+    """(center index, [(border index, mirror source index)]) of a mirror pad."""
+    center = tuple(slice(a, a + n) for n, (a, _) in zip(in_shape, pads))
     skip = 1 if mode == 0 else 0
     # The center is copied first; then axis by axis, each border copies its mirror image from
     # the region already written (full extent along earlier axes, center along later ones).
@@ -451,9 +535,10 @@ def mirror_pad(node):
         region = (slice(None),) * d
         after = center[d + 1:]
         fills.append((region + (np.array(dst),) + after, region + (np.array(src),) + after))
+    return center, fills
 
-    def run(x, _, out):
-        out[center] = x
-        for dst, src in fills:
-            out[dst] = out[src]
-    return run
+
+def _mirror(x, center, fills, out) -> None:
+    out[center] = x
+    for dst, src in fills:
+        out[dst] = out[src]
