@@ -27,3 +27,4 @@ from . import conv_int16  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTE
 from . import hybrid  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (float activations, int8 weights)
 from . import activations_int16  # noqa: F401  RELU RELU6 LEAKY_RELU LOGISTIC TANH SOFTMAX MAX_POOL_2D AVERAGE_POOL_2D (int16)
 from . import elementwise_int16  # noqa: F401  ADD SUB MUL (int16)
+from . import transpose_conv_int8  # noqa: F401  TRANSPOSE_CONV (int8, uint8, int16)

@@ -236,3 +236,30 @@ CASES += [
               padding=1, act=1),
     pool_case("average_pool_2d_global", "AVERAGE_POOL_2D", (1, 6, 6, 5), (6, 6), 1, padding=1),
 ]
+
+
+def transpose_conv_case(id, x_shape, w_shape, out_hw, stride=1, padding=0, act=0,
+                        bias="int64", os=0.003, **options):
+    o = w_shape[0]
+    w, wq = weights(w_shape, 0)
+    inputs = [np.array([x_shape[0], *out_hw, o], np.int32), w, In(x_shape, "int16", (0.0005, 0))]
+    const_quant = {1: wq}
+    if bias:
+        inputs.append(rng.integers(-1 << 20, 1 << 20, o).astype(bias))
+        const_quant[3] = ((0.0005 * wq[0].astype(np.float64)).astype(np.float32),
+                          np.zeros(o, np.int64), 0)
+    options.update(stride_h=stride, stride_w=stride, padding=padding,
+                   fused_activation_function=act)
+    return case(id, "TRANSPOSE_CONV", inputs, [q16(x_shape)],
+                outputs=[Out((), "int16", (os, 0))], options=options, const_quant=const_quant)
+
+
+CASES += [
+    transpose_conv_case("transpose_conv", (1, 4, 5, 3), (4, 3, 3, 3), (4, 5)),
+    transpose_conv_case("transpose_conv_stride2_relu", (2, 3, 4, 2), (3, 3, 3, 2), (6, 8),
+                        stride=2, act=1),
+    transpose_conv_case("transpose_conv_valid_no_bias", (1, 3, 3, 4), (2, 2, 2, 4), (6, 6),
+                        stride=2, padding=1, bias=None),
+    transpose_conv_case("transpose_conv_int32_bias", (1, 3, 3, 2), (3, 3, 3, 2), (6, 6),
+                        stride=2, bias="int32", quantized_bias_type=INT32),
+]
