@@ -1,13 +1,16 @@
 """The OpenCL delegate: partitions of a model run as OpenCL kernels (pyopencl), on a GPU or any
 OpenCL device, PoCL's CPU device included (there it is edgelite's compiled CPU path).
 
-    load_delegate("opencl", {"precision": "fp32" | "fp16", "device": None | "gpu" | "cpu" |
+    load_delegate("opencl", {"precision": "fp32" | "fp16", "weights": (as precision) | "fp32",
+                             "device": None | "gpu" | "cpu" |
                              index | "platform:device" | part of a name,
                              "max_partitions": 0, "min_nodes_per_partition": 1})
 
 Tensors stay on the device inside a partition; weights are packed and uploaded once, when the
 interpreter prepares. With "fp16" every tensor is stored as half (vload_half / vstore_half, which
 every device has) and arithmetic stays in float32: half arithmetic would need cl_khr_fp16.
+"weights": "fp32" keeps weights and biases in float32 under fp16 activations (half the error
+on deep random-weight nets, see tests/delegates).
 """
 from __future__ import annotations
 
@@ -24,15 +27,17 @@ class OpenCLDelegate(Delegate):
 
     def __init__(self, options: dict | None = None):
         super().__init__(options)
-        unknown = set(self.options) - {"precision", "device", "max_partitions",
+        unknown = set(self.options) - {"precision", "weights", "device", "max_partitions",
                                        "min_nodes_per_partition"}
         if unknown:
             raise DelegateError(f"unknown option(s) {sorted(unknown)} for the opencl delegate "
-                                "(it takes precision, device, max_partitions, "
+                                "(it takes precision, weights, device, max_partitions, "
                                 "min_nodes_per_partition)")
         self.precision = str(self.options.get("precision", "fp32")).lower()
-        if self.precision not in PRECISIONS:
-            raise DelegateError(f"precision {self.precision!r}: use one of {PRECISIONS}")
+        self.weights = str(self.options.get("weights", self.precision)).lower()
+        for what, value in (("precision", self.precision), ("weights", self.weights)):
+            if value not in PRECISIONS:
+                raise DelegateError(f"{what} {value!r}: use one of {PRECISIONS}")
         self.dev = open_device(self.options.get("device"))
 
     def device_name(self) -> str:
@@ -50,7 +55,8 @@ class OpenCLDelegate(Delegate):
         return entry[0](node)
 
     def prepare(self, partition: Partition):
-        g = Builder(self.dev, self.precision == "fp16", self.stats)
+        g = Builder(self.dev, self.precision == "fp16", self.stats,
+                    half_weights=self.weights == "fp16")
         for node, cpu_run in zip(partition.nodes, partition.cpu_runs):
             build = OPS[node.op][1]
             if build is build_gathered:

@@ -36,6 +36,28 @@ typedef float T;
 #endif
 #endif
 
+// Weights and biases (constants): half with HALF unless WEIGHTS_FLOAT.
+#if defined(HALF) && !defined(WEIGHTS_FLOAT)
+typedef half TW_;
+#else
+typedef float TW_;
+#endif
+#if defined(HALF) && !defined(WEIGHTS_FLOAT)
+#define LDW(p, i) vload_half(0, (p) + (i))
+#if VW == 1
+#define LDWV(p, i) vload_half(0, (p) + (i))
+#else
+#define LDWV(p, i) CAT(vload_half, VW)(0, (p) + (i))
+#endif
+#else
+#define LDW(p, i) ((p)[i])
+#if VW == 1
+#define LDWV(p, i) ((p)[i])
+#else
+#define LDWV(p, i) CAT(vload, VW)(0, (p) + (i))
+#endif
+#endif
+
 // Store the first `count` (< VW) lanes of v at p[0..count).
 #if VW == 1
 #define ST_TAIL(v, p, count) ST((v), (p), 0)

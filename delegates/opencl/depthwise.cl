@@ -11,8 +11,8 @@
 #define IS_MAX 1
 #endif
 
-__kernel void depthwise(__global const T* restrict in, __global const T* restrict w,
-                        __global const T* restrict bias, __global T* restrict out,
+__kernel void depthwise(__global const T* restrict in, __global const TW_* restrict w,
+                        __global const TW_* restrict bias, __global T* restrict out,
                         int H, int W, int C, int Cin, int Ho, int Wo, int KH, int KW, int sh,
                         int sw, int dh, int dw, int pt, int pl, float lo, float hi)
 {
@@ -22,7 +22,7 @@ __kernel void depthwise(__global const T* restrict in, __global const T* restric
     if (c0 >= C || ox0 >= Wo) return;
     const int b = row / Ho, oy = row % Ho;
     floatV acc[TW];
-    floatV init = LDV(bias, c0);
+    floatV init = LDWV(bias, c0);
     _Pragma("unroll") for (int t = 0; t < TW; t++) acc[t] = init;
     const int ci = c0 / DM;
     for (int ky = 0; ky < KH; ky++) {
@@ -30,7 +30,7 @@ __kernel void depthwise(__global const T* restrict in, __global const T* restric
         if (iy < 0 || iy >= H) continue;
         __global const T* src = in + (size_t)(b * H + iy) * W * Cin + ci;
         for (int kx = 0; kx < KW; kx++) {
-            floatV wv = LDV(w, (ky * KW + kx) * C + c0);
+            floatV wv = LDWV(w, (ky * KW + kx) * C + c0);
             _Pragma("unroll") for (int t = 0; t < TW; t++) {
                 int ix = (ox0 + t) * sw - pl + kx * dw;
                 if (ix >= 0 && ix < W) acc[t] = fma(LDV(src, ix * Cin), wv, acc[t]);

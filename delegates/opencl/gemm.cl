@@ -14,7 +14,7 @@
 
 #define ACC_INIT(acc, bias, n0) \
     _Pragma("unroll") for (int j = 0; j < NV; j++) { \
-        floatV b_ = LDV(bias, n0 + j * VW); \
+        floatV b_ = LDWV(bias, n0 + j * VW); \
         _Pragma("unroll") for (int i = 0; i < TM; i++) acc[i][j] = b_; }
 
 #define ACC_STORE(acc, out, m0, n0, M, N, lo, hi) \
@@ -27,8 +27,8 @@
                 if (n_ + VW <= N) STV(v_, out, (size_t)m_ * N + n_); \
                 else if (n_ < N) ST_TAIL(v_, out + (size_t)m_ * N + n_, N - n_); } } }
 
-__kernel void gemm(__global const T* restrict a, __global const T* restrict w,
-                   __global const T* restrict bias, __global T* restrict out,
+__kernel void gemm(__global const T* restrict a, __global const TW_* restrict w,
+                   __global const TW_* restrict bias, __global T* restrict out,
                    int M, int K, int N, int NP, int lda, float lo, float hi)
 {
     const int n0 = get_global_id(0) * (VW * NV);
@@ -38,10 +38,10 @@ __kernel void gemm(__global const T* restrict a, __global const T* restrict w,
     ACC_INIT(acc, bias, n0);
     __global const T* row[TM];
     _Pragma("unroll") for (int i = 0; i < TM; i++) row[i] = a + (size_t)min(m0 + i, M - 1) * lda;
-    __global const T* wk = w + n0;
+    __global const TW_* wk = w + n0;
     for (int k = 0; k < K; k++, wk += NP) {
         floatV b[NV];
-        _Pragma("unroll") for (int j = 0; j < NV; j++) b[j] = LDV(wk, j * VW);
+        _Pragma("unroll") for (int j = 0; j < NV; j++) b[j] = LDWV(wk, j * VW);
         _Pragma("unroll") for (int i = 0; i < TM; i++) {
             floatV x = (floatV)(LD(row[i], k));
             _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x, b[j], acc[i][j]);
@@ -50,8 +50,8 @@ __kernel void gemm(__global const T* restrict a, __global const T* restrict w,
     ACC_STORE(acc, out, m0, n0, M, N, lo, hi);
 }
 
-__kernel void conv2d(__global const T* restrict in, __global const T* restrict w,
-                     __global const T* restrict bias, __global T* restrict out,
+__kernel void conv2d(__global const T* restrict in, __global const TW_* restrict w,
+                     __global const TW_* restrict bias, __global T* restrict out,
                      int H, int W, int C, int Ho, int Wo, int KH, int KW, int sh, int sw,
                      int dh, int dw, int pt, int pl, int M, int N, int NP, float lo, float hi)
 {
@@ -68,7 +68,7 @@ __kernel void conv2d(__global const T* restrict in, __global const T* restrict w
         ix0[i] = (r % Wo) * sw - pl;
         img[i] = b * H;
     }
-    __global const T* wk = w + n0;
+    __global const TW_* wk = w + n0;
     for (int ky = 0; ky < KH; ky++) {
         for (int kx = 0; kx < KW; kx++) {
             __global const T* src[TM];
@@ -81,7 +81,7 @@ __kernel void conv2d(__global const T* restrict in, __global const T* restrict w
             }
             for (int c = 0; c < C; c++, wk += NP) {
                 floatV b[NV];
-                _Pragma("unroll") for (int j = 0; j < NV; j++) b[j] = LDV(wk, j * VW);
+                _Pragma("unroll") for (int j = 0; j < NV; j++) b[j] = LDWV(wk, j * VW);
                 _Pragma("unroll") for (int i = 0; i < TM; i++) {
                     floatV x = (floatV)(LD(src[i], c) * keep[i]);
                     _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x, b[j], acc[i][j]);

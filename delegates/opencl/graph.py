@@ -21,8 +21,9 @@ class TensorRef:
 
 
 class Builder:
-    def __init__(self, dev, half: bool, stats):
+    def __init__(self, dev, half: bool, stats, half_weights: bool = True):
         self.dev = dev
+        self.half_weights = half and half_weights
         self.cl = dev.cl
         self.half = half
         self.stats = stats
@@ -62,6 +63,10 @@ class Builder:
         self.constants.append(buf)
         return buf
 
+    def weights(self, array):
+        """A constant that kernels read as weights (half in fp16 unless weights stay float)."""
+        return self.const(array, np.float16 if self.half_weights else np.float32)
+
     def value(self, info):
         """An op's input: its constant buffer (uploaded once) or its device tensor."""
         if info.data is None:
@@ -87,6 +92,8 @@ class Builder:
         defines = dict(defines or {})
         if self.half:
             defines["HALF"] = 1
+            if not self.half_weights:
+                defines["WEIGHTS_FLOAT"] = 1
         for a in args:
             if isinstance(a, TensorRef):
                 self.tensor(self.infos[a.index])

@@ -95,7 +95,7 @@ def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
     bp = np.zeros(np_, np.float32)
     if bias is not None:
         bp[:n] = np.asarray(bias, np.float32).reshape(-1)
-    return g.const(wp), g.const(bp), np_
+    return g.weights(wp), g.weights(bp), np_
 
 
 def support_conv_2d(node):
@@ -186,8 +186,8 @@ def build_depthwise_conv_2d(node, g):
     i32, f32 = np.int32, np.float32
     gsize, lsize = nd(g, (co // vw, -(-wo // tw), n * ho))
     g.launch("depthwise", "depthwise", gsize, lsize,
-             [g.value(x), g.const(np.asarray(w.data, np.float32).reshape(kh * kw, co)),
-              g.const(bias), g.tensor(out), i32(h), i32(wd), i32(co), i32(cin), i32(ho),
+             [g.value(x), g.weights(np.asarray(w.data, np.float32).reshape(kh * kw, co)),
+              g.weights(bias), g.tensor(out), i32(h), i32(wd), i32(co), i32(cin), i32(ho),
               i32(wo), i32(kh), i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl),
               f32(lo), f32(hi)], {"VW": vw, "TW": tw, "DM": dm})
 
@@ -239,7 +239,7 @@ def build_transpose_conv(node, g):
     i32, f32 = np.int32, np.float32
     gsize, lsize = nd(g, (co, wo, n * ho))
     g.launch("data", "transpose_conv", gsize, lsize,
-             [g.value(x), g.const(w.data), g.const(bias), g.tensor(out), i32(h), i32(wd), i32(c),
+             [g.value(x), g.weights(w.data), g.weights(bias), g.tensor(out), i32(h), i32(wd), i32(c),
               i32(ho), i32(wo), i32(co), i32(kh), i32(kw), i32(sh), i32(sw), i32(pt), i32(pl),
               f32(lo), f32(hi)])
 

@@ -1,0 +1,139 @@
+"""Whole models on the OpenCL delegate against edgelite's CPU interpreter: every float model of
+the shared models, and MobileNetV2 converted from ONNX by edgelite's converter; transfers only at
+partition edges; a graph split around an op the delegate lacks."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from edgelite.delegates import placement
+from edgelite.interpreter import Interpreter
+from tests.delegates.graphs import Graph
+from tests.delegates.test_opencl_ops import TOLERANCE, assert_matches
+
+FLOAT_MODELS = {"digits_cnn": "digits_cnn_tfl", "mobilenet_v2": "mobilenet_v2",
+                "mp_face_detection": "mp_face_detection", "mp_hand_landmark": "mp_hand_landmark"}
+
+
+def _run(content_or_path, x, delegates=()):
+    kw = {"model_content": content_or_path} if isinstance(content_or_path, bytes) \
+        else {"model_path": str(content_or_path)}
+    it = Interpreter(**kw, experimental_delegates=list(delegates))
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.asarray(x).reshape(d["shape"]).astype(d["dtype"]))
+    it.invoke()
+    return it, [it.get_tensor(o["index"]).copy() for o in it.get_output_details()]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("name", sorted(FLOAT_MODELS))
+def test_float_model_on_opencl_matches_cpu(name, precision, models_dir, opencl, caplog):
+    delegate = opencl(precision)
+    path = models_dir / f"{name}.tflite"
+    x = np.load(models_dir / "refs" / f"{FLOAT_MODELS[name]}.npz")["input_0"]
+    _, ref = _run(path, x)
+    before = delegate.stats.to_device, delegate.stats.to_host
+    with caplog.at_level(logging.INFO, logger="edgelite.delegates"):
+        it, ours = _run(path, x, [delegate])
+    assert_matches(ours, ref, TOLERANCE[precision])
+    where = [p for p in placement(it) if p["where"] != "folded"]
+    assert all(p["where"] == delegate.name for p in where), \
+        [(p["op"], p["reason"]) for p in where if p["where"] != delegate.name]
+    assert f"{len(where)} ops in 1 partitions on OpenCL" in caplog.text
+    # One partition: the model's inputs go in, its outputs come out, nothing else.
+    moved = delegate.stats.to_device - before[0], delegate.stats.to_host - before[1]
+    assert moved == (len(it.get_input_details()), len(it.get_output_details()))
+
+
+@pytest.mark.parametrize("precision, weights, rel", [
+    ("fp32", "fp32", TOLERANCE["fp32"]), ("fp16", "fp32", TOLERANCE["fp16"]),
+    # Measured 1.1-1.3e-2 (3 inputs): half weights on random-weight MobileNetV2 miss 1e-2.
+    ("fp16", "fp16", 2 * TOLERANCE["fp16"])])
+def test_converted_mobilenet_v2_on_opencl_matches_cpu(precision, weights, rel, models_dir,
+                                                      opencl):
+    from edgelite.delegates import load_delegate
+    from tests.converter.test_convert_models import converted
+    opencl(precision)  # skips without a device
+    delegate = load_delegate("opencl", {"precision": precision, "weights": weights})
+    content = converted(models_dir, "syn_mobilenetv2").content
+    it = Interpreter(model_content=content)
+    shape = it.get_input_details()[0]["shape"]
+    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
+    _, ref = _run(content, x)
+    it, ours = _run(content, x, [delegate])
+    assert_matches(ours, ref, rel)
+    assert all(p["where"] == delegate.name for p in placement(it) if p["where"] != "folded")
+
+
+def _split_graph() -> bytes:
+    """conv -> relu6 -> FLOOR (no OpenCL kernel) -> depthwise -> add -> mean."""
+    rng = np.random.default_rng(1)
+    g = Graph()
+    x = g.input((1, 10, 12, 8))
+    w = rng.standard_normal((16, 3, 3, 8)).astype(np.float32) * 0.3
+    y = g.op("CONV_2D", [x, g.const(w), g.const(np.zeros(16, np.float32))], padding=0,
+             stride_h=1, stride_w=1, fused_activation_function=3)
+    y = g.op("FLOOR", [g.op("MUL", [y, g.const(np.float32([3.0]))])])
+    dw = rng.standard_normal((1, 3, 3, 16)).astype(np.float32)
+    z = g.op("DEPTHWISE_CONV_2D", [y, g.const(dw), g.const(np.ones(16, np.float32))],
+             padding=0, stride_h=2, stride_w=2, depth_multiplier=1)
+    z = g.op("ADD", [z, g.const(rng.standard_normal(16).astype(np.float32))])
+    g.output(g.op("MEAN", [z, g.const(np.int32([1, 2]))], keep_dims=False))
+    return g.save()
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_unsupported_op_in_the_middle_splits_in_two_and_transfers_at_the_edges(precision,
+                                                                               opencl):
+    delegate = opencl(precision)
+    content = _split_graph()
+    x = np.random.default_rng(2).standard_normal((1, 10, 12, 8)).astype(np.float32)
+    _, ref = _run(content, x)
+    stats = delegate.stats
+    before = (stats.to_device, stats.to_host, stats.bytes_to_device)
+    it, ours = _run(content, x, [delegate])
+    where = placement(it)
+    assert [p["where"] for p in where] == ["OpenCL"] * 2 + ["CPU"] + ["OpenCL"] * 3
+    assert [p["partition"] for p in where] == [0, 0, None, 1, 1, 1]
+    assert "FLOOR has no OpenCL kernel" in where[2]["reason"]
+    # Partition 0: x in, MUL's output out; partition 1: FLOOR's output in, MEAN's out.
+    assert (stats.to_device - before[0], stats.to_host - before[1]) == (2, 2)
+    assert stats.bytes_to_device - before[2] == (10 * 12 * 8 + 10 * 12 * 16) * 4
+    if precision == "fp32":  # FLOOR turns a rounding difference into a whole unit
+        assert_matches(ours, ref, TOLERANCE[precision])
+    it.invoke()
+    assert (stats.to_device - before[0], stats.to_host - before[1]) == (4, 4)
+
+
+def test_no_opencl_is_a_clear_error(monkeypatch):
+    """No platform or no pyopencl: load_delegate raises DelegateError naming the fix."""
+    import builtins
+
+    from edgelite.delegates import DelegateError, load_delegate
+    from edgelite.delegates.opencl import device
+    real_import = builtins.__import__
+
+    def no_pyopencl(name, *args, **kwargs):
+        if name == "pyopencl" or name.startswith("pyopencl."):
+            raise ImportError("blocked")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_pyopencl)
+    with pytest.raises(DelegateError, match="pip install 'edgelite\\[opencl\\]'"):
+        load_delegate("opencl")
+    monkeypatch.setattr(builtins, "__import__", real_import)
+
+    class NoPlatforms:
+        class device_type:
+            GPU, CPU, ACCELERATOR = 4, 2, 8
+
+        @staticmethod
+        def get_platforms():
+            raise RuntimeError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
+    monkeypatch.setattr(device, "_import_cl", lambda: NoPlatforms)
+    with pytest.raises(DelegateError, match="no OpenCL platform found"):
+        load_delegate("opencl")
+    with pytest.raises(DelegateError, match="precision"):
+        load_delegate("opencl", {"precision": "int4"})
