@@ -1,0 +1,159 @@
+"""Checkpoints (every variable of a training model in an `.npz`, written atomically) and the
+frozen export (the inference model with the trained weights baked in as constants).
+
+Both work through the `save` / `restore` signatures, so they take an edgelite interpreter or a
+LiteRT one alike.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from edgelite.schema import Buffer, Metadata, Model, SignatureDef, Subgraph, save
+
+from .build import META_KEY, as_model, training_facts
+from .emit import GradientError
+
+
+def atomic_write(path, write) -> None:
+    """Call `write(file)` on a temporary file beside `path`, flush it to disk, then rename it
+    over `path`: a crash at any point leaves either the old file or the new one, never a part."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    try:  # make the rename itself durable
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def save_checkpoint(interpreter, path) -> dict:
+    """Write every variable (run through the `save` signature) to `path` (.npz); returns them."""
+    values = {k: np.asarray(v) for k, v in interpreter.get_signature_runner("save")().items()}
+    atomic_write(path, lambda f: np.savez(f, **values))
+    return values
+
+
+def load_checkpoint(path) -> dict:
+    with np.load(Path(path)) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _check(values: dict, want: dict, what: str) -> None:
+    """GradientError listing every missing, unknown or misshapen variable at once."""
+    problems = [f"missing {n!r}" for n in want if n not in values]
+    problems += [f"unknown {n!r}" for n in values if n not in want]
+    problems += [f"{n!r} has shape {list(np.shape(values[n]))}, the model's is {list(s)}"
+                 for n, s in want.items() if n in values and tuple(np.shape(values[n])) != s]
+    if problems:
+        raise GradientError(f"{what} does not fit the model: " + "; ".join(problems))
+
+
+def restore_checkpoint(interpreter, source) -> None:
+    """Set every variable from a checkpoint file (or a dict of arrays), through `restore`."""
+    values = load_checkpoint(source) if isinstance(source, (str, Path)) else dict(source)
+    runner = interpreter.get_signature_runner("restore")
+    details = runner.get_input_details()
+    _check(values, {n: tuple(int(d) for d in v["shape"]) for n, v in details.items()},
+           f"checkpoint {source}" if isinstance(source, (str, Path)) else "the values")
+    runner(**{n: np.asarray(values[n], details[n]["dtype"]) for n in details})
+
+
+def export_frozen(source, values=None) -> bytes:
+    """The `.tflite` bytes of the inference model with trained weights as constants: no
+    variables, no training subgraphs, one `serving_default` signature; runs anywhere.
+
+    source: an edgelite Interpreter of a training model (its current weights are used unless
+    `values` says otherwise), or a training model (Model, bytes, path) with `values`: a dict
+    {variable name: array} or a checkpoint path."""
+    if hasattr(source, "_model") and hasattr(source, "get_signature_runner"):
+        model = source._model
+        if values is None:
+            values = source.get_signature_runner("save")()
+    else:
+        model = as_model(source)
+    if isinstance(values, (str, Path)):
+        values = load_checkpoint(values)
+    facts = training_facts(model)
+    if facts is None:
+        raise GradientError("not a training model (no edgelite_training metadata)")
+    if values is None:
+        raise GradientError("export_frozen needs the trained values (a dict or a checkpoint)")
+    want = {n: tuple(facts["variables"][n]) for n in facts["trainable"]}
+    _check({n: values[n] for n in want if n in values}, want, "the values")
+    return save(_frozen(model, facts, values))
+
+
+def _frozen(model: Model, facts: dict, values: dict) -> Model:
+    frozen = Model(buffers=list(model.buffers), description=model.description,
+                   version=model.version,
+                   metadata=[Metadata(m.name, m.buffer) for m in model.metadata
+                             if m.name != META_KEY])
+    infer = model.subgraphs[0]
+    sg = Subgraph(tensors=[dataclasses.replace(t) for t in infer.tensors],
+                  inputs=list(infer.inputs), outputs=list(infer.outputs), name="main")
+    trained = set(facts["trainable"])
+    init = facts["subgraphs"]["init"]
+    handles = {}
+    for op in infer.operators:
+        name = op.opcode.builtin
+        if name == "CALL_ONCE" and op.options.init_subgraph_index == init:
+            continue
+        if name == "VAR_HANDLE" and op.options.shared_name in trained:
+            handles[op.outputs[0]] = op.options.shared_name
+            continue
+        if name == "READ_VARIABLE" and op.inputs[0] in handles:
+            var = handles[op.inputs[0]]
+            value = np.ascontiguousarray(values[var], np.float32)
+            sg.tensors[op.outputs[0]].buffer = frozen.add_buffer(value)
+            continue
+        sg.operators.append(op)
+    frozen.subgraphs = [sg] + [_copy(other) for other in
+                               model.subgraphs[1:facts["source_subgraphs"]]]
+    infer_sig = next(s for s in model.signature_defs if s.signature_key == "infer")
+    frozen.signature_defs = [SignatureDef("serving_default", 0, dict(infer_sig.inputs),
+                                          dict(infer_sig.outputs))]
+    _drop_unused_buffers(frozen)
+    return frozen
+
+
+def _copy(sg: Subgraph) -> Subgraph:
+    """A subgraph whose tensors can be changed without touching `sg`'s."""
+    return Subgraph(tensors=[dataclasses.replace(t) for t in sg.tensors], inputs=list(sg.inputs),
+                    outputs=list(sg.outputs), operators=list(sg.operators), name=sg.name)
+
+
+def _drop_unused_buffers(model: Model) -> None:
+    used = {0} | {t.buffer for sg in model.subgraphs for t in sg.tensors} | \
+        {m.buffer for m in model.metadata}
+    remap = {}
+    kept = []
+    for i, b in enumerate(model.buffers):
+        if i in used:
+            remap[i] = len(kept)
+            kept.append(b)
+    model.buffers = kept or [Buffer()]
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            t.buffer = remap[t.buffer]
+    for m in model.metadata:
+        m.buffer = remap[m.buffer]
