@@ -1,0 +1,116 @@
+"""Weight-only quantizations: dynamic range (int8 weights run by hybrid kernels, float
+activations) and float16 (float16 weights, DEQUANTIZE to float32 before use)."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from edgelite.schema import Model, Operator, OperatorCode, Tensor, default_options
+
+from . import params as P
+from .full_integer import Report, fold_float16_dequantize
+from .rules import integer_kernel
+
+# op -> (weights input, per-channel axis or None, bias input or None)
+HYBRID_WEIGHTS = {
+    "CONV_2D": (1, 0, 2),
+    "DEPTHWISE_CONV_2D": (1, 3, 2),
+    "FULLY_CONNECTED": (1, 0, 2),
+    "BATCH_MATMUL": (1, None, None),
+}
+# TensorFlow's converter leaves weights smaller than this float (the hybrid kernel's on-the-fly
+# input quantization costs more than it saves on them).
+MIN_WEIGHT_ELEMENTS = 1024
+FLOAT16_MAX = 65504.0
+
+
+def quantize_dynamic(model: Model, min_elements: int = MIN_WEIGHT_ELEMENTS) -> tuple:
+    """(copy of `model` with int8 weights where a hybrid kernel takes them, Report)."""
+    from edgelite.converter.pass_clean import compact
+
+    m = copy.deepcopy(model)
+    fold_float16_dequantize(m)
+    sg = m.subgraphs[0]
+    report = Report("dynamic range")
+    cache = {}
+    for i, op in enumerate(sg.operators):
+        spec = HYBRID_WEIGHTS.get(op.op)
+        if spec is None:
+            continue
+        k, axis, bias_k = spec
+        x, w = _tensor(sg, op, 0), _tensor(sg, op, k)
+        value = m.constant(sg, op.inputs[k]) if w is not None and \
+            op.inputs[k] not in sg.inputs else None
+        if x is None or x.dtype != "float32" or value is None or w.dtype != "float32":
+            continue
+        if value.size < min_elements:
+            report.float_ops.append((i, op.op, f"weights have {value.size} elements (fewer "
+                                               f"than {min_elements})"))
+            continue
+        if not integer_kernel(op.op, "hybrid"):
+            report.float_ops.append((i, op.op, "edgelite has no hybrid kernel"))
+            continue
+        key = (op.inputs[k], axis)
+        if key not in cache:
+            scales = P.weight_scales(value, axis)
+            q = P.quantize_weights(value, scales, axis)
+            cache[key] = sg.add_tensor(Tensor(
+                w.name, q.shape, "int8", buffer=m.add_buffer(q),
+                quantization=P.qparams(scales, np.zeros(scales.size, np.int64),
+                                       axis if axis is not None else 0)))
+        op.inputs[k] = cache[key]
+        if op.op in ("CONV_2D", "DEPTHWISE_CONV_2D") and (len(op.inputs) <= bias_k
+                                                          or op.inputs[bias_k] < 0):
+            # LiteRT's hybrid convolutions need a bias tensor.
+            zeros = np.zeros(value.shape[axis], np.float32)
+            bias = sg.add_tensor(Tensor(f"{w.name}/bias", zeros.shape, "float32",
+                                        buffer=m.add_buffer(zeros)))
+            op.inputs = list(op.inputs[:bias_k]) + [bias]
+        if op.options is not None and "asymmetric_quantize_inputs" in op.options.fields:
+            op.options = op.options.replace(asymmetric_quantize_inputs=True)
+        op.opcode = OperatorCode(op.opcode.builtin, 0, op.opcode.custom_code)
+        report.quantized_ops[op.op] = report.quantized_ops.get(op.op, 0) + 1
+    compact(m)
+    return m, report
+
+
+def _tensor(sg, op, k: int):
+    return sg.tensors[op.inputs[k]] if k < len(op.inputs) and op.inputs[k] >= 0 else None
+
+
+def quantize_float16(model: Model) -> tuple:
+    """(copy of `model` whose float32 constants read by ops are float16, each behind one
+    DEQUANTIZE, Report). Constants outside float16's range stay float32."""
+    from edgelite.converter.pass_clean import compact
+
+    m = copy.deepcopy(model)
+    sg = m.subgraphs[0]
+    report = Report("float16")
+    halves: dict = {}
+    new_ops = []
+    for op in sg.operators:
+        for k, t in enumerate(op.inputs):
+            if t < 0 or t in sg.inputs or sg.tensors[t].dtype != "float32":
+                continue
+            value = m.constant(sg, t)
+            if value is None or value.size == 0:
+                continue
+            if np.abs(value).max() > FLOAT16_MAX:
+                report.notes.append(f"{sg.tensors[t].name!r} stays float32 (outside float16's "
+                                    "range)")
+                continue
+            if t not in halves:
+                src = sg.tensors[t]
+                half = sg.add_tensor(Tensor(f"{src.name}/float16", src.shape, "float16",
+                                            buffer=m.add_buffer(value.astype(np.float16))))
+                out = sg.add_tensor(Tensor(src.name, src.shape, "float32"))
+                new_ops.append(Operator(OperatorCode("DEQUANTIZE", 0), [half], [out],
+                                        default_options("DEQUANTIZE")))
+                halves[t] = out
+            op.inputs[k] = halves[t]
+        new_ops.append(op)
+    report.quantized_ops["DEQUANTIZE"] = len(halves)
+    sg.operators = new_ops
+    compact(m)
+    return m, report
