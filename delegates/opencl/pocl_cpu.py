@@ -8,9 +8,9 @@ Later PoCL releases read `POCL_LLVM_CPU_NAME`; 3.0 has no such switch.
 
 The device keeps the name in a heap string that its `llvm_cpu` field points to, right after the
 target triple's. `fix_target_cpu` finds that pair in the device structure and writes, in place,
-the name of the generic x86-64 level the host supports whose instruction set matches the
-built-in library PoCL picks by the same CPU features (an AVX-512 host gets PoCL's avx512
-library and must be compiled for x86-64-v4: mixing levels aborts LLVM). It only ever writes
+the name of the CPU that PoCL's built-in library for this host was compiled for (PoCL picks the
+library by CPU features; an AVX-512 host gets the one built for skylake-avx512). A CPU unknown to
+LLVM 14 is newer than all of these and has their features. It only ever writes
 over a string that reads "generic" in a PoCL CPU device on x86-64, and only into the bytes that
 malloc gave it. `EDGELITE_POCL_CPU` overrides the name ("off" disables the work-around).
 """
@@ -33,19 +33,29 @@ def _host_flags() -> set:
     return set()
 
 
-def cpu_level(flags: set) -> str | None:
-    """The x86-64 level matching PoCL's choice of built-in library for these CPU flags."""
+def cpu_name(flags: set) -> str:
+    """The CPU that PoCL's built-in library for these CPU flags was compiled for: the same
+    feature tests as PoCL 3.0's getX86KernelLibName, and the -mcpu of each library variant.
+    Kernels must target exactly it: LLVM inlines the library's functions (vload, fma, ...)
+    only into code whose CPU has every feature of theirs, and calls them otherwise (4x
+    slower); a lower level than the library's aborts LLVM."""
+    lzcnt = "abm" in flags or "lzcnt" in flags
+    name = "athlon64"
+    if {"ssse3", "cx16"} <= flags:
+        name = "core2"
+    if {"sse4_1", "cx16"} <= flags:
+        name = "penryn"
+    if {"avx", "cx16", "popcnt"} <= flags:
+        name = "sandybridge"
+    if {"avx", "cx16", "popcnt", "f16c"} <= flags:
+        name = "ivybridge"
+    if {"avx", "cx16", "popcnt", "xop", "fma4"} <= flags:
+        name = "bdver1"
+    if {"avx", "avx2", "cx16", "popcnt", "f16c", "fma", "bmi1", "bmi2"} <= flags and lzcnt:
+        name = "haswell"
     if "avx512f" in flags:
-        v4 = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
-        return "x86-64-v4" if v4 <= flags else None
-    if {"avx2", "fma", "bmi1", "bmi2", "f16c", "abm"} <= flags or \
-            {"avx2", "fma", "bmi1", "bmi2", "f16c", "lzcnt"} <= flags:
-        return "x86-64-v3"
-    if "avx" in flags:
-        return None  # PoCL's avx / avx_f16c libraries match no generic level
-    if {"sse4_1", "ssse3", "cx16"} <= flags:
-        return "x86-64-v2"
-    return "x86-64"
+        name = "skylake-avx512"
+    return name
 
 
 def _readable_ranges() -> list:
@@ -93,7 +103,7 @@ def _find_cpu_name(device) -> int | None:
 def fix_target_cpu(device) -> str | None:
     """Give PoCL a CPU name LLVM knows when it has "generic"; returns the name written (None
     when nothing needed or could be done)."""
-    want = os.environ.get("EDGELITE_POCL_CPU") or cpu_level(_host_flags())
+    want = os.environ.get("EDGELITE_POCL_CPU") or cpu_name(_host_flags())
     if not want or want == "off":
         return None
     where = _find_cpu_name(device)
