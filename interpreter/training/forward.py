@@ -78,10 +78,13 @@ def _open_reshape(em: Emitter, inputs: list, options) -> tuple:
         value = getattr(options, "new_shape", None) if options is not None else None
         if not value:
             return inputs, options
-    value = np.asarray(value).reshape(-1)
-    if value.size == 0 or -1 in value or int(value[0]) != declared:
+    value = [int(d) for d in np.asarray(value).reshape(-1)]
+    if not value or value[0] != declared or value.count(-1) > 1:
         return inputs, options
-    opened = [-1] + [int(d) for d in value[1:]]
+    if -1 in value:  # resolve the stretch at the declared batch; the batch takes the -1
+        known = int(np.prod([d for d in value if d != -1]))
+        value[value.index(-1)] = int(np.prod(em.shape(x))) // max(known, 1)
+    opened = [-1] + value[1:]
     if has_shape_input:
         inputs = [x, em.i32(opened)] + inputs[2:]
     if options is not None and getattr(options, "new_shape", None):
