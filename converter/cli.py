@@ -466,6 +466,12 @@ from .cli_convert import convert_command  # noqa: E402
 
 app.command("convert")(convert_command)
 
+# train: on-device fine-tuning, in cli_train.py
+
+from .cli_train import train_command  # noqa: E402
+
+app.command("train")(train_command)
+
 
 # ---------------------------------------------------------------------------------------------
 # entry points (pyproject's console scripts)
