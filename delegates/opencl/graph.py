@@ -34,6 +34,7 @@ class Builder:
         self.uses: dict = {}       # tensor index -> [first launch, last launch]
         self.constants: list = []  # keeps constant buffers alive
         self._const_of: dict = {}  # tensor index -> its constant buffer
+        self.fused: dict = {}      # node index -> (lo, hi) of a RELU folded into it
 
     # -- what ops call -----------------------------------------------------------------------
 

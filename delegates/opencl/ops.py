@@ -15,11 +15,49 @@ _CLAMPS = {RELU: (0.0, INF), RELU6: (0.0, 6.0), RELU_N1_TO_1: (-1.0, 1.0)}
 MAX_INDEX = 1 << 24  # gather tables are computed in float32: positions must be exact
 
 
-def clamp(node) -> tuple:
-    """(lo, hi) of the node's fused activation (TFLite's float kernels only clamp)."""
+def clamp(node, g=None) -> tuple:
+    """(lo, hi) of the node's fused activation (TFLite's float kernels only clamp), narrowed
+    by a RELU-family node the delegate fused into it."""
     code = int(getattr(node.options, "fused_activation_function", 0) or 0) \
         if node.options is not None else 0
-    return _CLAMPS.get(code, (-INF, INF))
+    lo, hi = _CLAMPS.get(code, (-INF, INF))
+    if g is not None and node.index in g.fused:
+        flo, fhi = g.fused[node.index]
+        lo, hi = max(lo, flo), min(hi, fhi)
+    return lo, hi
+
+
+# Ops whose kernels end in a clamp, and the RELU family a following node can fold into it.
+CLAMPING = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "MAX_POOL_2D",
+            "AVERAGE_POOL_2D", "CONCATENATION", "ADD", "SUB", "MUL", "DIV", "MAXIMUM",
+            "MINIMUM", "PRELU", "SQUARED_DIFFERENCE", "POW"}
+RELUS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
+         "RELU_0_TO_1": (0.0, 1.0)}
+
+
+def fuse_activations(nodes: list, outputs: list) -> tuple:
+    """({producer node index: (lo, hi)}, {relu node index}) for each RELU-family node whose
+    input only it reads, written by a clamping node of the same partition (and not needed
+    outside it): the producer clamps, the RELU becomes an alias of its output."""
+    producer = {t.index: n for n in nodes for t in n.outputs}
+    readers: dict = {}
+    for n in nodes:
+        for t in n.inputs:
+            if t is not None:
+                readers[t.index] = readers.get(t.index, 0) + 1
+    needed = {t.index for t in outputs}
+    fused, aliased = {}, set()
+    for n in nodes:
+        if n.op not in RELUS or n.inputs[0] is None:
+            continue
+        t = n.inputs[0].index
+        p = producer.get(t)
+        if p is None or p.op not in CLAMPING or readers.get(t) != 1 or t in needed \
+                or p.index in fused or len(p.outputs) != 1:
+            continue
+        fused[p.index] = RELUS[n.op]
+        aliased.add(n.index)
+    return fused, aliased
 
 
 def _size(shape) -> int:
@@ -117,7 +155,7 @@ def build_conv_2d(node, g):
     dh, dw = int(o.dilation_h_factor or 1), int(o.dilation_w_factor or 1)
     ho, pt = conv_output(int(o.padding or 0), h, kh, sh, dh)
     wo, pl = conv_output(int(o.padding or 0), wd, kw, sw, dw)
-    lo, hi = clamp(node)
+    lo, hi = clamp(node, g)
     m = n * ho * wo
     vw, nv, tm = _tiles(co, m, g.dev.is_cpu)
     w_kn = np.asarray(w.data, np.float32).transpose(1, 2, 3, 0).reshape(kh * kw * c, co)
@@ -149,7 +187,7 @@ def build_fully_connected(node, g):
     b = node.inputs[2] if len(node.inputs) > 2 else None
     units, depth = w.shape
     rows = _size(x.shape) // depth
-    lo, hi = clamp(node)
+    lo, hi = clamp(node, g)
     vw, nv, tm = _tiles(units, rows, g.dev.is_cpu)
     if rows < tm:
         tm = max(rows, 1)
@@ -181,7 +219,7 @@ def build_depthwise_conv_2d(node, g):
     dm = co // cin
     vw = _width(co) if dm == 1 else 1
     tw = 4
-    lo, hi = clamp(node)
+    lo, hi = clamp(node, g)
     bias = np.zeros(co, np.float32) if b is None else np.asarray(b.data, np.float32)
     i32, f32 = np.int32, np.float32
     gsize, lsize = nd(g, (co // vw, -(-wo // tw), n * ho))
@@ -206,7 +244,7 @@ def _build_pool(is_max):
         ho, pt = conv_output(int(o.padding or 0), h, kh, sh)
         wo, pl = conv_output(int(o.padding or 0), wd, kw, sw)
         vw, tw = _width(c), 4
-        lo, hi = clamp(node)
+        lo, hi = clamp(node, g)
         i32, f32 = np.int32, np.float32
         gsize, lsize = nd(g, (c // vw, -(-wo // tw), n * ho))
         g.launch("depthwise", "pool", gsize, lsize,
@@ -235,7 +273,7 @@ def build_transpose_conv(node, g):
     sh, sw, padding = int(o.stride_h or 1), int(o.stride_w or 1), int(o.padding or 0)
     pt, pl = _transpose_padding(padding, ho, kh, sh), _transpose_padding(padding, wo, kw, sw)
     bias = np.zeros(co, np.float32) if b is None else np.asarray(b.data, np.float32)
-    lo, hi = clamp(node)
+    lo, hi = clamp(node, g)
     i32, f32 = np.int32, np.float32
     gsize, lsize = nd(g, (co, wo, n * ho))
     g.launch("data", "transpose_conv", gsize, lsize,
@@ -314,7 +352,7 @@ def build_binary(node, g):
     shape = tuple(out.shape)
     if tuple(b.shape) == shape and tuple(a.shape) != shape and op in COMMUTATIVE:
         a, b = b, a
-    lo, hi = clamp(node)
+    lo, hi = clamp(node, g)
     i32, f32 = np.int32, np.float32
     total = _size(shape)
     bs = _strip(b.shape)
@@ -435,7 +473,7 @@ def build_concatenation(node, g):
     rank = len(out.shape)
     axis = int(node.options.axis)
     axis = axis + rank if axis < 0 else axis
-    lo, hi = clamp(node)
+    lo, hi = clamp(node, g)
     outer = _size(out.shape[:axis])
     total = _size(out.shape[axis:])
     offset = 0

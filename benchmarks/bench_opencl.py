@@ -1,0 +1,208 @@
+"""The OpenCL delegate vs edgelite's numpy path vs LiteRT, 1 thread each, and start-up times.
+
+    python benchmarks/bench_opencl.py [--only mobilenet] [--precision fp32,fp16] [--seconds 2]
+                                      [--device cpu] [--no-startup] [--json OUT]
+
+One thread each: OPENBLAS_NUM_THREADS=1 for numpy, POCL_MAX_PTHREAD_COUNT=1 for PoCL (one
+worker thread runs every work-group), num_threads=1 for LiteRT (XNNPACK). Both variables are
+set before numpy and pyopencl load. Latency: median of single invokes in alternating blocks with a
+pause before each block (as bench_models.py). Accuracy: max abs difference of the delegate's
+outputs from the numpy interpreter's, over max |numpy output|.
+
+Start-up: a fresh process loads the delegate and the model, prepares (program builds, weight
+packing and upload) and invokes once, with empty OpenCL caches (PoCL's POCL_CACHE_DIR and
+pyopencl's XDG_CACHE_HOME pointed at a new folder): first start; then again with those caches:
+cached start, where "new cache files" must be 0 (nothing was rebuilt; PoCL's `tempfile_*`, the
+source it writes on every build call, hit or miss, are not counted).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", "1")
+
+import numpy as np  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MODELS = ["mobilenet_v2", "mp_face_detection", "mp_hand_landmark", "digits_cnn"]
+BLOCK_S, PAUSE_S, MIN_BLOCKS = 0.2, 0.05, 4
+
+
+def models_dir(arg) -> Path:
+    if arg:
+        return Path(arg)
+    env = os.environ.get("EDGELITE_MODELS")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "models"
+
+
+def _prepared(interpreter, x):
+    interpreter.allocate_tensors()
+    d = interpreter.get_input_details()[0]
+    interpreter.set_tensor(d["index"], x.reshape(d["shape"]).astype(d["dtype"]))
+    interpreter.invoke()
+    return interpreter
+
+
+def _outputs(it) -> list:
+    return [it.get_tensor(o["index"]).copy() for o in it.get_output_details()]
+
+
+def _input(path: Path) -> np.ndarray:
+    from edgelite.interpreter import Interpreter
+    d = Interpreter(model_path=str(path)).get_input_details()[0]
+    return np.random.default_rng(0).uniform(-1, 1, d["shape"]).astype(np.float32)
+
+
+def latency(runners: dict, seconds: float) -> dict:
+    """name -> sorted single-invoke times, blocks of each runner in turn."""
+    times = {k: [] for k in runners}
+    for it in runners.values():  # warm up
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:
+            it.invoke()
+    end = time.perf_counter() + seconds * len(runners)
+    blocks = 0
+    while time.perf_counter() < end or blocks < MIN_BLOCKS:
+        for name, it in runners.items():
+            time.sleep(PAUSE_S)
+            stop = time.perf_counter() + BLOCK_S
+            while time.perf_counter() < stop:
+                t = time.perf_counter()
+                it.invoke()
+                times[name].append(time.perf_counter() - t)
+        blocks += 1
+    return {k: sorted(v) for k, v in times.items()}
+
+
+def bench_model(path: Path, precisions: list, device, seconds: float) -> dict:
+    from edgelite.delegates import load_delegate
+    from edgelite.interpreter import Interpreter
+    x = _input(path)
+    runners = {"numpy": _prepared(Interpreter(model_path=str(path), num_threads=1), x)}
+    ref = _outputs(runners["numpy"])
+    errors = {}
+    for p in precisions:
+        d = load_delegate("opencl", {"precision": p, "device": device})
+        it = _prepared(Interpreter(model_path=str(path), experimental_delegates=[d]), x)
+        out = _outputs(it)
+        errors[p] = max(float(np.max(np.abs(a.astype(np.float64) - b)) / max(np.max(np.abs(b)),
+                                                                            1e-30))
+                        for a, b in zip(out, ref))
+        runners[f"opencl {p}"] = it
+        device_name = d.dev.name
+    try:
+        from ai_edge_litert.interpreter import Interpreter as LiteRT
+        runners["LiteRT"] = _prepared(LiteRT(model_path=str(path), num_threads=1), x)
+    except ImportError:
+        pass
+    times = latency(runners, seconds)
+    med = {k: float(np.median(v)) * 1e3 for k, v in times.items()}
+    return {"model": path.stem, "median_ms": med, "rel_error": errors, "device": device_name}
+
+
+STARTUP = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+import numpy as np
+from edgelite.interpreter import Interpreter, load_delegate
+t1 = time.perf_counter()
+d = load_delegate("opencl", {"precision": sys.argv[2], "device": sys.argv[3] or None})
+t2 = time.perf_counter()
+it = Interpreter(model_path=sys.argv[1], experimental_delegates=[d])
+it.allocate_tensors()
+t3 = time.perf_counter()
+det = it.get_input_details()[0]
+it.set_tensor(det["index"], np.zeros(det["shape"], det["dtype"]))
+it.invoke()
+t4 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "load_delegate_s": t2 - t1, "prepare_s": t3 - t2,
+                  "first_invoke_s": t4 - t3, "total_s": t4 - t0, "programs": d.dev.builds}))
+"""
+
+
+def _files(folder: Path) -> int:
+    """Files in the caches, less PoCL's `tempfile_*` (it writes the program source there on
+    every clBuildProgram, cache hit or not)."""
+    return sum(1 for _, _, files in os.walk(folder) for f in files
+               if not f.startswith("tempfile_"))
+
+
+def startup(path: Path, precision: str, device) -> dict:
+    """First start (empty caches) and cached start, each in a fresh process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, POCL_CACHE_DIR=str(Path(tmp) / "pocl"),
+                   XDG_CACHE_HOME=str(Path(tmp) / "xdg"))
+        out = {}
+        for which in ("first", "cached"):
+            before = _files(Path(tmp))
+            r = subprocess.run([sys.executable, "-c", STARTUP, str(path), precision,
+                                device or ""], env=env, capture_output=True, text=True,
+                               cwd=REPO_ROOT)
+            if r.returncode:
+                raise RuntimeError(r.stderr[-2000:])
+            out[which] = json.loads(r.stdout.strip().splitlines()[-1])
+            out[which]["new_cache_files"] = _files(Path(tmp)) - before
+        return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models")
+    ap.add_argument("--only")
+    ap.add_argument("--precision", default="fp32,fp16")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--seconds", type=float, default=1.5)
+    ap.add_argument("--no-startup", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    folder = models_dir(args.models)
+    precisions = args.precision.split(",")
+    names = [m for m in MODELS if not args.only or args.only in m]
+    results = []
+    for name in names:
+        print(f"{name} ...", file=sys.stderr, flush=True)
+        r = bench_model(folder / f"{name}.tflite", precisions, args.device, args.seconds)
+        if not args.no_startup:
+            r["startup"] = startup(folder / f"{name}.tflite", precisions[0], args.device)
+        results.append(r)
+    load = os.getloadavg()[0]
+    device = results[0]["device"] if results else "?"
+    print(f"### OpenCL delegate vs numpy vs LiteRT, 1 thread each ({device}; load {load:.1f})\n")
+    cols = ["numpy"] + [f"opencl {p}" for p in precisions] + ["LiteRT"]
+    print("| model | " + " | ".join(cols) + " | numpy / opencl | opencl / LiteRT | "
+          + " | ".join(f"error {p}" for p in precisions) + " |")
+    print("|---" * (len(cols) + 3 + len(precisions)) + "|")
+    for r in results:
+        m = r["median_ms"]
+        ocl = m.get(f"opencl {precisions[0]}")
+        row = [f"{m[c]:.2f} ms" if c in m else "—" for c in cols]
+        speedup = f"{m['numpy'] / ocl:.2f}x" if ocl else "—"
+        vs = f"{ocl / m['LiteRT']:.2f}x" if ocl and "LiteRT" in m else "—"
+        errs = [f"{r['rel_error'][p]:.1e}" for p in precisions]
+        print(f"| {r['model']} | " + " | ".join(row + [speedup, vs] + errs) + " |")
+    if not args.no_startup:
+        print(f"\n### Start-up ({precisions[0]}): load delegate + prepare + first invoke, "
+              "fresh process\n")
+        print("| model | first start | cached start | prepare first / cached | "
+              "new cache files on the cached start |")
+        print("|---|---:|---:|---:|---:|")
+        for r in results:
+            s = r["startup"]
+            print(f"| {r['model']} | {s['first']['total_s']:.2f} s | "
+                  f"{s['cached']['total_s']:.2f} s | {s['first']['prepare_s']:.2f} s / "
+                  f"{s['cached']['prepare_s']:.2f} s | {s['cached']['new_cache_files']} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
