@@ -28,3 +28,5 @@ from . import hybrid  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BA
 from . import activations_int16  # noqa: F401  RELU RELU6 LEAKY_RELU LOGISTIC TANH SOFTMAX MAX_POOL_2D AVERAGE_POOL_2D (int16)
 from . import elementwise_int16  # noqa: F401  ADD SUB MUL (int16)
 from . import transpose_conv_int8  # noqa: F401  TRANSPOSE_CONV (int8, uint8, int16)
+from . import misc_int8  # noqa: F401  SUM REDUCE_MAX REDUCE_MIN ARG_MAX ARG_MIN RESIZE_* DEPTH_TO_SPACE SPACE_TO_DEPTH LOG_SOFTMAX (int8, uint8, int16)
+from . import binary_int8  # noqa: F401  PRELU SQUARED_DIFFERENCE EQUAL NOT_EQUAL LESS LESS_EQUAL GREATER GREATER_EQUAL (int8, uint8, int16)

@@ -263,3 +263,68 @@ CASES += [
     transpose_conv_case("transpose_conv_int32_bias", (1, 3, 3, 2), (3, 3, 3, 2), (6, 6),
                         stride=2, bias="int32", quantized_bias_type=INT32),
 ]
+
+
+def compare_case(id, op, a_shape, b_shape, sa=0.001, sb=0.002, quantized=True):
+    a, b = q16(a_shape, 2000), q16(b_shape, 2000)
+    if a_shape == b_shape:   # half the pairs represent equal real values: b = a sa / sb
+        pick = rng.random(a_shape) < 0.5
+        b[pick] = (a[pick].astype(np.int64) * round(sa / sb * 8) // 8).astype(np.int16)
+    qa, qb = ((sa, 0), (sb, 0)) if quantized else (None, None)
+    return case(id, op, [In(a_shape, "int16", qa), In(b_shape, "int16", qb)], [a, b],
+                outputs=[Out((), "bool")])
+
+
+# Comparisons: EQUAL / NOT_EQUAL rescale quantized inputs; the others compare raw int16 values
+# (TFLite ignores the scales). Unquantized NOT_EQUAL is not compared: TFLite's kernel writes
+# nothing then.
+for op in ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"):
+    name = op.lower()
+    CASES += [
+        compare_case(f"{name}", op, (6, 20), (6, 20), sa=0.002, sb=0.001),
+        compare_case(f"{name}_broadcast", op, (3, 1, 20), (20,)),
+    ]
+    if op != "NOT_EQUAL":
+        CASES.append(compare_case(f"{name}_unquantized", op, (4, 5), (4, 5), sa=1, sb=1,
+                                  quantized=False))
+
+
+def prelu_case(id, x_shape, alpha, sa=0.01, so=0.001):
+    return case(id, "PRELU", [In(x_shape, "int16", (0.0005, 0)), alpha], [q16(x_shape)],
+                outputs=[Out((), "int16", (so, 0))], const_quant={1: (sa, 0)})
+
+
+CASES += [
+    prelu_case("prelu", (2, 4, 5, 3), rng.integers(-128, 128, 3).astype(np.int8)),
+    prelu_case("prelu_full_alpha", (3, 6), rng.integers(-128, 128, (3, 6)).astype(np.int8),
+               so=0.0002),
+]
+
+
+def resize_case(id, op, x_shape, size, **options):
+    return case(id, op, [In(x_shape, "int16", (0.001, 0)), np.array(size, np.int32)],
+                [q16(x_shape)], outputs=[Out((), "int16", (0.001, 0))], options=options)
+
+
+CASES += [
+    resize_case("resize_bilinear_up", "RESIZE_BILINEAR", (1, 4, 5, 3), (9, 7)),
+    resize_case("resize_bilinear_down_align", "RESIZE_BILINEAR", (2, 9, 8, 2), (4, 3),
+                align_corners=True),
+    resize_case("resize_bilinear_half_pixel", "RESIZE_BILINEAR", (1, 5, 4, 3), (13, 6),
+                half_pixel_centers=True),
+    resize_case("resize_nearest_neighbor", "RESIZE_NEAREST_NEIGHBOR", (1, 4, 5, 3), (9, 7)),
+    resize_case("resize_nearest_neighbor_half_pixel", "RESIZE_NEAREST_NEIGHBOR", (2, 5, 4, 2),
+                (8, 11), half_pixel_centers=True),
+]
+
+
+def reduce_case(id, op, x_shape, axes, keep_dims):
+    return case(id, op, [In(x_shape, "int16", (0.001, 0)), np.array(axes, np.int32)],
+                [q16(x_shape)], outputs=[Out((), "int16", (0.001, 0))],
+                options=dict(keep_dims=keep_dims))
+
+
+CASES += [
+    reduce_case("reduce_max", "REDUCE_MAX", (2, 3, 4), [1], False),
+    reduce_case("reduce_min_keep", "REDUCE_MIN", (2, 3, 4), [0, -1], True),
+]

@@ -60,3 +60,182 @@ CASES = [
     transpose_conv_case("transpose_conv_uint8_valid_relu", (1, 3, 5, 2), (3, 2, 2, 2), (6, 10),
                         key="uint8", stride=2, padding=1, act=1, w_zp=0),
 ]
+
+
+def every_value(shape, dtype="int8"):
+    """All 256 values of the type (each once, then random)."""
+    lo = -128 if dtype == "int8" else 0
+    size = int(np.prod(shape))
+    values = np.concatenate([np.arange(lo, lo + 256), rng.integers(lo, lo + 256, max(0, size - 256))])
+    return rng.permutation(values[:size]).reshape(shape).astype(dtype)
+
+
+def reduce_case(id, op, x_shape, axes, keep_dims, key="int8", xq=(0.1, -5), oq=(0.3, 3), x=None):
+    xq, oq = shifted(xq, key), shifted(oq, key)
+    x = q8(x_shape, key) if x is None else x
+    return case(id, op, [In(x_shape, key, xq), np.array(axes, np.int32)], [x],
+                outputs=[Out((), key, oq)], options=dict(keep_dims=keep_dims))
+
+
+# SUM: LiteRT's reference SUM reads int8 data as uint8 (reduce.cc passes uint8_t pointers
+# whatever the type), so int8 cases against it use inputs and outputs in [0, 127], where
+# both readings agree. (Its default kernels requantize in float and differ by 1 LSB.)
+def nonneg(shape):
+    return rng.integers(0, 20, shape).astype(np.int8)
+
+
+CASES += [
+    reduce_case("sum_uint8", "SUM", (2, 6, 5, 3), [1, 2], False, key="uint8"),
+    reduce_case("sum_uint8_keep_negative_axis", "SUM", (3, 4, 5), [-1], True, key="uint8",
+                oq=(0.5, 10)),
+    reduce_case("sum_uint8_upscale", "SUM", (4, 3), [0], False, key="uint8", xq=(0.1, 3),
+                oq=(0.05, 0)),
+    reduce_case("sum_int8_nonnegative", "SUM", (2, 5, 4), [1], False, xq=(0.1, 2),
+                oq=(0.2, 0), x=nonneg((2, 5, 4))),
+    reduce_case("sum_int8_nonnegative_all_axes", "SUM", (3, 4), [0, 1], True, xq=(0.01, -3),
+                oq=(0.2, 1), x=nonneg((3, 4))),
+]
+
+# REDUCE_MAX / REDUCE_MIN: raw values, input and output sharing their quantization.
+for key in ("int8", "uint8"):
+    CASES += [
+        reduce_case(f"reduce_max_{key}", "REDUCE_MAX", (2, 3, 4), [1], False, key=key,
+                    oq=(0.1, -5)),
+        reduce_case(f"reduce_min_keep_{key}", "REDUCE_MIN", (2, 3, 4), [0, -1], True, key=key,
+                    oq=(0.1, -5)),
+    ]
+
+
+def arg_case(id, op, x_shape, axis, key="int8", out="int32"):
+    return case(id, op, [In(x_shape, key, shifted((0.1, 0), key)), np.array([axis], np.int32)],
+                [q8(x_shape, key)], outputs=[Out((), out)], options=dict(output_type={"int32": 2, "int64": 4}[out]))
+
+
+CASES += [
+    arg_case("arg_max_int8", "ARG_MAX", (3, 4, 5), 1),
+    arg_case("arg_max_uint8_last_int64", "ARG_MAX", (3, 40), -1, key="uint8", out="int64"),
+    arg_case("arg_min_int8_first", "ARG_MIN", (6, 3), 0),
+    arg_case("arg_min_uint8", "ARG_MIN", (2, 3, 50), 2, key="uint8"),
+]
+
+
+def resize_case(id, op, x_shape, size, key="int8", **options):
+    q = shifted((0.1, 2), key)
+    x = q8(x_shape, key)
+    return case(id, op, [In(x_shape, key, q), np.array(size, np.int32)], [x],
+                outputs=[Out((), key, q)], options=options)
+
+
+# RESIZE_BILINEAR: up- and downscaling, align_corners, half_pixel_centers.
+for key in ("int8", "uint8"):
+    CASES += [
+        resize_case(f"resize_bilinear_up_{key}", "RESIZE_BILINEAR", (1, 4, 5, 3), (9, 7),
+                    key=key),
+        resize_case(f"resize_bilinear_down_{key}", "RESIZE_BILINEAR", (2, 9, 8, 2), (4, 3),
+                    key=key),
+        resize_case(f"resize_bilinear_align_corners_{key}", "RESIZE_BILINEAR", (1, 5, 4, 3),
+                    (8, 11), key=key, align_corners=True),
+        resize_case(f"resize_bilinear_half_pixel_{key}", "RESIZE_BILINEAR", (1, 5, 4, 3),
+                    (13, 6), key=key, half_pixel_centers=True),
+        resize_case(f"resize_bilinear_half_pixel_down_{key}", "RESIZE_BILINEAR", (1, 9, 7, 2),
+                    (4, 5), key=key, half_pixel_centers=True),
+        resize_case(f"resize_nearest_neighbor_{key}", "RESIZE_NEAREST_NEIGHBOR", (1, 4, 5, 3),
+                    (9, 7), key=key),
+        resize_case(f"resize_nearest_neighbor_half_pixel_{key}", "RESIZE_NEAREST_NEIGHBOR",
+                    (2, 5, 4, 2), (8, 11), key=key, half_pixel_centers=True),
+        resize_case(f"resize_nearest_neighbor_align_{key}", "RESIZE_NEAREST_NEIGHBOR",
+                    (1, 5, 4, 2), (3, 7), key=key, align_corners=True),
+    ]
+
+
+def block_case(id, op, x_shape, block, key):
+    q = shifted((0.1, 2), key)
+    return case(id, op, [In(x_shape, key, q)], [q8(x_shape, key)], outputs=[Out((), key, q)],
+                options=dict(block_size=block))
+
+
+# LiteRT's reference resolver has DEPTH_TO_SPACE version 1 only; int8 models state version 2.
+AUTO_CASES = [block_case("depth_to_space_int8", "DEPTH_TO_SPACE", (1, 3, 4, 8), 2, "int8")]
+CASES += [
+    block_case("depth_to_space_uint8", "DEPTH_TO_SPACE", (2, 2, 3, 9), 3, "uint8"),
+    block_case("space_to_depth_int8", "SPACE_TO_DEPTH", (1, 4, 6, 3), 2, "int8"),
+    block_case("space_to_depth_uint8", "SPACE_TO_DEPTH", (2, 6, 3, 2), 3, "uint8"),
+]
+
+
+def log_softmax_case(id, shape, key="int8", xq=(0.1, 0), values=None):
+    xq = shifted(xq, key)
+    oq = (16 / 256, 127 if key == "int8" else 255)
+    x = q8(shape, key) if values is None else values
+    return case(id, "LOG_SOFTMAX", [In(shape, key, xq)], [x], outputs=[Out((), key, oq)])
+
+
+# LOG_SOFTMAX: coarse and fine input scales (differences past the exp cut-off), one class.
+for key in ("int8", "uint8"):
+    CASES += [
+        log_softmax_case(f"log_softmax_{key}", (3, 10), key),
+        log_softmax_case(f"log_softmax_fine_{key}", (4, 37), key, xq=(0.02, 5)),
+        log_softmax_case(f"log_softmax_coarse_{key}", (2, 3, 17), key, xq=(0.4, -3)),
+        log_softmax_case(f"log_softmax_large_depth_{key}", (2, 500), key, xq=(0.06, 0)),
+        log_softmax_case(f"log_softmax_one_class_{key}", (5, 1), key),
+    ]
+
+
+def binary_case(id, op, a_shape, b_shape, key="int8", aq=(0.05, 3), bq=(0.08, -10),
+                oq=(0.1, 1), const_b=False, out_key=None, equal_ratio=None, **options):
+    """equal_ratio r: half of b's values are set to represent a's real values (b - zb =
+    r (a - za), where that fits), so that comparisons meet equal values."""
+    aq, bq = shifted(aq, key), shifted(bq, key)
+    out_key = out_key or key
+    outputs = [Out((), out_key, shifted(oq, key) if out_key == key else None)]
+    a, b = q8(a_shape, key), q8(b_shape, key)
+    if equal_ratio is not None:
+        lo, hi = (-128, 127) if key == "int8" else (0, 255)
+        a_b = np.broadcast_to(a, np.broadcast_shapes(a.shape, b.shape))
+        same = bq[1] + equal_ratio * (a_b.astype(np.int64) - aq[1])
+        pick = (rng.random(same.shape) < 0.5) & (same >= lo) & (same <= hi)
+        b_full = np.broadcast_to(b, same.shape).copy()
+        b_full[pick] = same[pick]
+        b = b_full.astype(key) if b.shape == same.shape else b
+    if const_b:
+        return case(id, op, [In(a_shape, key, aq), b], [a], outputs=outputs,
+                    options=options, const_quant={1: bq})
+    return case(id, op, [In(a_shape, key, aq), In(b_shape, key, bq)], [a, b],
+                outputs=outputs, options=options)
+
+
+# PRELU: per-channel alpha (constant, broadcast along the last axis), full-shape alpha, uint8.
+CASES += [
+    binary_case("prelu", "PRELU", (2, 4, 5, 3), (3,), const_b=True, bq=(0.01, 0)),
+    binary_case("prelu_full_alpha", "PRELU", (3, 6), (3, 6), bq=(0.02, -20), oq=(0.03, -50)),
+    binary_case("prelu_spatial_alpha", "PRELU", (1, 4, 4, 2), (1, 1, 2), const_b=True),
+    binary_case("prelu_uint8", "PRELU", (2, 3, 4), (4,), key="uint8", const_b=True,
+                bq=(0.01, -100)),
+]
+
+# SQUARED_DIFFERENCE int8: broadcasting, unequal scales.
+CASES += [
+    binary_case("squared_difference", "SQUARED_DIFFERENCE", (3, 4), (3, 4), oq=(0.5, -100)),
+    binary_case("squared_difference_broadcast", "SQUARED_DIFFERENCE", (2, 3, 4), (4,),
+                aq=(0.02, 0), bq=(0.03, 5), oq=(0.05, -128)),
+]
+
+# Comparisons: equal and unequal scales, broadcasting, scales above 1, uint8.
+for op in ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"):
+    name = op.lower()
+    CASES += [
+        binary_case(f"{name}_int8", op, (4, 16), (4, 16), aq=(0.05, 3), bq=(0.05, -2),
+                    out_key="bool", equal_ratio=1),
+        binary_case(f"{name}_int8_rescaled", op, (6, 20), (6, 20), aq=(0.5, 3),
+                    bq=(0.25, 6), out_key="bool", equal_ratio=2),
+        binary_case(f"{name}_int8_broadcast", op, (3, 1, 20), (20,), aq=(0.05, 3),
+                    bq=(0.1, -1), out_key="bool"),
+        binary_case(f"{name}_uint8", op, (5, 12), (5, 12), key="uint8", aq=(0.04, 0),
+                    bq=(0.02, 10), out_key="bool", equal_ratio=2),
+    ]
+CASES += [
+    binary_case("less_int8_scales_above_1", "LESS", (8, 8), (8, 8), aq=(2.0, 0), bq=(3.0, 1),
+                out_key="bool"),
+    binary_case("equal_int8_scales_above_1", "EQUAL", (8, 8), (8, 8), aq=(2.0, 0),
+                bq=(4.0, 1), out_key="bool", equal_ratio=0.5),
+]
