@@ -137,3 +137,29 @@ def test_no_opencl_is_a_clear_error(monkeypatch):
         load_delegate("opencl")
     with pytest.raises(DelegateError, match="precision"):
         load_delegate("opencl", {"precision": "int4"})
+
+
+def test_device_choice_and_program_reuse(opencl, monkeypatch):
+    """Devices by kind, index, name or PYOPENCL_CTX; a second interpreter of a model builds no
+    program (one context and one program cache per device and process)."""
+    import pyopencl as cl
+
+    from edgelite.delegates import DelegateError, load_delegate
+    from edgelite.delegates.opencl.device import choose
+    delegate = opencl("fp32")
+    dev = delegate.dev.device
+    kind = "gpu" if dev.type & cl.device_type.GPU else "cpu"
+    assert choose(cl, kind) == dev or dev.type & cl.device_type.GPU
+    assert choose(cl, dev.name[:5]).name == dev.name
+    monkeypatch.setenv("PYOPENCL_CTX", "0:0")
+    assert choose(cl).int_ptr == cl.get_platforms()[0].get_devices()[0].int_ptr
+    with pytest.raises(DelegateError, match="no OpenCL device matches 'no such device'"):
+        load_delegate("opencl", {"device": "no such device"})
+    content = _split_graph()
+    x = np.zeros((1, 10, 12, 8), np.float32)
+    _run(content, x, [delegate])
+    builds = delegate.dev.builds
+    again = load_delegate("opencl", {"precision": "fp32"})
+    assert again.dev is delegate.dev
+    _run(content, x, [again])
+    assert delegate.dev.builds == builds
