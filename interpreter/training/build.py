@@ -101,24 +101,12 @@ def make_trainable(model, trainable="last:1", loss: str = "sparse_softmax_cross_
     new.subgraphs[0] = infer.sg
     train, logits = _train(new, src, params, variables, opt, loss_def, index["init"], inputs,
                            outputs[out_name], labels)
-    new.subgraphs.append(train.sg)
-    new.subgraphs.append(_save(new, variables, index["init"]).sg)
-    new.subgraphs.append(_restore(new, variables, index["init"]).sg)
-
-    def names(sg, tensors):
-        return {n: t for n, t in zip(tensors, sg.inputs)}
-
-    new.signature_defs = [
-        SignatureDef("train", index["train"], names(train.sg, [*inputs, labels]),
-                     {LOSS: train.sg.outputs[0]}),
-        SignatureDef("infer", 0, names(infer.sg, list(inputs)),
-                     dict(zip(outputs, infer.sg.outputs))),
-        SignatureDef("save", index["save"], {},
-                     {v.name: t for v, t in zip(variables, new.subgraphs[index["save"]].outputs)}),
-        SignatureDef("restore", index["restore"],
-                     {v.name: t for v, t in zip(variables, new.subgraphs[index["restore"]].inputs)},
-                     {}),
-    ]
+    parts = {"train": train, "infer": infer, "save": _save(new, variables, index["init"]),
+             "restore": _restore(new, variables, index["init"])}
+    new.subgraphs += [train.sg, parts["save"].sg, parts["restore"].sg]
+    where = {**index, "infer": 0}
+    new.signature_defs = [SignatureDef(key, where[key], part.inputs, part.outputs)
+                          for key, part in parts.items()]
     facts = {"format": 1, "loss": loss_def.name, "optimizer": opt.describe(),
              "output": out_name, "logits": logits, "labels": labels,
              "trainable": [p.name for p in params],
@@ -168,6 +156,15 @@ def _init(new: Model, src: Model, variables: list):
     return em.sg
 
 
+@dataclass
+class _Part:
+    """A built subgraph and its signature's names."""
+
+    sg: object
+    inputs: dict
+    outputs: dict
+
+
 def _infer(new: Model, src: Model, params: list, init: int, inputs: dict, outputs: dict):
     em = Emitter(new, "infer")
     handles = _handles(em, [p.name for p in params], init)
@@ -176,7 +173,8 @@ def _infer(new: Model, src: Model, params: list, init: int, inputs: dict, output
     tmap = copy_forward(em, src, src.subgraphs[0], {p.tensor: reads[p.name] for p in params},
                         skip=skip)
     em.sg.outputs = [tmap[t] for t in outputs.values()]
-    return em
+    return _Part(em.sg, {n: tmap[t] for n, t in inputs.items()},
+                 {n: tmap[t] for n, t in outputs.items()})
 
 
 def _train(new: Model, src: Model, params: list, variables: list, opt, loss_def, init: int,
@@ -217,7 +215,8 @@ def _train(new: Model, src: Model, params: list, variables: list, opt, loss_def,
         em.side_effect("ASSIGN_VARIABLE", [handles[name], value])
     em.sg.outputs = [loss]
     remove_dead(em.sg)
-    return em, em.sg.tensors[logits].name
+    part = _Part(em.sg, {**{n: tmap[t] for n, t in inputs.items()}, labels: label}, {LOSS: loss})
+    return part, em.sg.tensors[logits].name
 
 
 def _save(new: Model, variables: list, init: int):
@@ -225,16 +224,16 @@ def _save(new: Model, variables: list, init: int):
     handles = _handles(em, [v.name for v in variables], init)
     reads = _reads(em, handles, {v.name: v.shape for v in variables})
     em.sg.outputs = [reads[v.name] for v in variables]
-    return em
+    return _Part(em.sg, {}, {v.name: reads[v.name] for v in variables})
 
 
 def _restore(new: Model, variables: list, init: int):
     em = Emitter(new, "restore")
-    values = [em.input(v.name, v.shape, v.shape) for v in variables]
-    handles = _handles(em, [v.name for v in variables], init)
-    for v, value in zip(variables, values):
-        em.side_effect("ASSIGN_VARIABLE", [handles[v.name], value])
-    return em
+    values = {v.name: em.input(v.name, v.shape, v.shape) for v in variables}
+    handles = _handles(em, list(values), init)
+    for name, value in values.items():
+        em.side_effect("ASSIGN_VARIABLE", [handles[name], value])
+    return _Part(em.sg, values, {})
 
 
 # -- gradients of any model ------------------------------------------------------------------

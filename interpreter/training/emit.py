@@ -95,7 +95,8 @@ class Emitter:
         return self._add(Tensor(name, shape, dtype, buffer=buffer, quantization=quantization),
                          infos)
 
-    def f32(self, value) -> int:
+    def scalar(self, value: float) -> int:
+        """A float32 scalar constant."""
         return self.const(np.asarray(value, np.float32))
 
     def i32(self, values) -> int:
@@ -120,9 +121,6 @@ class Emitter:
         if a is None or b is None or a.shape != b.shape or not np.array_equal(a, b):
             return None
         return a
-
-    def is_dynamic(self, t: int) -> bool:
-        return -1 in self.sig(t)
 
     # -- ops ---------------------------------------------------------------------------------
 
@@ -221,9 +219,6 @@ class Emitter:
         self.op(name, inputs, templates=[], **fields)
 
     # -- helpers the rules share -------------------------------------------------------------
-
-    def scalar(self, value: float) -> int:
-        return self.f32(np.float32(value))
 
     def add(self, a: int, b: int) -> int:
         return self.op("ADD", [a, b])
