@@ -71,9 +71,8 @@ def _describe(em: Emitter, op) -> str:
     return f"operator {index} {op.op} (output {out!r})"
 
 
-def check_rules(em: Emitter, ops: list, targets, wrt) -> None:
-    """GradientError naming every op between `wrt` and `targets` that has no rule."""
-    active, _ = _active(em, ops, targets, wrt)
+def _check_rules(em: Emitter, active: list) -> None:
+    """GradientError naming every op on the path that has no rule."""
     missing = [op for op in active if op.op not in RULES]
     if missing:
         raise GradientError(
@@ -87,8 +86,8 @@ def backward(em: Emitter, ops: list, seeds: dict, wrt: list) -> dict:
     """{tensor in wrt: its gradient tensor (None if the targets do not depend on it)}: the
     gradient of sum(target * seed) over `seeds` {target: seed tensor}, through `ops` (forward
     operators already emitted into em's subgraph)."""
-    check_rules(em, ops, list(seeds), wrt)
     active, depends = _active(em, ops, list(seeds), wrt)
+    _check_rules(em, active)
     pending: dict = {t: [g] for t, g in seeds.items()}
 
     def total(t):

@@ -79,20 +79,29 @@ def _upstream(sg: Subgraph, target: int) -> set:
 
 
 def select(model: Model, sg: Subgraph, trainable, target: int) -> list:
-    """The Params `trainable` names: "last:N" (the weights of the last N layers with weights
-    before `target`), "all", glob patterns of tensor names (a list, or comma-separated)."""
+    """The Params `trainable` names: "last:N" (the weights and biases of the last N layers with
+    weights before `target`), "all" (of every such layer), or glob patterns of tensor names,
+    which may name any float weight (a list, or comma-separated)."""
     found = candidates(model, sg)
     upstream = _upstream(sg, target)
-    on_path = {t for i in upstream for t in sg.operators[i].inputs} | \
-        {t for i in upstream for t in sg.operators[i].outputs}
+    layers = _layers(sg, found, upstream)
+    on_path = {t for i in upstream for t in sg.operators[i].inputs}
     chosen: list = []
     spec = trainable if isinstance(trainable, (list, tuple)) else \
         [p.strip() for p in str(trainable).split(",") if p.strip()]
     for pattern in spec:
         if pattern.startswith("last:"):
-            chosen += _last_layers(sg, found, upstream, pattern)
+            try:
+                n = int(pattern.split(":", 1)[1])
+            except ValueError:
+                raise GradientError(f"bad trainable spec {pattern!r}: use last:N, N a "
+                                    "number") from None
+            if not 1 <= n <= len(layers):
+                raise GradientError(f"{pattern}: the model has {len(layers)} layers with "
+                                    "weights before the loss")
+            chosen += [t for weights in layers[-n:] for t in weights]
         elif pattern == "all":
-            chosen += [t for t in found if t in on_path]
+            chosen += [t for weights in layers for t in weights]
         else:
             hits = [t for t, p in found.items() if fnmatch.fnmatchcase(p.name, pattern)]
             if not hits:
@@ -116,11 +125,8 @@ def select(model: Model, sg: Subgraph, trainable, target: int) -> list:
     return params
 
 
-def _last_layers(sg: Subgraph, found: dict, upstream: set, pattern: str) -> list:
-    try:
-        n = int(pattern.split(":", 1)[1])
-    except ValueError:
-        raise GradientError(f"bad trainable spec {pattern!r}: use last:N, N a number") from None
+def _layers(sg: Subgraph, found: dict, upstream: set) -> list:
+    """The weights of each layer with weights before the target, in execution order."""
     layers = []
     for i in sorted(upstream):
         op = sg.operators[i]
@@ -131,10 +137,7 @@ def _last_layers(sg: Subgraph, found: dict, upstream: set, pattern: str) -> list
                    and op.inputs[k] in found]
         if weights:
             layers.append(weights)
-    if n < 1 or n > len(layers):
-        raise GradientError(f"{pattern}: the model has {len(layers)} layers with weights "
-                            "before the loss")
-    return [t for weights in layers[-n:] for t in weights]
+    return layers
 
 
 def torch_default_init(shape: tuple, fan_in: int, rng: np.random.Generator) -> np.ndarray:
