@@ -1,0 +1,109 @@
+"""Helpers shared by the OpenCL delegate's op builders: fused clamps, launch sizes, checks."""
+from __future__ import annotations
+
+import numpy as np
+
+from edgelite.interpreter.kernels.common import RELU, RELU6, RELU_N1_TO_1
+
+INF = float("inf")
+_CLAMPS = {RELU: (0.0, INF), RELU6: (0.0, 6.0), RELU_N1_TO_1: (-1.0, 1.0)}
+MAX_INDEX = 1 << 24  # gather tables are computed in float32: positions must be exact
+
+
+def clamp(node, g=None) -> tuple:
+    """(lo, hi) of the node's fused activation (TFLite's float kernels only clamp), narrowed
+    by a RELU-family node the delegate fused into it."""
+    code = int(getattr(node.options, "fused_activation_function", 0) or 0) \
+        if node.options is not None else 0
+    lo, hi = _CLAMPS.get(code, (-INF, INF))
+    if g is not None and node.index in g.fused:
+        flo, fhi = g.fused[node.index]
+        lo, hi = max(lo, flo), min(hi, fhi)
+    return lo, hi
+
+
+# Ops whose kernels end in a clamp, and the RELU family a following node can fold into it.
+CLAMPING = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "MAX_POOL_2D",
+            "AVERAGE_POOL_2D", "CONCATENATION", "ADD", "SUB", "MUL", "DIV", "MAXIMUM",
+            "MINIMUM", "PRELU", "SQUARED_DIFFERENCE", "POW"}
+RELUS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
+         "RELU_0_TO_1": (0.0, 1.0)}
+
+
+def fuse_activations(nodes: list, outputs: list) -> tuple:
+    """({producer node index: (lo, hi)}, {relu node index}) for each RELU-family node whose
+    input only it reads, written by a clamping node of the same partition (and not needed
+    outside it): the producer clamps, the RELU becomes an alias of its output."""
+    producer = {t.index: n for n in nodes for t in n.outputs}
+    readers: dict = {}
+    for n in nodes:
+        for t in n.inputs:
+            if t is not None:
+                readers[t.index] = readers.get(t.index, 0) + 1
+    needed = {t.index for t in outputs}
+    fused, aliased = {}, set()
+    for n in nodes:
+        if n.op not in RELUS or n.inputs[0] is None:
+            continue
+        t = n.inputs[0].index
+        p = producer.get(t)
+        if p is None or p.op not in CLAMPING or readers.get(t) != 1 or t in needed \
+                or p.index in fused or len(p.outputs) != 1:
+            continue
+        fused[p.index] = RELUS[n.op]
+        aliased.add(n.index)
+    return fused, aliased
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _width(n: int, widest: int = 16) -> int:
+    """The widest vector width <= `widest` dividing n."""
+    w = widest
+    while w > 1 and n % w:
+        w //= 2
+    return w
+
+
+def nd(g, dims, local=None):
+    """(global, local) sizes. The default local size divides every dimension (powers of two up
+    to a budget), so the global size is exact; a given `local` rounds the global size up (the
+    kernel must then ignore items past the end)."""
+    dims = [max(int(d), 1) for d in dims]
+    if local is None:
+        local, budget = [1] * len(dims), 64 if not g.dev.is_cpu else 16
+        for k in range(len(dims)):
+            while dims[k] % (local[k] * 2) == 0 and int(np.prod(local)) * 2 <= budget:
+                local[k] *= 2
+    local = [min(max(int(v), 1), d) for v, d in zip(local, dims)]
+    return tuple(-(-d // v) * v for d, v in zip(dims, local)), tuple(local)
+
+
+# -- support checks ----------------------------------------------------------------------------
+
+def _float_io(node, const_inputs=(), data_inputs=None) -> str | None:
+    """Inputs and outputs float32; inputs in `const_inputs` must be constants."""
+    for k, t in enumerate(node.inputs):
+        if t is None:
+            continue
+        if k in const_inputs and t.data is None:
+            return f"input {k} ({t.name!r}) must be a constant"
+        if data_inputs is not None and k not in data_inputs:
+            continue
+        if t.type_name != "float32":
+            return f"input {k} ({t.name!r}) is {t.type_name}; the delegate computes float32"
+    for t in node.outputs:
+        if t.type_name != "float32":
+            return f"output {t.name!r} is {t.type_name}; the delegate computes float32"
+    return None
+
+
+def _rank4(node) -> str | None:
+    for t in list(node.inputs[:1]) + node.outputs:
+        if t is not None and len(t.shape) != 4:
+            return f"{t.name!r} is {list(t.shape)}; 4-D NHWC expected"
+    return None
+
+

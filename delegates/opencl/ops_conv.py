@@ -1,0 +1,221 @@
+"""CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED, BATCH_MATMUL and the 2-D pools
+on the OpenCL device: weights packed and uploaded once, tiled kernels of gemm.cl / depthwise.cl."""
+from __future__ import annotations
+
+import numpy as np
+
+from edgelite.interpreter.kernels.common import conv_output
+
+from .helpers import _float_io, _rank4, _size, _width, clamp, nd
+
+# -- convolutions and matrix products ----------------------------------------------------------
+
+def _tiles(n: int, rows: int, cpu: bool) -> tuple:
+    """(VW, NV, TM) of the gemm/conv2d kernels for n output columns."""
+    if n >= 32:
+        return 16, 2, 6 if cpu else 4
+    if n >= 16:
+        return 16, 1, 8
+    if n >= 8:
+        return 8, 1, 8
+    return 4, 1, 8
+
+
+def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
+    step = vw * nv
+    np_ = -(-n // step) * step
+    wp = np.zeros((w_kn.shape[0], np_), np.float32)
+    wp[:, :n] = w_kn
+    bp = np.zeros(np_, np.float32)
+    if bias is not None:
+        bp[:n] = np.asarray(bias, np.float32).reshape(-1)
+    return g.weights(wp), g.weights(bp), np_
+
+
+def support_conv_2d(node):
+    if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
+        return "the bias must be a constant"
+    reason = _float_io(node, const_inputs=(1,)) or _rank4(node)
+    if reason is None and node.inputs[1].shape[3] != node.inputs[0].shape[3]:
+        return "grouped convolution"
+    return reason
+
+
+def build_conv_2d(node, g):
+    x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    o = node.options
+    n, h, wd, c = x.shape
+    co, kh, kw, _ = w.shape
+    sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
+    dh, dw = int(o.dilation_h_factor or 1), int(o.dilation_w_factor or 1)
+    ho, pt = conv_output(int(o.padding or 0), h, kh, sh, dh)
+    wo, pl = conv_output(int(o.padding or 0), wd, kw, sw, dw)
+    lo, hi = clamp(node, g)
+    m = n * ho * wo
+    vw, nv, tm = _tiles(co, m, g.dev.is_cpu)
+    w_kn = np.asarray(w.data, np.float32).transpose(1, 2, 3, 0).reshape(kh * kw * c, co)
+    wbuf, bbuf, np_ = _packed(g, w_kn, None if b is None else b.data, co, vw, nv)
+    defines = {"VW": vw, "NV": nv, "TM": tm}
+    gsize, lsize = nd(g, (np_ // (vw * nv), -(-m // tm)), (1, 1) if g.dev.is_cpu else None)
+    i32, f32 = np.int32, np.float32
+    if kh == kw == 1 and sh == sw == 1 and pt == pl == 0:
+        g.launch("gemm", "gemm", gsize, lsize,
+                 [g.value(x), wbuf, bbuf, g.tensor(out), i32(m), i32(c), i32(co), i32(np_),
+                  i32(c), f32(lo), f32(hi)], defines)
+    else:
+        g.launch("gemm", "conv2d", gsize, lsize,
+                 [g.value(x), wbuf, bbuf, g.tensor(out), i32(h), i32(wd), i32(c), i32(ho),
+                  i32(wo), i32(kh), i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt),
+                  i32(pl), i32(m), i32(co), i32(np_), f32(lo), f32(hi)], defines)
+
+
+def support_fully_connected(node):
+    if int(getattr(node.options, "weights_format", 0) or 0) != 0:
+        return "only the DEFAULT weights format"
+    if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
+        return "the bias must be a constant"
+    return _float_io(node, const_inputs=(1,))
+
+
+def build_fully_connected(node, g):
+    x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    units, depth = w.shape
+    rows = _size(x.shape) // depth
+    lo, hi = clamp(node, g)
+    vw, nv, tm = _tiles(units, rows, g.dev.is_cpu)
+    if rows < tm:
+        tm = max(rows, 1)
+    wbuf, bbuf, np_ = _packed(g, np.asarray(w.data, np.float32).T, None if b is None else b.data,
+                              units, vw, nv)
+    gsize, lsize = nd(g, (np_ // (vw * nv), -(-rows // tm)), (1, 1) if g.dev.is_cpu else None)
+    i32, f32 = np.int32, np.float32
+    g.launch("gemm", "gemm", gsize, lsize,
+             [g.value(x), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth), i32(units),
+              i32(np_), i32(depth), f32(lo), f32(hi)], {"VW": vw, "NV": nv, "TM": tm})
+
+
+def support_depthwise_conv_2d(node):
+    if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
+        return "the bias must be a constant"
+    return _float_io(node, const_inputs=(1,)) or _rank4(node)
+
+
+def build_depthwise_conv_2d(node, g):
+    x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    o = node.options
+    n, h, wd, cin = x.shape
+    _, kh, kw, co = w.shape
+    sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
+    dh, dw = int(o.dilation_h_factor or 1), int(o.dilation_w_factor or 1)
+    ho, pt = conv_output(int(o.padding or 0), h, kh, sh, dh)
+    wo, pl = conv_output(int(o.padding or 0), wd, kw, sw, dw)
+    dm = co // cin
+    vw = _width(co) if dm == 1 else 1
+    tw = 4
+    lo, hi = clamp(node, g)
+    bias = np.zeros(co, np.float32) if b is None else np.asarray(b.data, np.float32)
+    i32, f32 = np.int32, np.float32
+    gsize, lsize = nd(g, (co // vw, -(-wo // tw), n * ho))
+    g.launch("depthwise", "depthwise", gsize, lsize,
+             [g.value(x), g.weights(np.asarray(w.data, np.float32).reshape(kh * kw, co)),
+              g.weights(bias), g.tensor(out), i32(h), i32(wd), i32(co), i32(cin), i32(ho),
+              i32(wo), i32(kh), i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl),
+              f32(lo), f32(hi)], {"VW": vw, "TW": tw, "DM": dm})
+
+
+def support_pool(node):
+    return _float_io(node) or _rank4(node)
+
+
+def _build_pool(is_max):
+    def build(node, g):
+        x, out = node.inputs[0], node.outputs[0]
+        o = node.options
+        n, h, wd, c = x.shape
+        kh, kw = int(o.filter_height), int(o.filter_width)
+        sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
+        ho, pt = conv_output(int(o.padding or 0), h, kh, sh)
+        wo, pl = conv_output(int(o.padding or 0), wd, kw, sw)
+        vw, tw = _width(c), 4
+        lo, hi = clamp(node, g)
+        i32, f32 = np.int32, np.float32
+        gsize, lsize = nd(g, (c // vw, -(-wo // tw), n * ho))
+        g.launch("depthwise", "pool", gsize, lsize,
+                 [g.value(x), g.tensor(out), i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(kh),
+                  i32(kw), i32(sh), i32(sw), i32(pt), i32(pl), f32(lo), f32(hi)],
+                 {"VW": vw, "TW": tw, "IS_MAX": int(is_max)})
+    return build
+
+
+def support_transpose_conv(node):
+    if node.inputs[1].data is None:
+        return "the filter must be a constant"
+    if len(node.inputs) > 3 and node.inputs[3] is not None and node.inputs[3].data is None:
+        return "the bias must be a constant"
+    return _float_io(node, data_inputs=(1, 2, 3))
+
+
+def build_transpose_conv(node, g):
+    from edgelite.interpreter.kernels.conv import _transpose_padding
+    w, x, out = node.inputs[1], node.inputs[2], node.outputs[0]
+    b = node.inputs[3] if len(node.inputs) > 3 else None
+    o = node.options
+    n, h, wd, c = x.shape
+    co, kh, kw, _ = w.shape
+    _, ho, wo, _ = out.shape
+    sh, sw, padding = int(o.stride_h or 1), int(o.stride_w or 1), int(o.padding or 0)
+    pt, pl = _transpose_padding(padding, ho, kh, sh), _transpose_padding(padding, wo, kw, sw)
+    bias = np.zeros(co, np.float32) if b is None else np.asarray(b.data, np.float32)
+    lo, hi = clamp(node, g)
+    i32, f32 = np.int32, np.float32
+    gsize, lsize = nd(g, (co, wo, n * ho))
+    g.launch("data", "transpose_conv", gsize, lsize,
+             [g.value(x), g.weights(w.data), g.weights(bias), g.tensor(out), i32(h), i32(wd), i32(c),
+              i32(ho), i32(wo), i32(co), i32(kh), i32(kw), i32(sh), i32(sw), i32(pt), i32(pl),
+              f32(lo), f32(hi)])
+
+
+def _batch_stride(shape, batch):
+    """The stride between batches of an operand whose batch dims broadcast to `batch`: one
+    matrix per batch, or one shared by all; None for a partial broadcast."""
+    own = tuple(shape[:-2])
+    if _size(own) == 1:
+        return 0
+    if (1,) * (len(batch) - len(own)) + own == tuple(batch):
+        return shape[-2] * shape[-1]
+    return None
+
+
+def support_batch_matmul(node):
+    reason = _float_io(node)
+    if reason:
+        return reason
+    x, y, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    batch = out.shape[:-2]
+    if _batch_stride(x.shape, batch) is None or _batch_stride(y.shape, batch) is None:
+        return "batch dimensions must match or be all 1 (no partial broadcast)"
+    return None
+
+
+def build_batch_matmul(node, g):
+    x, y, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    adj_x = bool(getattr(node.options, "adj_x", False))
+    adj_y = bool(getattr(node.options, "adj_y", False))
+    m, n = out.shape[-2], out.shape[-1]
+    k = x.shape[-2] if adj_x else x.shape[-1]
+    batch = out.shape[:-2]
+    batches = _size(batch)
+    xsm, xsk = (1, m) if adj_x else (k, 1)
+    ysk, ysn = (1, k) if adj_y else (n, 1)
+    i32 = np.int32
+    gsize, lsize = nd(g, (n, m, batches))
+    g.launch("data", "batch_matmul", gsize, lsize,
+             [g.value(x), g.value(y), g.tensor(out), i32(m), i32(n), i32(k), i32(batches),
+              i32(_batch_stride(x.shape, batch)), i32(xsm), i32(xsk),
+              i32(_batch_stride(y.shape, batch)), i32(ysk), i32(ysn), i32(max(batches, 1)),
+              i32(0), i32(0)])
+
+
