@@ -466,6 +466,12 @@ from .cli_convert import convert_command  # noqa: E402
 
 app.command("convert")(convert_command)
 
+# compare: quantization's per-layer error report, in compare.py
+
+from .compare import compare_command  # noqa: E402
+
+app.command("compare")(compare_command)
+
 # train: on-device fine-tuning, in cli_train.py
 
 from .cli_train import train_command  # noqa: E402

@@ -80,6 +80,7 @@ class _Quantizer:
         self.is_int: list = []
         self.params: dict = {}            # activation tensor -> (scale, zero point)
         self.const_cache: dict = {}
+        self.floats = {i for i, t in enumerate(self.sg.tensors) if t.dtype == "float32"}
         self._producer = {t: i for i, op in enumerate(self.sg.operators) for t in op.outputs}
         self._readers: dict = {}
         for i, op in enumerate(self.sg.operators):
@@ -95,7 +96,7 @@ class _Quantizer:
         return self.m.constant(self.sg, t)
 
     def is_activation(self, t: int) -> bool:
-        return t >= 0 and self.sg.tensors[t].dtype == "float32" and self.constant(t) is None
+        return t in self.floats and self.constant(t) is None
 
     # -- 1. which ops run integer ---------------------------------------------------------------
 
@@ -112,11 +113,11 @@ class _Quantizer:
         tensors = [t for t in (*op.inputs, *op.outputs) if t >= 0]
         if not any(self.sg.tensors[t].dtype == "float32" for t in tensors):
             return "untouched"
+        if not integer_kernel(op.op, self.act):
+            return f"edgelite has no {self.act} kernel"
         r = rule(op.op)
         if r is None:
             return "no integer quantization rule"
-        if not integer_kernel(op.op, self.act):
-            return f"edgelite has no {self.act} kernel"
         if r.output == "fixed" and self.act not in FIXED[op.op]:
             return f"no fixed {self.act} output parameters"
         weights = dict(r.weights)
@@ -234,6 +235,9 @@ class _Quantizer:
             if self.is_int[i]:
                 new_ops += self._integer_inputs(op, int_of, requantized)
                 op.opcode = OperatorCode(op.opcode.builtin, 0, op.opcode.custom_code)
+                if act == "int16" and op.options is not None \
+                        and "pot_scale_int16" in op.options.fields:
+                    op.options = op.options.replace(pot_scale_int16=False)  # general scales
             else:
                 op.inputs = [float_of.get(t, t) for t in op.inputs]
             new_ops.append(op)
@@ -254,14 +258,15 @@ class _Quantizer:
         weights = dict(r.weights)
         if op.op == "BATCH_MATMUL" and self.constant(op.inputs[1]) is not None:
             weights = {1: None}
+        if op.op == "CONV_2D" and (len(op.inputs) < 3 or op.inputs[2] < 0):
+            op.inputs = self._zero_bias(op)         # LiteRT's CONV_2D needs a bias
         out_params = self.params.get(op.outputs[0]) if op.outputs else None
         pre = []
         inputs = list(op.inputs)
         if weights:
             inputs = self._weights_and_bias(op, r, weights, inputs)
         for k, t in enumerate(op.inputs):
-            if t < 0 or self.sg.tensors[t].dtype != "float32" or k in weights or \
-                    (r.bias and k == r.bias[0]):
+            if t not in self.floats or k in weights or (r.bias and k == r.bias[0]):
                 continue
             if self.is_activation(t):
                 q = int_of[t]
@@ -286,6 +291,13 @@ class _Quantizer:
                                                  P.qparams(scale, zp), "q")
         op.inputs = inputs
         return pre
+
+    def _zero_bias(self, op) -> list:
+        w = self.sg.tensors[op.inputs[1]]
+        t = self.sg.add_tensor(Tensor(f"{w.name}/bias", (w.shape[0],), "float32",
+                                      buffer=self.m.add_buffer(np.zeros(w.shape[0], np.float32))))
+        self.floats.add(t)
+        return list(op.inputs[:2]) + [t]
 
     def _weights_and_bias(self, op, r, weights: dict, inputs: list) -> list:
         (k, axis), = weights.items()

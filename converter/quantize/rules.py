@@ -57,7 +57,8 @@ RULES = {
     **{op: Rule(data=(0, 1)) for op in ("ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "DIV")},
     **{op: Rule() for op in (
         "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LEAKY_RELU", "HARD_SWISH", "MEAN",
-        "SUM", "REDUCE_PROD", "RSQRT", "ELU", "GELU", "ABS", "NEG", "SQUARE")},
+        "SUM", "REDUCE_PROD", "RSQRT", "SQRT", "EXP", "LOG", "ELU", "GELU", "ABS", "NEG",
+        "SQUARE")},
     "PRELU": Rule(data=(0,)),
     **{op: Rule(output="none") for op in ("ARG_MAX", "ARG_MIN")},
 }
