@@ -152,27 +152,35 @@ def tanh(node):
 
 # -- SOFTMAX -----------------------------------------------------------------------------------
 
-def lut_populate_int16(input_scale, input_zp, output_scale, output_zp, f) -> np.ndarray:
-    """LUTPopulateInt16<double>: 513 samples of f over the int16 input range, each biased so that
-    interpolating between neighbours is exact at the midpoints (common.h)."""
-    input_min = input_scale * (LO16 - input_zp)
-    input_max = input_scale * (HI16 - input_zp)
-    output_min = output_scale * (LO16 - output_zp)
-    output_max = output_scale * (HI16 - output_zp)
+def lut_populate_int16(input_scale, input_zp, output_scale, output_zp, f,
+                       ftype=np.float64) -> np.ndarray:
+    """LUTPopulateInt16<FloatT> (common.h): 513 samples of f over the int16 input range, each
+    biased so that interpolating between neighbours is exact at the midpoints; every step in
+    `ftype` (float64 for the deprecated double overload, float32 for the float one; f takes and
+    returns that type)."""
+    t = ftype
+    input_min = t(input_scale) * t(LO16 - input_zp)
+    input_max = t(input_scale) * t(HI16 - input_zp)
+    output_min = t(output_scale) * t(LO16 - output_zp)
+    output_max = t(output_scale) * t(HI16 - output_zp)
     steps = 512
-    step = (input_max - input_min) / steps
-    half_step = step / 2
-    inv = float(HI16 - LO16 + 1) / (output_max - output_min)
+    step = (input_max - input_min) / t(steps)
+    half_step = step / t(2)
+    inv = t(HI16 - LO16 + 1) / (output_max - output_min)
+
+    def rnd(v):
+        return t(round_half_away(float(v)))
+
     lut = np.empty(steps + 1, np.int64)
     for i in range(steps):
-        val = f(input_min + i * step)
-        val_mid = f(input_min + i * step + half_step)
-        val_next = f(input_min + (i + 1) * step)
-        sample = round_half_away(val * inv)
-        interp = round_half_away((val_next * inv + round_half_away(val * inv)) / 2)
-        bias = round_half_away((interp - round_half_away(val_mid * inv)) / 2)
-        lut[i] = min(max(sample - bias, LO16), HI16)
-    lut[steps] = min(max(round_half_away(f(input_max) * inv), LO16), HI16)
+        start = input_min + t(i) * step
+        val, val_mid = f(start), f(start + half_step)
+        val_next = f(input_min + t(i + 1) * step)
+        sample = rnd(val * inv)
+        interp = rnd((val_next * inv + rnd(val * inv)) / t(2))
+        bias = rnd((interp - rnd(val_mid * inv)) / t(2))
+        lut[i] = int(min(max(sample - bias, t(LO16)), t(HI16)))
+    lut[steps] = int(min(max(rnd(f(input_max) * inv), t(LO16)), t(HI16)))
     return lut
 
 
@@ -195,7 +203,8 @@ def softmax(node):
     if len(node.input(0).shape) < 1:
         raise node.fail("the input must have at least one dimension")
     span = HI16 - LO16
-    exp_lut = lut_populate_int16(10.0 / span, HI16, 2.0 / span, 0, math.exp)
+    exp_lut = lut_populate_int16(10.0 / span, HI16, 2.0 / span, 0,
+                                 lambda v: np.float64(math.exp(v)))
     recip_lut = lut_populate_int16(1.0 / span, LO16, 2.0 / span, 0, lambda v: 1.0 / (1.0 + v))
     beta = f32(getattr(node.options, "beta", 1.0))
     m, s = quantize_multiplier(float(f32(s_in) * beta) / (10.0 / 65535.0))

@@ -328,3 +328,26 @@ CASES += [
     reduce_case("reduce_max", "REDUCE_MAX", (2, 3, 4), [1], False),
     reduce_case("reduce_min_keep", "REDUCE_MIN", (2, 3, 4), [0, -1], True),
 ]
+
+
+def positive16(shape):
+    return rng.integers(0, 32768, shape).astype(np.int16)
+
+
+# Quantized unary math: TFLite's interpolated 513-entry tables (EXP LOG GELU RSQRT), ABS, NEG,
+# SQRT; over every int16 value where negative inputs are allowed.
+CASES += [
+    unary_case("exp", "EXP", xs=0.0003, os=0.0005),
+    unary_case("log", "LOG", xs=0.001, os=0.0004),
+    unary_case("gelu", "GELU", xs=0.0003, os=0.0002),
+    unary_case("gelu_approximate", "GELU", xs=0.0002, os=0.0002, approximate=True),
+    unary_case("abs", "ABS", xs=0.0005, os=0.0005),
+    unary_case("abs_rescaled", "ABS", xs=0.0005, os=0.0007),
+    unary_case("neg", "NEG", xs=0.0005, os=0.0005),
+    case("sqrt", "SQRT", [In((64, 64), "int16", (0.001, 0))], [positive16((64, 64))],
+         outputs=[Out((), "int16", (0.0002, 0))]),
+    case("rsqrt", "RSQRT", [In((64, 64), "int16", (0.001, 0))], [positive16((64, 64))],
+         outputs=[Out((), "int16", (0.0003, 0))]),
+    case("abs_unquantized", "ABS", [In((4, 5), "int16")], [q16((4, 5))],
+         outputs=[Out((), "int16")]),
+]

@@ -239,3 +239,36 @@ CASES += [
     binary_case("equal_int8_scales_above_1", "EQUAL", (8, 8), (8, 8), aq=(2.0, 0),
                 bq=(4.0, 1), out_key="bool", equal_ratio=0.5),
 ]
+
+
+def unary_case(id, op, key="int8", xq=(0.05, 3), oq=(0.04, -20), shape=(4, 64), x=None,
+               **options):
+    xq, oq = shifted(xq, key), shifted(oq, key)
+    x = every_value(shape, key) if x is None else x
+    return case(id, op, [In(shape, key, xq)], [x], outputs=[Out((), key, oq)], options=options)
+
+
+def positive(shape, zero_point, key="int8"):
+    """Values >= the zero point (SQRT and RSQRT refuse smaller ones), each of them once."""
+    hi = 128 if key == "int8" else 256
+    values = np.arange(zero_point, hi)
+    return rng.permutation(np.resize(values, int(np.prod(shape)))).reshape(shape).astype(key)
+
+
+# Quantized unary math over every input value.
+CASES += [
+    unary_case("exp", "EXP", xq=(0.03, 10), oq=(0.05, -128)),
+    unary_case("exp_wide", "EXP", xq=(0.1, 0), oq=(0.5, -128)),
+    unary_case("log", "LOG", xq=(0.05, -128), oq=(0.05, 100)),
+    unary_case("log_nonpositive", "LOG", xq=(0.02, 20), oq=(0.03, 60)),
+    unary_case("gelu", "GELU", xq=(0.03, 5), oq=(0.02, -30)),
+    unary_case("gelu_approximate", "GELU", xq=(0.05, -3), oq=(0.03, -10), approximate=True),
+    unary_case("gelu_uint8", "GELU", key="uint8", xq=(0.04, 0), oq=(0.03, -20)),
+    unary_case("neg", "NEG", xq=(0.05, 0), oq=(0.05, 0)),
+    unary_case("abs", "ABS", xq=(0.05, 3), oq=(0.05, 3)),
+    unary_case("abs_rescaled", "ABS", xq=(0.05, -7), oq=(0.03, -128)),
+    unary_case("sqrt", "SQRT", xq=(0.05, -20), oq=(0.02, -128), x=positive((4, 64), -20)),
+    unary_case("rsqrt", "RSQRT", xq=(0.01, -128), oq=(0.05, -128), x=positive((4, 64), -128)),
+    unary_case("rsqrt_zero_point", "RSQRT", xq=(0.002, 5), oq=(0.2, -100),
+               x=positive((4, 64), 5)),
+]
