@@ -176,3 +176,28 @@ def test_training_runs_with_numpy_and_flatbuffers_only(tmp_path):
                             cwd=REPO_ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("name, output, layers", [
+    ("mp_face_detection.tflite", "regressors", 8),   # PAD MAX_POOL_2D RELU ADD RESHAPE CONCAT...
+    ("mp_hand_landmark.tflite", "Identity", 6),      # residual ADDs, MEAN, depthwise convs
+])
+def test_deep_fine_tuning_of_real_models_agrees_with_litert(models_dir, name, output, layers):
+    """Many layers of a real model trainable: the backward graph crosses most rules, and both
+    runtimes take the same steps."""
+    model = make_trainable(models_dir / name, trainable=f"last:{layers}", output=output,
+                           loss="mean_squared_error", learning_rate=1e-4)
+    train = model.subgraphs[training_facts(model)["subgraphs"]["train"]]
+    backward_ops = {op.op for op in train.operators
+                    if op.outputs and train.tensors[op.outputs[0]].name.startswith("grad/")}
+    assert {"CONV_2D", "DEPTHWISE_CONV_2D"} & {op.op for op in train.operators}
+    assert len(backward_ops) >= 8, backward_ops
+    content = save(model)
+    ours = Interpreter(model_content=content).get_signature_runner("train")
+    theirs = litert.Interpreter(model_content=content).get_signature_runner("train")
+    rng = np.random.default_rng(8)
+    feed = {}
+    for key, d in ours.get_input_details().items():
+        feed[key] = rng.random((2, *d["shape"][1:]), dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(ours(**feed)["loss"], theirs(**feed)["loss"], rtol=1e-5)
