@@ -5,6 +5,10 @@ The importer and the passes emit TFLite ops through a `Builder`; each `op()` cal
 `prepare` for the output shapes, so shapes are known the moment a tensor exists, and an op whose
 inputs are all constant never enters the graph: its kernel computes the value, which becomes a
 constant tensor. Constant folding and shape inference are the interpreter's kernels, nothing else.
+
+A kernel whose output shape depends on values known only while running (a TILE whose multiples
+are a model input) is dynamic (`node.dynamic`); the caller then gives the shapes the model
+declares for its outputs (`shapes=`, from ONNX's shape inference), which the file records.
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_value
         data = None
         if with_values and t not in graph_inputs:
             data = model.constant(sg, t)
+            if data is None and 0 in tensor.shape:  # no elements: the value is known
+                data = np.zeros(tensor.shape, tensor.np_dtype)
         return TensorInfo(t, tensor.name, tuple(tensor.shape), tensor.np_dtype, tensor.dtype,
                           tensor.quantization, data, tensor.is_variable)
 
@@ -59,6 +65,21 @@ def prepare_op(model: Model, sg: Subgraph, op: Operator, index: int, what: str =
 
 # Ops whose data (which sets the default output dtype) is not input 0.
 _DATA_INPUT = {"SPLIT": 1}
+# Where no kernel computes a dtype (int16 ADD, float64 MAXIMUM, an int8 MUL without quantization
+# parameters, ...), the op computes in a wider type between CASTs: exact for integers (CAST back
+# wraps as the narrow type's own arithmetic would) and float16; float64 computes in float32.
+COMPUTE_AS = {"int8": "int32", "uint8": "int32", "int16": "int32", "uint16": "int32",
+              "uint32": "int64", "float16": "float32", "float64": "float32"}
+# int64 ops with no kernel whose results stay within their inputs' range: folded in int32 when
+# every input is a constant that fits (shape arithmetic: Div(Shape(x)[1], 2)).
+_INT64_FOLDS = frozenset({"DIV", "FLOOR_DIV", "FLOOR_MOD", "SIGN"})
+# Ops whose integer inputs are indices or shapes, which widening must leave alone.
+_INDEX_INPUTS = {"GATHER": (1,), "GATHER_ND": (1,), "TILE": (1,), "PAD": (1,), "PADV2": (1,),
+                 "MIRROR_PAD": (1,), "RESHAPE": (1,), "TRANSPOSE": (1,), "SLICE": (1, 2),
+                 "STRIDED_SLICE": (1, 2, 3), "TOPK_V2": (1,), "SPLIT": (0,), "SPLIT_V": (1, 2),
+                 "SUM": (1,), "MEAN": (1,), "REDUCE_MAX": (1,), "REDUCE_MIN": (1,),
+                 "REDUCE_PROD": (1,), "CUMSUM": (1,), "ARG_MAX": (1,), "ARG_MIN": (1,),
+                 "BROADCAST_TO": (1,), "EXPAND_DIMS": (1,), "REVERSE_V2": (1,), "FILL": (0,)}
 # Versions the writer's automatic choice gets wrong for stock runtimes: TFLite registers
 # BROADCAST_TO from version 2 (version 1 was the Flex op).
 _VERSIONS = {"BROADCAST_TO": 2}
@@ -73,6 +94,7 @@ class Builder:
         self.where = ""       # what is being built, for error messages and tensor names
         self._used_names: dict = {}
         self.empty: set = set()  # constants with no elements (the format cannot mark them)
+        self.dynamic: set = set()  # tensors whose shape is known only while running
         for t in sg.tensors:
             self._used_names[t.name] = 1
 
@@ -118,11 +140,21 @@ class Builder:
     # -- ops ---------------------------------------------------------------------------------
 
     def ops(self, op: str, inputs: list, options=None, n_out: int = 1, dtypes=None,
-            names=None) -> list:
+            names=None, shapes=None) -> list:
         """Emit `op` and return its output tensors. `options` is an `Options` or a dict of fields
         over TFLite's defaults; output dtypes default to the first input's. An op whose inputs
-        are all constant is computed now and never enters the graph."""
+        are all constant is computed now and never enters the graph. `shapes`: the output
+        shapes to record when the kernel can tell them only while running (None: unknown)."""
         opts = options if isinstance(options, Options) else default_options(op, **(options or {}))
+        try:
+            return self._emit(op, inputs, opts, n_out, dtypes, names, shapes)
+        except ConversionError:
+            widened = self._widened(op, inputs, opts, n_out, dtypes, names, shapes)
+            if widened is None:
+                raise
+            return widened
+
+    def _emit(self, op, inputs, opts, n_out, dtypes, names, shapes) -> list:
         data = inputs[_DATA_INPUT.get(op, 0):]
         first = next((t for t in data if t >= 0), None)
         default_dtype = self.dtype(first) if first is not None else "float32"
@@ -133,19 +165,45 @@ class Builder:
                 for k in range(n_out)]
         operator = Operator(OperatorCode(op, _VERSIONS.get(op, 0)), [int(t) for t in inputs],
                             outs, opts)
-        self.add(operator)
+        self.add(operator, shapes)
         return outs
 
-    def op(self, op: str, inputs: list, options=None, dtype=None, name=None) -> int:
+    def _widened(self, op, inputs, opts, n_out, dtypes, names, shapes):
+        """`op` computed in COMPUTE_AS types between CASTs, or None when no input needs it."""
+        keep = _INDEX_INPUTS.get(op, ())
+        compute_as = dict(COMPUTE_AS)
+        if op in _INT64_FOLDS and all(t < 0 or self.is_const(t) for t in inputs) and all(
+                _fits_int32(self.value(t)) for t in inputs if t >= 0 and self.dtype(t) == "int64"):
+            compute_as["int64"] = "int32"  # folding shape arithmetic TFLite has no int64 kernel for
+        narrow = {k: self.dtype(t) for k, t in enumerate(inputs) if t >= 0 and k not in keep
+                  and self.dtype(t) in compute_as and self.sg.tensors[t].quantization is None}
+        if not narrow:
+            return None
+        wide = [self.cast(t, compute_as[narrow[k]]) if k in narrow else t
+                for k, t in enumerate(inputs)]
+        data = inputs[_DATA_INPUT.get(op, 0):]
+        first = next((t for t in data if t >= 0), None)
+        default = self.dtype(first) if first is not None else "float32"
+        want = list(dtypes) if dtypes is not None else [default] * n_out
+        computed = [compute_as.get(d, d) for d in want]
+        try:
+            outs = self._emit(op, wide, opts, n_out, computed, names, shapes)
+        except ConversionError:
+            return None
+        return [self.cast(t, d) for t, d in zip(outs, want)]
+
+    def op(self, op: str, inputs: list, options=None, dtype=None, name=None, shape=None) -> int:
         """`ops` for an op with one output."""
         return self.ops(op, inputs, options, 1, None if dtype is None else [dtype],
-                        None if name is None else [name])[0]
+                        None if name is None else [name], None if shape is None else [shape])[0]
 
-    def add(self, operator: Operator) -> bool:
+    def add(self, operator: Operator, shapes=None) -> bool:
         """Infer `operator`'s outputs with its kernel; append it to the graph, or fold it into
         constants when all its inputs are constant. Returns True when it was folded."""
         index = len(self.sg.operators)
         node, run = prepare_op(self.model, self.sg, operator, index, self.where)
+        if node.dynamic:
+            return self._add_dynamic(operator, node, run, shapes)
         for t, out in zip(operator.outputs, node.outputs):
             self.sg.tensors[t].shape = tuple(int(d) for d in out.shape)
         if all(o.data is not None for o in node.outputs):  # prepare knew the values
@@ -162,6 +220,25 @@ class Builder:
                 self._set_value(t, value)
             return True
         self.sg.operators.append(operator)
+        return False
+
+    def _add_dynamic(self, operator: Operator, node, run, shapes) -> bool:
+        """An op whose output shapes depend on input values: folded when they are all
+        constant, else given `shapes`."""
+        if not has_side_effects(operator) and all(i is None or i.data is not None
+                                                  for i in node.inputs):
+            for t, value in zip(operator.outputs, run(*[None if i is None else i.data
+                                                         for i in node.inputs])):
+                self._set_value(t, value)
+            return True
+        shapes = list(shapes or [])
+        if len(shapes) < len(operator.outputs) or any(s is None for s in shapes):
+            raise fail(self.where, f"the output shape of {operator.op} depends on values known "
+                       "only at run time, and the model does not declare it")
+        for t, shape in zip(operator.outputs, shapes):
+            self.sg.tensors[t].shape = tuple(int(d) for d in shape)
+        self.sg.operators.append(operator)
+        self.dynamic.update(operator.outputs)
         return False
 
     def _set_value(self, t: int, value: np.ndarray) -> None:
@@ -192,6 +269,11 @@ class Builder:
             return t
         return self.op("CAST", [t], {"in_data_type": _type_code(self.dtype(t)),
                                      "out_data_type": _type_code(dtype)}, dtype=dtype)
+
+
+def _fits_int32(value) -> bool:
+    return value is not None and (value.size == 0 or (
+        int(value.min()) >= -2**31 and int(value.max()) < 2**31))
 
 
 def _type_code(name: str) -> int:

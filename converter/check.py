@@ -54,7 +54,7 @@ def load_feeds(conversion, path) -> list:
 
 
 def to_tflite_layout(feeds: list, io_layout: dict) -> list:
-    return [np.ascontiguousarray(np.transpose(x, e["perm"]))
+    return [np.array(np.transpose(x, e["perm"]), order="C")
             for x, e in zip(feeds, io_layout["inputs"])]
 
 

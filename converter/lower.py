@@ -41,6 +41,7 @@ class OnnxNode:
     inputs: list                   # IR tensor index per ONNX input; -1 for an omitted one
     opset: int                     # the default domain's opset version of the model
     attrs: dict = field(default_factory=dict)
+    declared: list = field(default_factory=list)  # per output: ONNX's inferred dims, or None
 
     @property
     def op_type(self) -> str:
@@ -57,6 +58,14 @@ class OnnxNode:
 
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)
+
+    def out_shape(self, k: int = 0):
+        """The shape ONNX's shape inference gives output k, or None where it does not know it
+        (the shape to record for a kernel that knows it only while running)."""
+        dims = self.declared[k] if k < len(self.declared) else None
+        if dims is None or any(d is None for d in dims):
+            return None
+        return tuple(int(d) for d in dims)
 
     def input(self, k: int) -> int:
         """Tensor index of input k, or -1 when it is omitted."""
@@ -87,6 +96,8 @@ def const_input(b, n: OnnxNode, k: int, what: str) -> np.ndarray:
     """The value of input k, which this lowering needs to know at conversion time."""
     t = n.input(k)
     value = b.value(t) if t >= 0 else None
+    if value is None and t >= 0 and 0 in b.shape(t):  # no elements: known while converting
+        return np.zeros(b.shape(t), b.sg.tensors[t].np_dtype)
     if value is None:
         raise n.fail(f"{what} (input {k}) must be a constant or computable from static shapes")
     return value
@@ -95,7 +106,7 @@ def const_input(b, n: OnnxNode, k: int, what: str) -> np.ndarray:
 def optional_const(b, n: OnnxNode, k: int, what: str):
     """Like `const_input`, but None when the input is omitted or empty."""
     t = n.input(k)
-    if t < 0 or (t in b.empty):
+    if t < 0 or (t in b.empty) or (t in b.sg.inputs and 0 in b.shape(t) and b.rank(t) == 1):
         return None
     return const_input(b, n, k, what)
 

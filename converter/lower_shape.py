@@ -4,6 +4,9 @@ Constant, Identity, Dropout.
 
 Shapes are static at conversion, so Shape and Size are constants; whatever computes on them folds
 through the kernels as it is emitted (Shape -> Gather -> Concat -> Reshape leaves one RESHAPE).
+Parameters known only while running (a Reshape's shape, a Slice's starts, a Tile's repeats that
+are graph inputs or computed) become parameter tensors of dynamic TFLite ops (`runtime_params`),
+which record the output shape ONNX declares.
 """
 from __future__ import annotations
 
@@ -11,7 +14,10 @@ import math
 
 import numpy as np
 
+from edgelite.schema import dtype_name
+
 from .lower import axis_of, const_input, lowers, optional_const
+from .runtime_params import as_int32, is_runtime, scalar, scatter_to_axes
 
 # -- aliases and constants -----------------------------------------------------------------------
 
@@ -69,15 +75,19 @@ def size(b, n):
 
 @lowers("ConstantOfShape")
 def constant_of_shape(b, n):
-    dims = [int(d) for d in const_input(b, n, 0, "shape").reshape(-1)]
     value = n.attr("value")
     value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    if is_runtime(b, n.input(0)):
+        return b.op("FILL", [as_int32(b, n.input(0)), b.const(value.reshape(()))],
+                    dtype=dtype_name(value.dtype), shape=n.out_shape(0))
+    dims = [int(d) for d in const_input(b, n, 0, "shape").reshape(-1)]
     return b.const(np.full(dims, value[0], value.dtype))
 
 
 @lowers("Range")
 def range_(b, n):
-    return b.op("RANGE", [n.input(0), n.input(1), n.input(2)])
+    bounds = [scalar(b, n.input(k)) for k in range(3)]
+    return b.op("RANGE", bounds, shape=n.out_shape(0))
 
 
 # -- reshapes ------------------------------------------------------------------------------------
@@ -85,6 +95,8 @@ def range_(b, n):
 @lowers("Reshape")
 def reshape(b, n):
     x = n.input(0)
+    if is_runtime(b, n.input(1)):
+        return _reshape_at_run_time(b, n, x)
     request = [int(d) for d in const_input(b, n, 1, "shape").reshape(-1)]
     in_shape = b.shape(x)
     if not int(n.attr("allowzero", 0)):
@@ -97,6 +109,20 @@ def reshape(b, n):
     if math.prod(request) != math.prod(in_shape):
         raise n.fail(f"cannot reshape {list(in_shape)} to {request}")
     return b.reshape(x, request)
+
+
+def _reshape_at_run_time(b, n, x):
+    """RESHAPE to a shape tensor; ONNX's 0 (copy the input's dim) resolved by a SELECT."""
+    shape = n.input(1)
+    if not int(n.attr("allowzero", 0)):
+        in_shape = b.shape(x)
+        count = b.shape(shape)[0]
+        dtype = b.sg.tensors[shape].np_dtype
+        copied = b.const(np.array([in_shape[i] if i < len(in_shape) else 0
+                                   for i in range(count)], dtype))
+        zero = b.op("EQUAL", [shape, b.const(np.zeros((), dtype))], dtype="bool")
+        shape = b.op("SELECT_V2", [zero, copied, shape], dtype=b.dtype(shape))
+    return b.op("RESHAPE", [x, as_int32(b, shape)], shape=n.out_shape(0))
 
 
 @lowers("Flatten")
@@ -117,9 +143,21 @@ def _axes(b, n, k: int):
     return None if axes is None else [int(a) for a in axes]
 
 
+def _declared_reshape(b, n):
+    """Squeeze and Unsqueeze with axes known only while running move no data: a RESHAPE to
+    the shape the model declares."""
+    shape = n.out_shape(0)
+    if shape is None:
+        raise n.fail("the axes are known only while running and the model does not declare "
+                     "the output shape")
+    return b.reshape(n.input(0), shape)
+
+
 @lowers("Squeeze")
 def squeeze(b, n):
     x = n.input(0)
+    if n.opset >= 13 and is_runtime(b, n.input(1)):
+        return _declared_reshape(b, n)
     shape = b.shape(x)
     axes = _axes(b, n, 1)
     drop = {d for d, s in enumerate(shape) if s == 1} if axes is None else \
@@ -132,6 +170,8 @@ def squeeze(b, n):
 @lowers("Unsqueeze")
 def unsqueeze(b, n):
     x = n.input(0)
+    if n.opset >= 13 and is_runtime(b, n.input(1)):
+        return _declared_reshape(b, n)
     shape = list(b.shape(x))
     axes = _axes(b, n, 1)
     if axes is None:
@@ -168,6 +208,10 @@ def split(b, n):
     shape = b.shape(x)
     axis = axis_of(n, n.attr("axis", 0), len(shape))
     count = len(n.proto.output)
+    if n.opset >= 13 and is_runtime(b, n.input(1)):
+        return b.ops("SPLIT_V", [x, as_int32(b, n.input(1)), b.const(np.array(axis, np.int32))],
+                     {"num_splits": count}, n_out=count,
+                     shapes=[n.out_shape(k) for k in range(count)])
     sizes = optional_const(b, n, 1, "split") if n.opset >= 13 else n.attr("split")
     if sizes is None:
         parts = int(n.attr("num_outputs", count))
@@ -191,6 +235,8 @@ def slice_(b, n):
     x = n.input(0)
     shape = b.shape(x)
     rank = len(shape)
+    if any(is_runtime(b, n.input(k)) for k in range(1, 5)):
+        return _slice_at_run_time(b, n, x)
     starts = const_input(b, n, 1, "starts").reshape(-1)
     ends = const_input(b, n, 2, "ends").reshape(-1)
     axes = optional_const(b, n, 3, "axes")
@@ -214,6 +260,28 @@ def slice_(b, n):
                                   b.const(np.array(strides, np.int32))], {"end_mask": end_mask})
 
 
+def _slice_at_run_time(b, n, x):
+    """STRIDED_SLICE with begin, end and strides made from the ONNX inputs by ops; TFLite's
+    clamping of out-of-range bounds is ONNX's."""
+    shape = b.shape(x)
+    rank = len(shape)
+    starts, ends = n.input(1), n.input(2)
+    count = b.shape(starts)[0]
+    axes = list(range(count))
+    if n.input(3) >= 0 and n.input(3) not in b.empty:
+        value = b.value(n.input(3))
+        axes = n.input(3) if value is None else [axis_of(n, a, rank) for a in value.reshape(-1)]
+    steps = n.input(4)
+    if steps < 0 or steps in b.empty:
+        steps = b.const(np.ones(count, b.sg.tensors[starts].np_dtype))
+    dtype = b.sg.tensors[starts].np_dtype
+    begin = scatter_to_axes(b, starts, axes, rank, np.zeros(rank, dtype))
+    end = scatter_to_axes(b, b.cast(ends, dtype.name), axes, rank, np.array(shape, dtype))
+    strides = scatter_to_axes(b, b.cast(steps, dtype.name), axes, rank, np.ones(rank, dtype))
+    return b.op("STRIDED_SLICE", [x, as_int32(b, begin), as_int32(b, end),
+                                  as_int32(b, strides)], shape=n.out_shape(0))
+
+
 @lowers("Gather")
 def gather(b, n):
     x, indices = n.input(0), n.input(1)
@@ -231,6 +299,8 @@ def gather(b, n):
 @lowers("Expand")
 def expand(b, n):
     x = n.input(0)
+    if is_runtime(b, n.input(1)):
+        return _expand_at_run_time(b, n, x)
     request = [int(d) for d in const_input(b, n, 1, "shape").reshape(-1)]
     try:
         out = tuple(np.broadcast_shapes(b.shape(x), tuple(request)))
@@ -241,8 +311,25 @@ def expand(b, n):
     return b.op("BROADCAST_TO", [x, b.const(np.array(out, np.int32))])
 
 
+def _expand_at_run_time(b, n, x):
+    """BROADCAST_TO the elementwise maximum of the requested shape and the input's (both
+    padded to one rank): ONNX's two-way broadcast, where a requested 1 keeps the input's dim."""
+    shape = n.input(1)
+    dtype = b.sg.tensors[shape].np_dtype
+    count, in_shape = b.shape(shape)[0], b.shape(x)
+    rank = max(count, len(in_shape))
+    if count < rank:
+        shape = b.op("CONCATENATION", [b.const(np.ones(rank - count, dtype)), shape],
+                     {"axis": 0})
+    padded = b.const(np.array((1,) * (rank - len(in_shape)) + tuple(in_shape), dtype))
+    target = b.op("MAXIMUM", [shape, padded])
+    return b.op("BROADCAST_TO", [x, as_int32(b, target)], shape=n.out_shape(0))
+
+
 @lowers("Tile")
 def tile(b, n):
+    if is_runtime(b, n.input(1)):
+        return b.op("TILE", [n.input(0), as_int32(b, n.input(1))], shape=n.out_shape(0))
     repeats = const_input(b, n, 1, "repeats").reshape(-1).astype(np.int32)
     if (repeats == 1).all():
         return n.input(0)
@@ -251,30 +338,109 @@ def tile(b, n):
 
 @lowers("Pad")
 def pad(b, n):
+    """constant -> PAD / PADV2, reflect -> MIRROR_PAD, edge and wrap -> a GATHER per padded axis
+    (indices clamped or wrapped); negative pads crop first. Pads known only while running become
+    a paddings tensor (constant, reflect) or run-time gather indices (edge, wrap)."""
     x = n.input(0)
     rank = b.rank(x)
     mode = n.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise n.fail(f"mode={mode!r} is not supported (constant, reflect, edge and wrap are)")
+    axes_t = n.input(3) if n.opset >= 18 else -1
+    runtime_axes = is_runtime(b, axes_t)
+    if n.opset >= 11 and (is_runtime(b, n.input(1)) or runtime_axes):
+        return _pad_at_run_time(b, n, x, mode, runtime_axes)
     pads = [int(p) for p in (const_input(b, n, 1, "pads") if n.opset >= 11
                              else np.asarray(n.attr("pads"))).reshape(-1)]
     axes = optional_const(b, n, 3, "axes") if n.opset >= 18 else None
     axes = list(range(rank)) if axes is None else [axis_of(n, a, rank) for a in axes.reshape(-1)]
     if len(pads) != 2 * len(axes):
         raise n.fail(f"pads {pads} must hold {2 * len(axes)} values")
-    if any(p < 0 for p in pads):
-        raise n.fail(f"negative pads {pads} (cropping) are not supported")
-    paddings = np.zeros((rank, 2), np.int32)
+    paddings = np.zeros((rank, 2), np.int64)
     for k, a in enumerate(axes):
         paddings[a] = (pads[k], pads[k + len(axes)])
+    if (paddings < 0).any():  # crop first
+        shape = b.shape(x)
+        crop = np.maximum(-paddings, 0)
+        x = b.op("STRIDED_SLICE", [x, b.const(crop[:, 0].astype(np.int32)),
+                                   b.const((np.array(shape) - crop[:, 1]).astype(np.int32)),
+                                   b.const(np.ones(rank, np.int32))])
+        paddings = np.maximum(paddings, 0)
     if not paddings.any():
         return x
-    pads_t = b.const(paddings)
+    if mode in ("edge", "wrap"):
+        for a in range(rank):
+            if paddings[a].any():
+                size = b.shape(x)[a]
+                out = np.arange(-paddings[a, 0], size + paddings[a, 1])
+                index = np.clip(out, 0, size - 1) if mode == "edge" else np.mod(out, size)
+                x = b.op("GATHER", [x, b.const(index.astype(np.int32))], {"axis": a})
+        return x
+    pads_t = b.const(paddings.astype(np.int32))
     if mode == "reflect":
         return b.op("MIRROR_PAD", [x, pads_t], {"mode": 0})
-    if mode != "constant":
-        raise n.fail(f"mode={mode!r} is not supported (constant and reflect are)")
-    value = optional_const(b, n, 2, "constant_value") if n.opset >= 11 else \
-        np.array(n.attr("value", 0.0))
-    if value is None or not value.any():
+    value = _pad_value(b, n, x)
+    if value is None:
         return b.op("PAD", [x, pads_t])
-    value = b.const(np.asarray(value, b.sg.tensors[x].np_dtype).reshape(()))
     return b.op("PADV2", [x, pads_t, value])
+
+
+def _pad_value(b, n, x):
+    """The constant mode's fill as a scalar tensor of x's type, or None for zeros."""
+    if n.opset < 11:
+        value = np.array(n.attr("value", 0.0))
+    elif is_runtime(b, n.input(2)):
+        return b.cast(scalar(b, n.input(2)), b.dtype(x))
+    else:
+        value = optional_const(b, n, 2, "constant_value")
+    if value is None or not value.any():
+        return None
+    return b.const(np.asarray(value, b.sg.tensors[x].np_dtype).reshape(()))
+
+
+def _pad_at_run_time(b, n, x, mode, runtime_axes):
+    rank = b.rank(x)
+    pads = n.input(1)
+    dtype = b.sg.tensors[pads].np_dtype
+    if n.input(3) >= 0 and n.opset >= 18 and n.input(3) not in b.empty:
+        axes = n.input(3) if runtime_axes else \
+            [axis_of(n, a, rank) for a in b.value(n.input(3)).reshape(-1)]
+    else:
+        axes = list(range(rank))
+    count = b.shape(pads)[0] // 2
+    if count * 2 != b.shape(pads)[0]:
+        raise n.fail(f"pads of shape {list(b.shape(pads))} must hold an even count")
+    half = [b.op("STRIDED_SLICE", [pads, b.const(np.array([k * count], np.int32)),
+                                   b.const(np.array([(k + 1) * count], np.int32)),
+                                   b.const(np.ones(1, np.int32))]) for k in range(2)]
+    begins, ends = (scatter_to_axes(b, h, axes, rank, np.zeros(rank, dtype)) for h in half)
+    if mode in ("edge", "wrap"):
+        return _gather_pad(b, n, x, begins, mode)
+    paddings = as_int32(b, b.op("PACK", [begins, ends], {"axis": 1, "values_count": 2}))
+    out = n.out_shape(0)
+    if mode == "reflect":
+        return b.op("MIRROR_PAD", [x, paddings], {"mode": 0}, shape=out)
+    value = _pad_value(b, n, x)
+    if value is None:
+        return b.op("PAD", [x, paddings], shape=out)
+    return b.op("PADV2", [x, paddings, value], shape=out)
+
+
+def _gather_pad(b, n, x, begins, mode):
+    """Edge and wrap padding by pads known only while running, to the declared output shape:
+    along each axis, GATHER the source indices (out index - begin pad, clamped or wrapped)."""
+    out = n.out_shape(0)
+    if out is None:
+        raise n.fail(f"{mode} padding by pads known only while running needs the output shape, "
+                     "which the model does not declare")
+    dtype = b.sg.tensors[begins].np_dtype
+    for a, (size, want) in enumerate(zip(b.shape(x), out)):
+        begin = b.op("GATHER", [begins, b.const(np.array(a, np.int32))], {"axis": 0})
+        index = b.op("SUB", [b.const(np.arange(want, dtype=dtype)), begin])
+        if mode == "edge":
+            index = b.op("MINIMUM", [b.op("MAXIMUM", [index, b.const(np.zeros((), dtype))]),
+                                     b.const(np.array(size - 1, dtype))])
+        else:
+            index = b.op("FLOOR_MOD", [index, b.const(np.array(size, dtype))])
+        x = b.op("GATHER", [x, as_int32(b, index)], {"axis": a})
+    return x

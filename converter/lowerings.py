@@ -10,6 +10,7 @@ from . import lower_norm  # noqa: E402,F401  LayerNormalization InstanceNormaliz
 from . import lower_reduce  # noqa: E402,F401  ReduceMean ReduceSum ... ArgMax ArgMin
 from . import lower_shape  # noqa: E402,F401  Reshape, Concat, Slice, Gather, Shape, Constant, ...
 from . import lower_spatial  # noqa: E402,F401  ConvTranspose Resize DepthToSpace SpaceToDepth
+from . import lower_index  # noqa: E402,F401  TopK GatherElements CumSum
 
 
 def supported_ops() -> list:

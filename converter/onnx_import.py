@@ -160,7 +160,9 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) 
 
 
 def _lower_node(b: Builder, tensors: "_Tensors", node, opset: int, expected: dict) -> None:
-    n = OnnxNode(node, [tensors.get(name) for name in node.input], opset, decode_attrs(node))
+    declared = [expected.get(name, (None, None))[0] for name in node.output]
+    n = OnnxNode(node, [tensors.get(name) for name in node.input], opset, decode_attrs(node),
+                 declared)
     b.where = node.name or node.output[0]
     first_new = len(b.sg.tensors)
     try:

@@ -88,7 +88,7 @@ def reshape(node):
     node.expect_inputs(1, 2)
     shape_t = node.inputs[1] if len(node.inputs) == 2 else None
     if (shape_t is not None and shape_t.data is None and len(shape_t.shape) == 1
-            and shape_t.type_name in ("int32", "int64")):
+            and shape_t.shape[0] > 0 and shape_t.type_name in ("int32", "int64")):
         return _reshape_at_run_time(node)
     shape = _resolve_stretch(node, node.input(0).shape, _reshape_request(node))
     node.outputs[0].shape = shape
