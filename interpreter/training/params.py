@@ -96,6 +96,10 @@ def select(model: Model, sg: Subgraph, trainable, target: int) -> list:
             except ValueError:
                 raise GradientError(f"bad trainable spec {pattern!r}: use last:N, N a "
                                     "number") from None
+            if not layers:
+                raise GradientError("the model has no layer with float weights before the loss "
+                                    "(integer layers do not train: fine-tune the float model, "
+                                    "then quantize it)")
             if not 1 <= n <= len(layers):
                 raise GradientError(f"{pattern}: the model has {len(layers)} layers with "
                                     "weights before the loss")
