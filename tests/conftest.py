@@ -31,3 +31,17 @@ def models_dir() -> Path:
 @pytest.fixture(name="models_dir", scope="session")
 def models_dir_fixture() -> Path:
     return models_dir()
+
+
+@pytest.fixture(scope="session")
+def sample_dir(tmp_path_factory) -> Path:
+    """A folder where samples/make_default_model.py has run once for the whole session:
+    default.tflite, default.onnx, default_test.npz, and stdout.txt (what the script printed)."""
+    import subprocess
+    import sys
+    out = tmp_path_factory.mktemp("sample")
+    run = subprocess.run([sys.executable, str(REPO_ROOT / "samples" / "make_default_model.py"),
+                          "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    (out / "stdout.txt").write_text(run.stdout)
+    return out

@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from edgelite.converter.cli import app
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_SCRIPT = REPO_ROOT / "samples" / "make_default_model.py"
 SHARED_TFLITE = ["digits_cnn.tflite", "digits_cnn_int8.tflite", "mwk_okay_nabu.tflite",
                  "mp_face_detection.tflite", "mp_hand_landmark.tflite", "mobilenet_v2.tflite",
                  "mobilenet_v2_int8.tflite"]
@@ -30,11 +29,8 @@ def inspect_json(path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("sample")
-    subprocess.run([sys.executable, str(SAMPLE_SCRIPT), "--out", str(out)], check=True,
-                   capture_output=True, timeout=300)
-    return out / "default.tflite"
+def sample(sample_dir) -> Path:
+    return sample_dir / "default.tflite"
 
 
 # --- the sample model ----------------------------------------------------------------------------

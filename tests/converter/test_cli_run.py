@@ -3,8 +3,6 @@ name, one sample at a time or whole; profiles; and one clean error line for what
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +15,6 @@ from edgelite.schema import Model, Operator, OperatorCode, SignatureDef, Subgrap
 from tests.opmodel import In, op_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_SCRIPT = REPO_ROOT / "samples" / "make_default_model.py"
 BIAS = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
 
 
@@ -84,16 +81,8 @@ def npz(tmp_path, **arrays) -> Path:
 # --- the sample model, against LiteRT ------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sample")
-    subprocess.run([sys.executable, str(SAMPLE_SCRIPT), "--out", str(out)], check=True,
-                   capture_output=True, timeout=300)
-    from edgelite.interpreter import Interpreter, UnsupportedOpsError
-    try:
-        Interpreter(model_path=str(out / "default.tflite"))
-    except UnsupportedOpsError as e:
-        pytest.skip(f"the sample's kernels have not all landed: {e}")
-    return out / "default.tflite", out / "default_test.npz"
+def sample(sample_dir):
+    return sample_dir / "default.tflite", sample_dir / "default_test.npz"
 
 
 def test_sample_accuracy_equals_litert(sample):
