@@ -80,7 +80,7 @@ def _npz(path: Path) -> dict:
 
 def _interpreter(model: Path, options: dict, threads):
     from edgelite.interpreter import Interpreter
-    from edgelite.interpreter.training import extend, make_trainable, training_facts
+    from edgelite.interpreter.training import make_trainable, training_facts
     from edgelite.schema import ModelError, load, save
 
     if not model.is_file():

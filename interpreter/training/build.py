@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgelite.schema import Metadata, Model, SignatureDef, Tensor, load
+from edgelite.schema import Model, SignatureDef, Tensor, load
 from edgelite.schema.graph import remove_dead
 
 from .emit import Emitter, GradientError

@@ -9,6 +9,8 @@ what folds from them) are carried along as the interpreter's plan carries them.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from edgelite.schema import Operator, OperatorCode, Subgraph, Tensor, default_options
@@ -94,6 +96,12 @@ class Emitter:
                             dtype, quantization, value) for _ in self.worlds]
         return self._add(Tensor(name, shape, dtype, buffer=buffer, quantization=quantization),
                          infos)
+
+    def state(self, tensor: Tensor) -> int:
+        """A copy of a variable tensor (is_variable: state kept between invokes)."""
+        infos = [TensorInfo(0, tensor.name, tuple(tensor.shape), tensor.np_dtype, tensor.dtype,
+                            tensor.quantization, None, True) for _ in self.worlds]
+        return self._add(dataclasses.replace(tensor), infos)
 
     def scalar(self, value: float) -> int:
         """A float32 scalar constant."""

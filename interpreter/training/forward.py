@@ -39,11 +39,14 @@ def copy_forward(em: Emitter, src: Model, sg: Subgraph, replace: dict, open_batc
             return -1
         if t not in tmap:
             tensor = sg.tensors[t]
-            if src.buffers[tensor.buffer].nbytes == 0 and not tensor.is_variable:
+            if tensor.is_variable:  # state an op keeps between invokes (LSTM cells)
+                tmap[t] = em.state(tensor)
+            elif src.buffers[tensor.buffer].nbytes == 0:
                 raise GradientError(f"tensor {t} {tensor.name!r} is read before any operator "
                                     "writes it")
-            tmap[t] = em.buffer_const(tensor.buffer, tensor.shape, tensor.dtype, tensor.name,
-                                      tensor.quantization)
+            else:
+                tmap[t] = em.buffer_const(tensor.buffer, tensor.shape, tensor.dtype,
+                                          tensor.name, tensor.quantization)
         return tmap[t]
 
     for index, op in enumerate(sg.operators):

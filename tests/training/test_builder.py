@@ -120,3 +120,24 @@ def test_errors_name_what_is_available():
         make_trainable(model, trainable="last:4")
     with pytest.raises(GradientError, match="optimizers: sgd, adam"):
         make_trainable(model, trainable="last:1", optimizer="lbfgs")
+
+
+def test_variable_tensors_stay_variables():
+    """Op state (`is_variable` tensors, as LSTM cells keep) is copied as state, not constant."""
+    rng = np.random.default_rng(2)
+    model = _graph([("ADD", ["x", "state"], ["s"], {}),
+                    ("FULLY_CONNECTED", ["s", "w", "b"], ["y"], {})],
+                   ["x"], ["y"], [("x", (1, 6)), ("state", (1, 6)), ("s", (1, 6)),
+                                  ("w", (3, 6)), ("b", (3,)), ("y", (1, 3))],
+                   {"w": rng.standard_normal((3, 6)).astype(np.float32),
+                    "b": np.zeros(3, np.float32)})
+    model.subgraphs[0].tensors[1].is_variable = True
+    trained = make_trainable(model, trainable="last:1")
+    for sg in trained.subgraphs[:1] + trained.subgraphs[-3:-2]:  # infer, train
+        assert [t.name for t in sg.tensors if t.is_variable] == ["state"]
+    content = save(trained)
+    feed = dict(x=np.ones((1, 6), np.float32), labels=np.array([1], np.int32))
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    losses = [it.get_signature_runner("train")(**feed)["loss"]
+              for it in (Interpreter(model_content=content), LiteRT(model_content=content))]
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
