@@ -48,6 +48,7 @@ class TFLiteConverter:
         self.target_spec = TargetSpec()
         self.inference_input_type = None    # None or numpy.float32: float inputs
         self.inference_output_type = None
+        self.calibration = "minmax"         # edgelite's: "minmax", "percentile" or "mse" ranges
         self.last_conversion = None   # the Conversion of the latest convert() (summary facts)
 
     @classmethod
@@ -60,32 +61,11 @@ class TFLiteConverter:
         """The `.tflite` model as bytes; raises `ConversionError` (a ValueError) with one message
         that names every problem."""
         from .convert import convert_onnx
+        from .quantize.conversion import request_from   # quantization hook (converter/quantize)
 
-        self._check_settings()
+        request = request_from(self)
         self.last_conversion = convert_onnx(self._model, self.input_shapes,
                                             keep_io_layout=self.keep_io_layout)
+        if request is not None:
+            request.apply(self.last_conversion)
         return self.last_conversion.content
-
-    def _check_settings(self) -> None:
-        import numpy as np
-
-        from .errors import ConversionError
-
-        pending = []
-        if self.optimizations:
-            pending.append(f"optimizations={list(self.optimizations)}")
-        if self.representative_dataset is not None:
-            pending.append("representative_dataset")
-        if set(self.target_spec.supported_ops) - {OpsSet.TFLITE_BUILTINS}:
-            pending.append(f"target_spec.supported_ops={set(self.target_spec.supported_ops)}")
-        if self.target_spec.supported_types:
-            pending.append(f"target_spec.supported_types={set(self.target_spec.supported_types)}")
-        for name in ("inference_input_type", "inference_output_type"):
-            value = getattr(self, name)
-            if value is not None and np.dtype(value) != np.float32:
-                pending.append(f"{name}={np.dtype(value).name}")
-        if pending:
-            raise ConversionError("quantization is not implemented yet (it lands with the "
-                                  "quantization issue); these settings need it: "
-                                  + ", ".join(pending)
-                                  + ". Leave them at their defaults for a float32 model.")

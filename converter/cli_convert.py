@@ -25,10 +25,19 @@ def convert_command(
     inputs: Optional[Path] = typer.Option(
         None, "--inputs", help="an .npz of inputs for --check, keyed by input name or "
                                "input_0, input_1, ... in ONNX layout (default: random)"),
+    quantize: Optional[str] = typer.Option(
+        None, "--quantize", metavar="dynamic|int8|int16x8|float16",
+        help="quantize: int8 weights (dynamic), full integer (int8, int16x8: needs "
+             "--calibration-data) or float16 weights"),
+    calibration_data: Optional[Path] = typer.Option(
+        None, "--calibration-data", help="an .npz of samples for calibration: one array per "
+                                         "ONNX input name, samples along the first axis"),
+    int8_io: bool = typer.Option(False, "--int8-io", help="int8 model inputs and outputs"),
 ) -> None:
     """Convert an ONNX model into a .tflite model."""
     try:
-        code = _convert(model, output, input_shape, keep_io_layout, check, inputs)
+        code = _convert(model, output, input_shape, keep_io_layout, check, inputs,
+                        (quantize, calibration_data, int8_io))
     except typer.Exit:
         raise
     except Exception as e:  # noqa: BLE001  every failure is one line on stderr
@@ -67,11 +76,14 @@ def parse_input_shapes(specs: list) -> dict:
     return shapes
 
 
-def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs) -> int:
+def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
+             quantization=(None, None, False)) -> int:
     from .api import TFLiteConverter
+    from .quantize import conversion as quantized   # quantization hook (converter/quantize)
 
     converter = TFLiteConverter.from_onnx(model, parse_input_shapes(input_shape))
     converter.keep_io_layout = keep_io_layout
+    quantized.configure(converter, *quantization)
     content = converter.convert()
     result = converter.last_conversion
     output = output or model.with_suffix(".tflite")
@@ -79,8 +91,14 @@ def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs) ->
         output.write_bytes(content)
     except OSError as e:
         _fail(f"cannot write {output}: {e.strerror or e}")
-    typer.echo("\n".join(summary_lines(model, output, result)))
+    typer.echo("\n".join(summary_lines(model, output, result) + quantized.summary_lines(result)))
     if not check:
+        return 0
+    if result.quantization is not None:
+        lines, failure = quantized.check(result, model, inputs)
+        typer.echo("\n".join(lines))
+        if failure:
+            _fail(failure)
         return 0
     from .check import compare, load_feeds
 

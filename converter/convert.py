@@ -35,6 +35,7 @@ class Conversion:
     seconds: float = 0.0
     io_layout: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    quantization: object = None   # quantize.Report when the model was quantized (hook)
 
 
 def convert_onnx(source, input_shapes: dict | None = None,

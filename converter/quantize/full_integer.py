@@ -38,6 +38,7 @@ class Report:
     conversions: int = 0                               # QUANTIZE / DEQUANTIZE inserted
     requantized: int = 0                               # requantizations before shared ops
     notes: list = field(default_factory=list)
+    samples: list = field(default_factory=list, repr=False)  # a few calibration samples
 
     def lines(self) -> list:
         out = [f"quantization ({self.mode}): "
