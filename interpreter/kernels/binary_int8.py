@@ -1,11 +1,12 @@
-"""PRELU, SQUARED_DIFFERENCE and the comparisons (EQUAL NOT_EQUAL LESS LESS_EQUAL GREATER
+"""PRELU, SQUARED_DIFFERENCE, DIV and the comparisons (EQUAL NOT_EQUAL LESS LESS_EQUAL GREATER
 GREATER_EQUAL) on quantized int8 / uint8 (and int16 where TFLite has them), bit-exact to
 TFLite's reference kernels.
 
 8-bit PRELU and SQUARED_DIFFERENCE have 65536 input pairs: prepare evaluates TFLite's arithmetic
 on all of them and run is one lookup (quantized.pair_lookup). PRELU requantizes x (x >= 0) or
 x * alpha (x < 0); SQUARED_DIFFERENCE rescales both inputs to a common scale with 7 bits of
-headroom, squares the difference and rescales (squared_difference.cc). Comparisons rescale each
+headroom, squares the difference and rescales (squared_difference.cc). DIV multiplies by the
+divisor's fixed-point reciprocal and rescales (reference_ops::DivElementwise). Comparisons rescale each
 input on its own, value << 8 by its scale's multiplier (comparisons.cc), and compare: a table
 per input. On int16 only EQUAL and NOT_EQUAL of quantized inputs rescale; LESS, LESS_EQUAL,
 GREATER and GREATER_EQUAL compare the raw values whatever the scales, as TFLite does.
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .activations_int8 import one_over_one_plus_x_for_x_in_0_1
 from .common import broadcast_shape
 from .elementwise_int16 import all_int16
 from .elementwise_int8 import _mul_smaller
-from .quantized import TYPE_RANGE, all_values, f32, mbqm, pair_lookup, pair_table, \
-    quant_params, quantize_multiplier
+from .elementwise_int8 import _rdbpot_negative
+from .quantized import TYPE_RANGE, activation_range, all_values, f32, mbqm, pair_lookup, \
+    pair_table, quant_params, quantize_multiplier, srdhm, wrap32
 from .registry import register
 
 
@@ -94,6 +97,65 @@ def squared_difference(node):
         return np.clip(_mul_smaller(d * d, mo, eo) + zo, -128, 127)
 
     return pair_lookup(pair_table("int8", "int8", f, np.int8), shape)
+
+
+# -- DIV ---------------------------------------------------------------------------------------
+
+def _clz32(x):
+    x = np.asarray(x, np.int64) & 0xFFFFFFFF
+    return np.where(x == 0, 32, 32 - np.frexp(x.astype(np.float64))[1].astype(np.int64))
+
+
+def _divide(a, b, multiplier: int, shift: int):
+    """DivElementwise on zero-point-corrected values (b != 0), before the output offset."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    a = np.where(b < 0, -a, a)
+    b = np.abs(b)
+    headroom_plus_one = _clz32(b)                                   # GetReciprocal(b, 31)
+    recip_shift = 31 - headroom_plus_one
+    inverse = one_over_one_plus_x_for_x_in_0_1(
+        wrap32(((b << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)))
+    headroom = _clz32(a ^ (a >> 63)) - 1                            # CountLeadingSignBits
+    quotient = srdhm(wrap32(a << headroom), inverse)
+    total = shift - recip_shift - headroom
+    scaled = srdhm(quotient, multiplier)
+    # MultiplyByQuantizedMultiplierSmallerThanOneExp. A zero dividend has 31 bits of headroom
+    # and can shift right by more than 31 (or, with an output multiplier above 1, left): the
+    # int32 RoundingDivideByPOT then computes what x86's masked shift counts give.
+    return _rdbpot_negative(scaled, -total)
+
+
+@register("DIV", "int8", "uint8", "int16")
+def div(node):
+    key, b_key, shape = _binary_shape(node, node.input(0).type_name)
+    if b_key != key:
+        raise node.fail(f"inputs must have the same type, got {key} and {b_key}")
+    s1, z1 = quant_params(node, 0)
+    s2, z2 = quant_params(node, 1)
+    so, zo = quant_params(node, 0, output=True)
+    m, e = quantize_multiplier(float(f32(s1) / (f32(s2) * f32(so))))
+    lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0),
+                              node.outputs[0], node)
+    refused = node.fail(f"division by zero (an input 1 value equal to its zero point {z2})")
+
+    def f(x, y):
+        safe = np.where(y == z2, z2 + 1, y)
+        return np.clip(_divide(x - z1, safe - z2, m, e) + zo, lo, hi)
+
+    if key != "int16":
+        table = pair_lookup(pair_table(key, key, f, np.dtype(key)), shape)
+
+        def run(a, b, out):
+            if np.any(b == z2):
+                raise RuntimeError(str(refused))
+            table(a, b, out)
+        return run
+
+    def run16(a, b, out):
+        if np.any(b == z2):
+            raise RuntimeError(str(refused))
+        np.copyto(out, f(a.astype(np.int64), b.astype(np.int64)), casting="unsafe")
+    return run16
 
 
 # -- comparisons -------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""ADD, SUB and MUL on int16 (zero points 0), bit-exact to TFLite's reference kernels.
+"""ADD, SUB, MUL, MAXIMUM and MINIMUM on int16 (zero points 0), bit-exact to TFLite's reference
+kernels.
 
 ADD and SUB take one of two paths, as add.cc / sub.cc choose them: with power-of-two scales
 (and the options' pot_scale_int16, true by default) the inputs are aligned by rounding right
 shifts and added or subtracted with saturation; otherwise each input is rescaled to a common
 scale with 15 bits of headroom (left_shift = 15), and the sum rescaled to the output, as the
 8-bit kernels do. Each input's rescaling depends on its value only: a 65536-entry table.
-MUL multiplies the values and rescales once (MultiplyByQuantizedMultiplier).
+MUL multiplies the values and rescales once (MultiplyByQuantizedMultiplier). MAXIMUM and
+MINIMUM compare the raw values, as the 8-bit kernels do.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import math
 import numpy as np
 
 from .common import broadcast_shape, clip_
-from .elementwise_int8 import _mul_smaller
+from .elementwise_int8 import _mul_smaller, _raw
 from .quantized import activation_range, f32, mbqm, quant_params, quantize_multiplier, \
     round_half_away
 from .registry import register
@@ -170,3 +172,7 @@ def mul(node):
         clip_(acc, lo, hi)
         np.copyto(out, acc, casting="unsafe")
     return run
+
+
+register("MAXIMUM", "int16")(_raw(np.maximum))
+register("MINIMUM", "int16")(_raw(np.minimum))

@@ -1,6 +1,6 @@
 """The remaining quantized kernels on int8 / uint8 (and int16 where TFLite has them), bit-exact
 to TFLite's reference kernels: SUM, REDUCE_MAX / REDUCE_MIN, ARG_MAX / ARG_MIN, RESIZE_BILINEAR,
-RESIZE_NEAREST_NEIGHBOR, DEPTH_TO_SPACE, SPACE_TO_DEPTH, LOG_SOFTMAX.
+RESIZE_NEAREST_NEIGHBOR, DEPTH_TO_SPACE, SPACE_TO_DEPTH, LOG_SOFTMAX, L2_NORMALIZATION.
 
 Data movement and raw-value ops (nearest resizing, block rearrangements, arg max, reduce max)
 are the dtype-agnostic kernels of resize.py / reduce.py registered for the integer types. SUM
@@ -20,6 +20,7 @@ from .pool_int8 import _mean_axes
 from .quantized import INT32_MAX, INT32_MIN, TYPE_RANGE, mbqm, quant_params, \
     quantize_multiplier, rdbpot, saturating_shift_left, srdhm, wrap32
 from .registry import register
+from .unary_int8 import inv_sqrt_multiplier
 
 F32 = np.float32
 
@@ -286,4 +287,41 @@ def log_softmax(node):
                               mbqm(wrap32(log_sum + INT32_MIN), reverse_m, reverse_shift))
         y = np.clip(rdbpot(wrap32(scaled[d] - log_sum), out_shift) + hi, lo, hi)
         np.copyto(out.reshape(rows, depth), np.where(-d > adjusted, y, lo), casting="unsafe")
+    return run
+
+
+# -- L2_NORMALIZATION --------------------------------------------------------------------------
+
+@register("L2_NORMALIZATION", "int8", "uint8")
+def l2_normalization(node):
+    """Each row's x - zp times the fixed-point 1/sqrt of its sum of squares, in 1/128 units
+    (reference_integer_ops::L2Normalization; uint8 adds 128 as reference_ops does)."""
+    node.expect_inputs(1)
+    x = node.input(0)
+    key = x.type_name
+    if node.outputs[0].type_name != key:
+        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
+    if len(x.shape) < 1:
+        raise node.fail("the input must have at least one dimension")
+    if int(getattr(node.options, "fused_activation_function", 0) or 0):
+        raise node.fail("fused activations are not supported (as in TFLite)")
+    _, z_in = quant_params(node, 0)
+    s_out, z_out = quant_params(node, 0, output=True)
+    want_zp = 0 if key == "int8" else 128
+    if s_out != 1.0 / 128 or z_out != want_zp:
+        raise node.fail(f"the output needs scale 1/128 and zero point {want_zp}, got {s_out:g} "
+                        f"and {z_out}")
+    node.outputs[0].shape = tuple(x.shape)
+    depth = x.shape[-1]
+    rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+    lo, hi = TYPE_RANGE[key]
+
+    def run(x, out):
+        v = x.reshape(rows, depth).astype(np.int64) - z_in
+        m, s = inv_sqrt_multiplier(wrap32((v * v).sum(axis=1)))
+        if key == "int8":
+            y = mbqm(v, m[:, None], s[:, None] + 7)
+        else:
+            y = rdbpot(srdhm(128 * v, m[:, None]), -s[:, None]) + 128
+        np.copyto(out.reshape(rows, depth), np.clip(y, lo, hi), casting="unsafe")
     return run

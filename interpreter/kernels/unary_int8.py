@@ -160,28 +160,32 @@ def sqrt(node):
                            "SQRT is only defined for non-negative values")
 
 
-def _inv_sqrt(value: int) -> tuple:
-    """GetInvSqrtQuantizedMultiplierExp(value, reverse_shift=-1): (multiplier, shift)."""
-    if value <= 1:
-        return INT32_MAX, 0
-    shift = 11
-    while value >= 1 << 29:
-        value //= 4
-        shift += 1
-    pairs = ((32 - value.bit_length()) - 1) // 2 - 1
+def inv_sqrt_multiplier(values) -> tuple:
+    """GetInvSqrtQuantizedMultiplierExp(value, reverse_shift=-1) over an array of int32 values
+    >= 0: (multipliers, shifts) with 1/sqrt(v) ~= m * 2^(shift - 31), by fixed-point
+    Newton-Raphson as TFLite computes it."""
+    v = np.asarray(values, np.int64).copy()
+    small = v <= 1
+    shift = np.full(v.shape, 11, np.int64)
+    for _ in range(2):                       # int32 values need at most two divisions by 4
+        big = v >= 1 << 29
+        v = np.where(big, v // 4, v)
+        shift += big
+    v = np.maximum(v, 2)
+    bits = np.frexp(v.astype(np.float64))[1].astype(np.int64)      # bit length
+    pairs = ((32 - bits) - 1) // 2 - 1
     shift -= pairs
-    value <<= 2 * pairs
-    half_input = int(rdbpot(value >> 1, 1))
+    v <<= 2 * pairs
+    half_input = rdbpot(v >> 1, 1)
     half_three = (1 << 28) + (1 << 27)
-    x = 1 << 28
+    x = np.full(v.shape, 1 << 28, np.int64)
     for _ in range(5):
-        x3 = int(saturating_shift_left(srdhm(srdhm(x, x), x), 6))
-        x = int(saturating_shift_left(wrap32(srdhm(half_three, x) - srdhm(half_input, x3)), 3))
-    x = int(srdhm(x, 1518500250))
-    if shift < 0:
-        x = int(wrap32(x << -shift))
-        shift = 0
-    return x, -shift
+        x3 = saturating_shift_left(srdhm(srdhm(x, x), x), 6)
+        x = saturating_shift_left(wrap32(srdhm(half_three, x) - srdhm(half_input, x3)), 3)
+    x = srdhm(x, 1518500250)
+    x = np.where(shift < 0, wrap32(x << np.maximum(-shift, 0)), x)
+    shift = np.maximum(shift, 0)
+    return np.where(small, INT32_MAX, x), np.where(small, 0, -shift)
 
 
 @register("RSQRT", "int8", "int16")
@@ -197,14 +201,10 @@ def rsqrt(node):
     else:
         m, s = quantize_multiplier(1.0 / float(np.sqrt(F32(s_in)) * F32(s_out)))
         lo, hi = TYPE_RANGE[key]
-        table = []
-        for v in _values(key) - z_in:
-            if v <= 0:       # 0 stands for the largest output; below 0 is refused at run
-                table.append(hi)
-                continue
-            inv, inv_shift = _inv_sqrt(int(v))
-            data = mbqm(1, inv, inv_shift + 20)
-            table.append(int(mbqm(data, m, s - 20)) + z_out)
-        run = _table(key, np.array(table, np.int64))
+        v = _values(key) - z_in
+        inv, inv_shift = inv_sqrt_multiplier(np.maximum(v, 0))
+        values = mbqm(mbqm(1, inv, inv_shift + 20), m, s - 20) + z_out
+        # 0 stands for the largest output; below 0 is refused while running.
+        run = _table(key, np.where(v <= 0, hi, values))
     return _refusing_below(node, run, key, z_in, False,
                            "RSQRT is only defined for positive values")

@@ -351,3 +351,23 @@ CASES += [
     case("abs_unquantized", "ABS", [In((4, 5), "int16")], [q16((4, 5))],
          outputs=[Out((), "int16")]),
 ]
+
+CASES += [
+    binary_case("maximum", "MAXIMUM", (2, 3, 4), (3, 1), sa=0.001, sb=0.001, so=0.001),
+    binary_case("minimum", "MINIMUM", (4, 5), (4, 5), sa=0.001, sb=0.001, so=0.001),
+]
+
+
+def div_case(id, a_shape, b_shape, sa=0.001, sb=0.0005, so=0.002, act=0, limit=32768):
+    a, b = q16(a_shape, limit), q16(b_shape, limit)
+    b[b == 0] = 1
+    return case(id, "DIV", [In(a_shape, "int16", (sa, 0)), In(b_shape, "int16", (sb, 0))],
+                [a, b], outputs=[Out((), "int16", (so, 0))],
+                options=dict(fused_activation_function=act))
+
+
+CASES += [
+    div_case("div", (8, 16), (8, 16)),
+    div_case("div_broadcast_relu", (3, 1, 8), (8,), act=1, so=0.05),
+    div_case("div_small_divisors", (6, 7), (6, 7), limit=40, so=0.0005),
+]

@@ -272,3 +272,42 @@ CASES += [
     unary_case("rsqrt_zero_point", "RSQRT", xq=(0.002, 5), oq=(0.2, -100),
                x=positive((4, 64), 5)),
 ]
+
+
+def div_case(id, a_shape, b_shape, key="int8", aq=(0.05, 3), bq=(0.02, -10), oq=(0.1, 1),
+             act=0, zero_dividends=False):
+    aq, bq, oq = shifted(aq, key), shifted(bq, key), shifted(oq, key)
+    a, b = q8(a_shape, key), q8(b_shape, key)
+    if zero_dividends:                 # a quotient of 0 shifts right by more than 31
+        a[rng.random(a.shape) < 0.5] = aq[1]
+    b[b == bq[1]] += 1                 # TFLite refuses divisors equal to the zero point
+    return case(id, "DIV", [In(a_shape, key, aq), In(b_shape, key, bq)], [a, b],
+                outputs=[Out((), key, oq)], options=dict(fused_activation_function=act))
+
+
+# DIV: broadcasting, activations, small and large quotients, uint8.
+CASES += [
+    div_case("div", (4, 16), (4, 16)),
+    div_case("div_broadcast_relu", (3, 1, 8), (8,), act=1, oq=(0.5, -100)),
+    div_case("div_relu6", (5, 7), (5, 7), aq=(0.02, 0), bq=(0.1, 0), oq=(0.03, -128),
+             act=3),
+    div_case("div_uint8", (6, 9), (6, 9), key="uint8", oq=(0.05, 0)),
+    div_case("div_zero_dividends_relu", (4, 8), (4, 8), act=1, oq=(0.5, -100),
+             zero_dividends=True),
+]
+
+
+def l2_case(id, shape, key="int8", xq=(0.05, 3)):
+    xq = shifted(xq, key)
+    oq = (1 / 128, 0 if key == "int8" else 128)
+    return case(id, "L2_NORMALIZATION", [In(shape, key, xq)], [q8(shape, key)],
+                outputs=[Out((), key, oq)])
+
+
+CASES += [
+    l2_case("l2_normalization", (3, 10)),
+    l2_case("l2_normalization_deep", (2, 3, 300), xq=(0.1, -7)),
+    l2_case("l2_normalization_one", (4, 1)),
+    l2_case("l2_normalization_uint8", (5, 12), key="uint8"),
+    l2_case("l2_normalization_uint8_deep", (2, 500), key="uint8", xq=(0.02, 0)),
+]
