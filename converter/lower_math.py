@@ -140,8 +140,11 @@ def gelu(b, n):
 
 @lowers("Softplus")
 def softplus(b, n):
+    return softplus_of(b, n.input(0))
+
+
+def softplus_of(b, x):
     """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no overflow for large x."""
-    x = n.input(0)
     one = b.const(np.float32(1))
     tail = b.op("LOG", [b.op("ADD", [b.op("EXP", [b.op("NEG", [b.op("ABS", [x])])]), one])])
     return b.op("ADD", [b.op("RELU", [x]), tail])

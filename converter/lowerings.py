@@ -11,6 +11,7 @@ from . import lower_reduce  # noqa: E402,F401  ReduceMean ReduceSum ... ArgMax A
 from . import lower_shape  # noqa: E402,F401  Reshape, Concat, Slice, Gather, Shape, Constant, ...
 from . import lower_spatial  # noqa: E402,F401  ConvTranspose Resize DepthToSpace SpaceToDepth
 from . import lower_index  # noqa: E402,F401  TopK GatherElements CumSum
+from . import lower_rnn  # noqa: E402,F401  LSTM GRU (unrolled)
 
 
 def supported_ops() -> list:

@@ -1,0 +1,157 @@
+"""LSTM and GRU, unrolled: small ONNX models of every form against onnxruntime through edgelite and
+LiteRT, and the shared recurrent models (syn_lstm, silero_vad_seq) against their references."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from edgelite.converter import TFLiteConverter
+from edgelite.converter.check import run_tflite, to_onnx_layout, to_tflite_layout
+from tests.converter.test_convert_ops import check, model, node
+
+F = np.float32
+RNG = np.random.default_rng(5)
+TOLERANCE = 1e-4
+
+
+def w(*shape, scale=0.5):
+    return (RNG.standard_normal(shape) * scale).astype(F)
+
+
+def rnn_model(op, hidden, seq=4, batch=2, size=3, dirs=1, outputs=("Y", "Y_h"), bias=True,
+              states=False, lens=False, peepholes=False, **attrs):
+    """One LSTM or GRU node with constant weights; states and sequence_lens as graph inputs."""
+    gates = 4 if op == "LSTM" else 3
+    batchwise = attrs.get("layout", 0)
+    x_shape = [batch, seq, size] if batchwise else [seq, batch, size]
+    inits = {"W": w(dirs, gates * hidden, size), "R": w(dirs, gates * hidden, hidden)}
+    names = ["x", "W", "R", "", "", "", "", ""]
+    inputs = [("x", x_shape)]
+    if bias:
+        inits["B"] = w(dirs, 2 * gates * hidden)
+        names[3] = "B"
+    if lens:
+        inputs.append(("lens", [batch], np.int32))
+        names[4] = "lens"
+    state_shape = [batch, dirs, hidden] if batchwise else [dirs, batch, hidden]
+    if states:
+        inputs.append(("h0", state_shape))
+        names[5] = "h0"
+        if op == "LSTM":
+            inputs.append(("c0", state_shape))
+            names[6] = "c0"
+    if peepholes:
+        inits["P"] = w(dirs, 3 * hidden)
+        names[7] = "P"
+    while names and not names[-1]:
+        names.pop()
+    rnn = node(op, names, list(outputs), hidden_size=hidden, **attrs)
+    return model([rnn], inputs, list(outputs), inits)
+
+
+LSTMS = {
+    "forward": {},
+    "states_and_y_c": dict(states=True, outputs=("Y", "Y_h", "Y_c")),
+    "reverse": dict(direction="reverse", states=True),
+    "bidirectional": dict(direction="bidirectional", dirs=2, outputs=("Y", "Y_h", "Y_c")),
+    "batchwise": dict(layout=1, states=True),
+    "peepholes_clip": dict(peepholes=True, clip=0.7),
+    "no_bias_one_step": dict(bias=False, seq=1),
+    "activations": dict(activations=["HardSigmoid", "Relu", "ScaledTanh"],
+                        activation_alpha=[0.3, 0.9], activation_beta=[0.4, 1.1]),
+}
+
+
+def check_rnn(proto):
+    """`check` against onnxruntime, or against onnx's reference evaluator for layout=1, which
+    onnxruntime does not run."""
+    if not any(a.name == "layout" and a.i == 1 for a in proto.graph.node[0].attribute):
+        return check(proto)
+    from onnx.reference import ReferenceEvaluator
+
+    conversion = TFLiteConverter.from_onnx(proto)
+    conversion.convert()
+    conversion = conversion.last_conversion
+    layout = conversion.io_layout
+    feeds = [w(*[d.dim_value for d in i.type.tensor_type.shape.dim])
+             for i in proto.graph.input]
+    want = ReferenceEvaluator(proto).run(None, {i.name: f for i, f in
+                                                zip(proto.graph.input, feeds)})
+    for runtime in ("edgelite", "litert"):
+        got = to_onnx_layout(run_tflite(conversion.content, to_tflite_layout(feeds, layout),
+                                        runtime), layout)
+        for y, ref in zip(got, want):
+            assert y.shape == ref.shape
+            assert np.abs(y - ref).max() <= TOLERANCE * np.abs(ref).max(), runtime
+    return conversion
+
+
+@pytest.mark.parametrize("case", list(LSTMS))
+def test_lstm(case):
+    proto = rnn_model("LSTM", 5, **LSTMS[case])
+    conversion = check_rnn(proto)
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" not in conversion.ops_out
+
+
+def test_lstm_sequence_lens():
+    proto = rnn_model("LSTM", 4, seq=5, batch=3, lens=True, states=True,
+                      direction="bidirectional", dirs=2, outputs=("Y", "Y_h", "Y_c"))
+    feeds = {"x": w(5, 3, 3), "lens": np.array([5, 2, 3], np.int32), "h0": w(2, 3, 4),
+             "c0": w(2, 3, 4)}
+    check(proto, feeds)
+
+
+GRUS = {
+    "forward": {},
+    "linear_before_reset": dict(linear_before_reset=1, states=True),
+    "bidirectional": dict(direction="bidirectional", dirs=2),
+    "reverse_batchwise": dict(direction="reverse", layout=1, states=True),
+    "clip_no_bias": dict(clip=0.5, bias=False),
+}
+
+
+@pytest.mark.parametrize("case", list(GRUS))
+def test_gru(case):
+    check_rnn(rnn_model("GRU", 6, **GRUS[case]))
+
+
+def test_gru_sequence_lens():
+    proto = rnn_model("GRU", 4, seq=4, batch=2, lens=True, direction="reverse")
+    check(proto, {"x": w(4, 2, 3), "lens": np.array([1, 4], np.int32)})
+
+
+def test_rnn_with_runtime_weights():
+    """W, R and B as graph inputs (ONNX's own test cases do this)."""
+    x = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [node("GRU", ["x", "W", "R", "B"], ["Y", "Y_h"], hidden_size=3)], "g",
+        [x("x", TensorProto.FLOAT, [2, 1, 2]), x("W", TensorProto.FLOAT, [1, 9, 2]),
+         x("R", TensorProto.FLOAT, [1, 9, 3]), x("B", TensorProto.FLOAT, [1, 18])],
+        [x("Y", TensorProto.FLOAT, [2, 1, 1, 3]), x("Y_h", TensorProto.FLOAT, [1, 1, 3])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    proto.ir_version = 8
+    check(proto)
+
+
+# -- the shared recurrent models -----------------------------------------------------------------
+
+REAL = {"syn_lstm": {}, "silero_vad_seq": {"input": [8, 576]}}
+
+
+@pytest.mark.parametrize("runtime", ["edgelite", "litert"])
+@pytest.mark.parametrize("name", list(REAL))
+def test_recurrent_models_match_refs(models_dir, name, runtime):
+    converter = TFLiteConverter.from_onnx(models_dir / f"{name}.onnx", REAL[name])
+    converter.convert()
+    conversion = converter.last_conversion
+    refs = np.load(models_dir / "refs" / f"{name}.npz")
+    layout = conversion.io_layout
+    feeds = [refs[f"input_{k}"] for k in range(len(layout["inputs"]))]
+    got = run_tflite(conversion.content, to_tflite_layout(feeds, layout), runtime)
+    for k, y in enumerate(to_onnx_layout(got, layout)):
+        want = refs[f"output_{k}"]
+        assert y.shape == want.shape
+        err = np.abs(y - want).max()
+        assert err <= TOLERANCE * np.abs(want).max(), f"{name} output {k} on {runtime}: {err}"
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" not in conversion.ops_out
