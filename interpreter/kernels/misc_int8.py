@@ -1,5 +1,5 @@
 """The remaining quantized kernels on int8 / uint8 (and int16 where TFLite has them), bit-exact
-to TFLite's reference kernels: SUM, REDUCE_MAX / REDUCE_MIN, ARG_MAX / ARG_MIN, RESIZE_BILINEAR,
+to TFLite's reference kernels: SUM, REDUCE_MAX / REDUCE_MIN, REDUCE_PROD, ARG_MAX / ARG_MIN, RESIZE_BILINEAR,
 RESIZE_NEAREST_NEIGHBOR, DEPTH_TO_SPACE, SPACE_TO_DEPTH, LOG_SOFTMAX, L2_NORMALIZATION.
 
 Data movement and raw-value ops (nearest resizing, block rearrangements, arg max, reduce max)
@@ -12,12 +12,14 @@ scaled differences to the row max, their sum's fixed-point log, subtracted and r
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import reduce, resize
 from .activations_int8 import exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1
 from .pool_int8 import _mean_axes
-from .quantized import INT32_MAX, INT32_MIN, TYPE_RANGE, mbqm, quant_params, \
+from .quantized import INT32_MAX, INT32_MIN, TYPE_RANGE, mbqm, mbqm64, quant_params, \
     quantize_multiplier, rdbpot, saturating_shift_left, srdhm, wrap32
 from .registry import register
 from .unary_int8 import inv_sqrt_multiplier
@@ -76,6 +78,52 @@ def sum_(node):
         np.sum(x, axis=axes, dtype=np.int64, keepdims=keep, out=sums)
         y = mbqm(wrap32(sums - z_in * count), multiplier, shift) + z_out
         np.copyto(out, np.clip(y, lo, hi), casting="unsafe")
+    return run
+
+
+# -- REDUCE_PROD -------------------------------------------------------------------------------
+
+_raw_prod = reduce._reducer(np.multiply)
+
+
+@register("REDUCE_PROD", "int8", "int16")
+def reduce_prod(node):
+    """Quantized: the running product rescaled after every factor by input_scale /
+    output_scale^(1/n) with the int64 MultiplyByQuantizedMultiplier, in the input's order, and
+    once more at the end (reduce.h's QuantizedReduceProd). Unquantized: the raw product."""
+    q = node.input(0).quantization
+    if q is None or q.scale.size == 0:
+        return _raw_prod(node)
+    node.expect_inputs(2)
+    x = node.input(0)
+    key = x.type_name
+    if node.outputs[0].type_name != key:
+        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
+    rank = len(x.shape)
+    axes = _mean_axes(node, rank)
+    keep = bool(getattr(node.options, "keep_dims", False))
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+    node.outputs[0].shape = shape
+    s_in, z_in = quant_params(node, 0)
+    s_out, z_out = quant_params(node, 0, output=True)
+    if key == "int16" and (z_in or z_out):
+        raise node.fail("int16 REDUCE_PROD needs zero points of 0")
+    kept = [i for i in range(rank) if i not in axes]
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    outputs = int(np.prod([x.shape[a] for a in kept], dtype=np.int64))
+    if count == 0 or outputs == 0:
+        return lambda x, axis_, out: out.fill(0)
+    m, e = quantize_multiplier(float(s_in) / math.pow(float(s_out), 1.0 / count))
+    lo, hi = TYPE_RANGE[key]
+    order = kept + list(axes)      # reduced elements of one output, in the input's order
+
+    def run(x, axis_, out):
+        v = np.transpose(x, order).reshape(outputs, count).astype(np.int64) - z_in
+        prod = v[:, 0]
+        for k in range(1, count):
+            prod = mbqm64(prod * v[:, k], m, e)
+        y = mbqm64(prod, m, e) + z_out
+        np.copyto(out.reshape(-1), np.clip(y, lo, hi), casting="unsafe")
     return run
 
 

@@ -371,3 +371,13 @@ CASES += [
     div_case("div_broadcast_relu", (3, 1, 8), (8,), act=1, so=0.05),
     div_case("div_small_divisors", (6, 7), (6, 7), limit=40, so=0.0005),
 ]
+
+CASES += [
+    case("reduce_prod", "REDUCE_PROD", [In((6, 5), "int16", (0.00005, 0)),
+                                        np.array([1], np.int32)],
+         [q16((6, 5))], outputs=[Out((), "int16", (0.00002, 0))]),
+    case("reduce_prod_keep", "REDUCE_PROD", [In((2, 3, 4), "int16", (0.0003, 0)),
+                                             np.array([0, 2], np.int32)],
+         [q16((2, 3, 4), 10000)], outputs=[Out((), "int16", (0.01, 0))],
+         options=dict(keep_dims=True)),
+]

@@ -311,3 +311,13 @@ CASES += [
     l2_case("l2_normalization_uint8", (5, 12), key="uint8"),
     l2_case("l2_normalization_uint8_deep", (2, 500), key="uint8", xq=(0.02, 0)),
 ]
+
+# REDUCE_PROD int8: the running product rescaled after every factor.
+CASES += [
+    reduce_case("reduce_prod", "REDUCE_PROD", (6, 4), [1], False, xq=(0.012, 2),
+                oq=(0.004, -3)),
+    reduce_case("reduce_prod_keep_two_axes", "REDUCE_PROD", (2, 3, 4, 2), [1, -1], True,
+                xq=(0.015, -5), oq=(0.002, 0)),
+    reduce_case("reduce_prod_long", "REDUCE_PROD", (4, 12), [1], False, xq=(0.014, 0),
+                oq=(0.0001, 0)),
+]
