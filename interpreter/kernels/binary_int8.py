@@ -6,10 +6,11 @@ TFLite's reference kernels.
 on all of them and run is one lookup (quantized.pair_lookup). PRELU requantizes x (x >= 0) or
 x * alpha (x < 0); SQUARED_DIFFERENCE rescales both inputs to a common scale with 7 bits of
 headroom, squares the difference and rescales (squared_difference.cc). DIV multiplies by the
-divisor's fixed-point reciprocal and rescales (reference_ops::DivElementwise). Comparisons rescale each
-input on its own, value << 8 by its scale's multiplier (comparisons.cc), and compare: a table
-per input. On int16 only EQUAL and NOT_EQUAL of quantized inputs rescale; LESS, LESS_EQUAL,
-GREATER and GREATER_EQUAL compare the raw values whatever the scales, as TFLite does.
+divisor's fixed-point reciprocal and rescales (reference_ops::DivElementwise). Comparisons
+rescale each input on its own, value << 8 by its scale's multiplier (comparisons.cc), and
+compare: a table per input. On int16 only EQUAL and NOT_EQUAL of quantized inputs rescale;
+LESS, LESS_EQUAL, GREATER and GREATER_EQUAL compare the raw values whatever the scales, as
+TFLite does. 8-bit DIV is a pair table too; int16 DIV computes while running.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The remaining quantized kernels on int8 / uint8 (and int16 where TFLite has them), bit-exact
-to TFLite's reference kernels: SUM, REDUCE_MAX / REDUCE_MIN, REDUCE_PROD, ARG_MAX / ARG_MIN, RESIZE_BILINEAR,
-RESIZE_NEAREST_NEIGHBOR, DEPTH_TO_SPACE, SPACE_TO_DEPTH, LOG_SOFTMAX, L2_NORMALIZATION.
+to TFLite's reference kernels: SUM, REDUCE_MAX / REDUCE_MIN, REDUCE_PROD, ARG_MAX / ARG_MIN,
+RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR, DEPTH_TO_SPACE, SPACE_TO_DEPTH, LOG_SOFTMAX,
+L2_NORMALIZATION.
 
 Data movement and raw-value ops (nearest resizing, block rearrangements, arg max, reduce max)
 are the dtype-agnostic kernels of resize.py / reduce.py registered for the integer types. SUM

@@ -66,7 +66,8 @@ def every_value(shape, dtype="int8"):
     """All 256 values of the type (each once, then random)."""
     lo = -128 if dtype == "int8" else 0
     size = int(np.prod(shape))
-    values = np.concatenate([np.arange(lo, lo + 256), rng.integers(lo, lo + 256, max(0, size - 256))])
+    extra = rng.integers(lo, lo + 256, max(0, size - 256))
+    values = np.concatenate([np.arange(lo, lo + 256), extra])
     return rng.permutation(values[:size]).reshape(shape).astype(dtype)
 
 
@@ -108,7 +109,8 @@ for key in ("int8", "uint8"):
 
 def arg_case(id, op, x_shape, axis, key="int8", out="int32"):
     return case(id, op, [In(x_shape, key, shifted((0.1, 0), key)), np.array([axis], np.int32)],
-                [q8(x_shape, key)], outputs=[Out((), out)], options=dict(output_type={"int32": 2, "int64": 4}[out]))
+                [q8(x_shape, key)], outputs=[Out((), out)],
+                options=dict(output_type={"int32": 2, "int64": 4}[out]))
 
 
 CASES += [
