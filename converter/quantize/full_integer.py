@@ -26,6 +26,8 @@ from . import params as P
 from .rules import FIXED, SAME_PARAMS_CONSTANTS, data_inputs, integer_kernel, rule
 
 CONVERSION = ("QUANTIZE", "DEQUANTIZE")
+CLAMPS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1")
+RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE")
 
 
 @dataclass
@@ -144,15 +146,18 @@ class _Quantizer:
                 return "it has float outputs"
             if r.output in ("free", "shared") and t not in self.ranges:
                 return "an output was not calibrated"
-        if r.output in ("same",) and not all(
-                self.is_activation(op.inputs[k]) for k in data):
-            return "its data input is constant"
+        if r.output == "same" and not self.is_activation(op.inputs[data[0]]) \
+                and self.constant(op.inputs[data[0]]) is None:
+            return "its data input is not float"
         return None
 
     # -- 2. activation parameters ---------------------------------------------------------------
 
     def assign(self) -> None:
         ops = self.sg.operators
+        for i, op in enumerate(ops):
+            if self.is_int[i] and op.op in CLAMPS:
+                self._pull_clamp(i, op)
         for i, op in enumerate(ops):                 # shared ops pull their inputs' ranges in
             r = rule(op.op)
             if not self.is_int[i] or r.output != "shared":
@@ -163,9 +168,7 @@ class _Quantizer:
             for t in op.outputs:
                 self.ranges[t] = union
             for t in acts:
-                j = self._producer.get(t)
-                if (j is not None and self.is_int[j] and rule(ops[j].op).output == "free"
-                        and self._readers.get(t) == [i] and t not in self.sg.outputs):
+                if self._made_only_for(t, i):
                     self.ranges[t] = union
         for t, (lo, hi) in self.ranges.items():
             self.params[t] = P.activation_params(lo, hi, self.act)
@@ -174,13 +177,43 @@ class _Quantizer:
                 continue
             r = rule(op.op)
             if r.output == "same":
-                source = self.params[op.inputs[data_inputs(op, r)[0]]]
+                source = op.inputs[data_inputs(op, r)[0]]
+                if source not in self.params:      # a constant (a GATHER of a table)
+                    self.params[source] = P.constant_params(self.constant(source), self.act)
                 for t in op.outputs:
-                    self.params[t] = source
+                    self.params[t] = self.params[source]
             elif r.output == "fixed":
                 scale, zp = FIXED[op.op][self.act]
                 for t in op.outputs:
                     self.params[t] = (np.float32(scale), zp)
+
+    def _made_only_for(self, t: int, i: int) -> bool:
+        """Whether activation t comes from an integer op with a free output range and only op i
+        reads it (so its range may be chosen for op i)."""
+        j = self._producer.get(t)
+        return (j is not None and self.is_int[j] and rule(self.sg.operators[j].op).output == "free"
+                and self._readers.get(t) == [i] and t not in self.sg.outputs)
+
+    def _pull_clamp(self, i: int, op) -> None:
+        """A RELU-like op's input made only for it (through reshapes) takes the RELU's output
+        range: values the clamp removes saturate instead, and the rest get the RELU output's
+        finer steps (as a ReLU fused into the producer would)."""
+        out = self.ranges.get(op.outputs[0])
+        t, reader, chain = op.inputs[0], i, []
+        while out is not None and t in self.ranges and self._readers.get(t) == [reader] \
+                and t not in self.sg.outputs:
+            chain.append(t)
+            j = self._producer.get(t)
+            if j is None or not self.is_int[j]:
+                return
+            producer = self.sg.operators[j]
+            if rule(producer.op).output == "free":
+                for c in chain:
+                    self.ranges[c] = out
+                return
+            if producer.op not in RESHAPES:
+                return
+            t, reader = producer.inputs[0], j
 
     # -- 3. the rewrite ------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from edgelite.converter.quantize import quantize, quantize_model
-from edgelite.schema import load, save
+from edgelite.schema import Tensor, load, save
 
 from .graphs import (branchy_model, calibration, content, conv, fallback_model, new_graph,
                      run_edgelite, run_litert)
@@ -81,7 +81,12 @@ def test_quantized_outputs_track_float():
         assert rms_error < 0.05 * np.sqrt(np.mean(a ** 2)), rms_error
 
 
-def test_op_without_integer_kernel_stays_float():
+def test_op_without_integer_kernel_stays_float(monkeypatch):
+    from edgelite.converter.quantize import full_integer
+
+    has_kernel = full_integer.integer_kernel       # EXP is treated as having no int8 kernel
+    monkeypatch.setattr(full_integer, "integer_kernel",
+                        lambda op, key: op != "EXP" and has_kernel(op, key))
     model = fallback_model()
     q = quantize(model, "int8", calibration(model), progress=False)
     assert [(op, reason) for _, op, reason in q.report.float_ops] == \
@@ -201,3 +206,35 @@ def test_convolution_without_bias_gets_one():
     conv_op = next(op for op in m.subgraphs[0].operators if op.op == "CONV_2D")
     assert m.subgraphs[0].tensors[conv_op.inputs[2]].dtype == "int32"
     assert_same_bits(m, calibration(model, 1, seed=3)[0])
+
+
+def test_relu_range_pulled_into_its_producer():
+    """An unfused RELU (here behind a RESHAPE) lends its range to the convolution made only for
+    it: the negatives it removes saturate to zero, the rest get its finer steps."""
+    model, b, ins = new_graph({"x": (1, 6, 6, 3)})
+    c = conv(b, ins["x"], 4, r=np.random.default_rng(4))
+    flat = b.op("RESHAPE", [c, b.const(np.array([1, -1], np.int32))])
+    b.sg.outputs = [b.op("RELU", [flat])]
+    m = quantize_model(model, "int8", calibration(model), progress=False)
+    sg = m.subgraphs[0]
+    conv_out = next(sg.tensors[op.outputs[0]] for op in sg.operators if op.op == "CONV_2D")
+    relu_out = next(sg.tensors[op.outputs[0]] for op in sg.operators if op.op == "RELU")
+    assert conv_out.quantization == relu_out.quantization
+    assert conv_out.quantization.zero_point[0] == -128
+    feeds = calibration(model, 1, seed=9)[0]
+    assert_same_bits(m, feeds)
+    f, q = run_edgelite(content(model), feeds)[0], run_edgelite(save(m), feeds)[0]
+    assert np.abs(q - f).max() <= float(relu_out.quantization.scale[0]) * 4
+
+
+def test_gather_of_a_constant_table():
+    model, b, ins = new_graph({})
+    ids = b.sg.add_tensor(Tensor("ids", (1, 3), "int32"))
+    b.sg.inputs.append(ids)
+    table = b.const(rng.normal(0, 1, (10, 4)).astype(np.float32))
+    b.sg.outputs = [b.op("GATHER", [table, ids], dict(axis=0))]
+    samples = [[np.array([[1, 2, 3]], np.int32)]]
+    m = quantize_model(model, "int8", samples, progress=False)
+    gather = next(op for op in m.subgraphs[0].operators if op.op == "GATHER")
+    assert m.subgraphs[0].tensors[gather.inputs[0]].dtype == "int8"
+    assert_same_bits(m, [np.array([[0, 9, 4]], np.int32)])
