@@ -165,27 +165,34 @@ def depthwise_conv_2d(node):
     acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * X_MAX
     requant = WideRequantizer(multiplier, shift, lo, hi, cout, bias, acc_bound)
 
-    # The input as float64, padded with zeros, each channel repeated `mult` times.
+    # The input as float64, padded with zeros, each channel repeated `mult` times; all taps as
+    # one strided view summed by one einsum. With stride_w 1 a tap's innermost axis is a whole
+    # output row (ow * cout contiguous values, weights tiled along it): long inner loops.
     need_h = (oh - 1) * sh + (kh - 1) * dh + 1
     need_w = (ow - 1) * sw + (kw - 1) * dw + 1
     rows, cols = min(h, need_h - pad[0]), min(wd, need_w - pad[1])
     xp = np.zeros((n, need_h, need_w, cin, mult), np.float64)
     interior = xp[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
     xp = xp.reshape(n, need_h, need_w, cout)
-    taps = [(xp[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw],
-             wc[i, j]) for i in range(kh) for j in range(kw)]
-    acc = np.empty((n, oh, ow, cout), np.float64)
-    part = np.empty_like(acc)
+    s0, s1, s2, s3 = xp.strides
+    if sw == 1:
+        taps = as_strided(xp, (kh, kw, n, oh, ow * cout), (dh * s1, dw * s2, s0, sh * s1, s3),
+                          writeable=False)
+        weights = np.ascontiguousarray(np.tile(wc, (1, 1, ow)))
+        spec = "ijnyk,ijk->nyk"
+        acc = np.empty((n, oh, ow * cout), np.float64)
+    else:
+        taps = as_strided(xp, (kh, kw, n, oh, ow, cout),
+                          (dh * s1, dw * s2, s0, sh * s1, sw * s2, s3), writeable=False)
+        weights, spec = wc, "ijnyxk,ijk->nyxk"
+        acc = np.empty((n, oh, ow, cout), np.float64)
+    acc4 = acc.reshape(n, oh, ow, cout)
 
     def run(x, w_, *rest):
         out = rest[-1]
         np.copyto(interior, x[:, :rows, :cols, :, None], casting="unsafe")
-        view, wt = taps[0]
-        np.multiply(view, wt, out=acc)
-        for view, wt in taps[1:]:
-            np.multiply(view, wt, out=part)
-            np.add(acc, part, out=acc)
-        requant(acc, out)
+        np.einsum(spec, taps, weights, out=acc)
+        requant(acc4, out)
     return run
 
 
