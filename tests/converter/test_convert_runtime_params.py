@@ -126,3 +126,41 @@ def test_gather_elements(axis):
     if axis != 1:
         feeds["i"] = RNG.integers(-3, 3, (2, 4, 5) if axis == 0 else (3, 4, 2)).astype(I64)
     check(declared([node("GatherElements", ["x", "i"], ["y"], axis=axis)], feeds), feeds)
+
+
+RESIZES = {
+    "cubic_scales": (dict(mode="cubic"), "scales", np.array([1, 1, 0.6, 1.7], F)),
+    "cubic_antialias_exclude": (dict(mode="cubic", antialias=1, exclude_outside=1,
+                                     cubic_coeff_a=-0.5), "scales", np.array([1, 1, 0.5, 0.7], F)),
+    "linear_antialias_sizes": (dict(mode="linear", antialias=1), "sizes",
+                               np.array([1, 2, 3, 4], I64)),
+    "linear_symmetric": (dict(mode="linear", coordinate_transformation_mode="half_pixel_symmetric"),
+                         "scales", np.array([1, 1, 2.2, 0.8], F)),
+    "nearest_not_larger": (dict(mode="nearest", axes=[2, 3], keep_aspect_ratio_policy="not_larger"),
+                           "sizes", np.array([9, 8], I64)),
+    "nearest_channels": (dict(mode="nearest"), "scales", np.array([1, 2, 1, 1], F)),
+}
+
+
+@pytest.mark.parametrize("given", ["constant", "input"])
+@pytest.mark.parametrize("name", list(RESIZES))
+def test_resize_by_weights(name, given):
+    """Resizes TFLite has no op for: one matrix per axis (BATCH_MATMUL), with the scales or
+    sizes constant (weights folded in float64) or a graph input (computed while running)."""
+    attrs, kind, value = RESIZES[name]
+    inputs = ["x", "", "p"] if kind == "scales" else ["x", "", "", "p"]
+    feeds = {"x": x(1, 2, 5, 6)}
+    if given == "input":
+        feeds["p"] = value
+        proto = declared([node("Resize", inputs, ["y"], **attrs)], feeds)
+    else:
+        proto = declared([node("Resize", inputs, ["y"], **attrs)], feeds, {"p": value})
+    conversion = check(proto, feeds)
+    assert "BATCH_MATMUL" in conversion.ops_out
+
+
+def test_resize_crop_and_resize_runtime_roi():
+    feeds = {"x": x(1, 1, 4, 5), "roi": np.array([0.1, -0.2, 0.8, 1.3], F)}
+    nodes = [node("Resize", ["x", "roi", "", "s"], ["y"], mode="linear", axes=[2, 3],
+                  coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=3.0)]
+    check(declared(nodes, feeds, {"s": np.array([3, 6], I64)}), feeds)
