@@ -40,40 +40,41 @@ _CLAMPS = {RELU: (0.0, np.inf), RELU_N1_TO_1: (-1.0, 1.0), RELU6: (0.0, 6.0)}
 # rmax - rmin is a float32 difference; rounding in blocks of 8 values is trunc(y +- 0.5) in
 # float32 (std::round for the last size % 8 values); the zero point is added after rounding.
 
-def _round_litert(y: np.ndarray, out: np.ndarray) -> None:
-    """out = NEON RoundToNearest of y (rows, size) float32: trunc(y + (y < 0 ? -0.5 : 0.5)) in
-    float32 for the first size // 8 * 8 columns, halves away from zero exactly after."""
-    v = y.shape[1] // 8 * 8
+def _round_litert(q: np.ndarray, half: np.ndarray) -> None:
+    """q (rows, size) float32, in place: NEON's RoundToNearest, trunc(y + (y < 0 ? -0.5 : 0.5))
+    in float32, for the first size // 8 * 8 columns (for y = -0.0 copysign's -0.5 gives the
+    same 0); halves away from zero, exactly, for the rest. `half`: a work buffer like q."""
+    v = q.shape[1] // 8 * 8
+    if v < q.shape[1]:
+        q[:, v:] = round_half_away_array(q[:, v:])
     if v:
-        head = out[:, :v]
-        np.copysign(np.float32(0.5), y[:, :v], out=head)
-        head[y[:, :v] == 0] = 0.5          # -0.0 is not below zero
-        np.add(y[:, :v], head, out=head)
+        head, h = q[:, :v], half[:, :v]
+        np.copysign(np.float32(0.5), head, out=h)
+        np.add(head, h, out=head)
         np.trunc(head, out=head)
-    if v < y.shape[1]:
-        out[:, v:] = round_half_away_array(y[:, v:])
 
 
-def quantize_rows_symmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray) -> None:
+def quantize_rows_symmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
+                            half: np.ndarray) -> None:
     """SymmetricQuantizeFloats per row of x (rows, size) float32: q (float32 holding integers in
-    [-127, 127]) = round(x * (127 / r)), scales = r / 127 with r = max|x| (1 for zero rows)."""
+    [-127, 127]) = round(x * (127 / r)), scales = r / 127 with r = max|x| (1 for zero rows).
+    |x * (127 / r)| <= 127 (1 + 2^-23) rounds to at most 127: no clamp needed."""
     rng = np.maximum(np.abs(x.min(axis=1)), np.abs(x.max(axis=1)))
     zero = rng == 0
     safe = np.where(zero, np.float32(1), rng)
     np.divide(safe, np.float32(127), out=scales)
     scales[zero] = 1
     inv = (np.float32(127) / safe).astype(F32)
-    y = x * inv[:, None]
-    _round_litert(y, q)
-    clip_(q, -127.0, 127.0)
-    if zero.any():
-        q[zero] = 0
+    np.multiply(x, inv[:, None], out=q)
+    _round_litert(q, half)
 
 
 def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
-                             offsets: np.ndarray) -> None:
+                             offsets: np.ndarray, half: np.ndarray,
+                             centered: bool = False) -> None:
     """AsymmetricQuantizeFloats per row: the range [min(x, 0), max(x, 0)] onto [-128, 127] with a
-    nudged zero point (offsets, float32 integers); q = round(x / scale) + offset."""
+    nudged zero point (offsets, float32 integers); q = round(x / scale) + offset, clamped, or
+    with `centered` q - offset (what the integer sums take). All-zero rows get scale 1."""
     rmin = np.minimum(x.min(axis=1), np.float32(0))
     rmax = np.maximum(x.max(axis=1), np.float32(0))
     flat = rmin == rmax
@@ -88,12 +89,14 @@ def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
     scales[flat] = 1
     offsets[...] = zp
     inv = (1.0 / scales.astype(np.float64)).astype(F32)
-    y = x * inv[:, None]
-    _round_litert(y, q)
-    np.add(q, offsets[:, None], out=q)
-    clip_(q, -128.0, 127.0)
-    if flat.any():
-        q[flat] = 0
+    np.multiply(x, inv[:, None], out=q)
+    _round_litert(q, half)
+    if centered:      # clamp(round + zp, -128, 127) - zp, row by row
+        for r, z in enumerate(offsets.tolist()):
+            clip_(q[r], -128.0 - z, 127.0 - z)
+    else:
+        np.add(q, offsets[:, None], out=q)
+        clip_(q, -128.0, 127.0)
 
 
 def _activation(node, code: int, allow_curves: bool):
@@ -281,6 +284,7 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
     sums = _IntegerConv(node, w, 255 if asymmetric else 127, reduce_axes)
     x_rows = int(np.prod(x.shape[1:]))
     xq = np.empty((n, x_rows), F32)
+    half = np.empty((n, x_rows), F32)
     row_scales = np.empty(n, F32)
     offsets = np.zeros(n, F32)
     filter_scale = channel[0]
@@ -290,10 +294,9 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
     def run(x, w_, b_, out):
         x2 = x.reshape(n, x_rows)
         if asymmetric:
-            quantize_rows_asymmetric(x2, xq, row_scales, offsets)
-            np.subtract(xq, offsets[:, None], out=xq)
+            quantize_rows_asymmetric(x2, xq, row_scales, offsets, half, centered=True)
         else:
-            quantize_rows_symmetric(x2, xq, row_scales)
+            quantize_rows_symmetric(x2, xq, row_scales, half)
         sums(xq.reshape(x.shape), acc)
         o3 = out.reshape(acc3.shape)
         if kind == "conv" and asymmetric:        # (acc * channel) * row
@@ -337,6 +340,7 @@ def fully_connected(node):
     matmul = _IntegerMatmul(w.T, (0,), 255 if asymmetric else 127)
     row_sums = w.astype(np.float64).sum(axis=1)
     xq = np.empty((rows, depth), F32)
+    half = np.empty((rows, depth), F32)
     row_scales = np.empty(rows, F32)
     offsets = np.zeros(rows, F32)
     acc = np.empty((rows, units), F32)
@@ -345,9 +349,9 @@ def fully_connected(node):
         out = rest[-1].reshape(rows, units)
         x2 = x.reshape(rows, depth)
         if asymmetric:
-            quantize_rows_asymmetric(x2, xq, row_scales, offsets)
+            quantize_rows_asymmetric(x2, xq, row_scales, offsets, half)
         else:
-            quantize_rows_symmetric(x2, xq, row_scales)
+            quantize_rows_symmetric(x2, xq, row_scales, half)
         matmul(xq, acc, offsets if asymmetric else None, row_sums)
         if per_channel:
             scale = row_scales[:, None] * channel[None, :]
@@ -411,6 +415,7 @@ def batch_matmul(node):
     lhs_shape = tuple(x.shape[:-2]) + (m, k)
     rows = int(np.prod(lhs_shape[:-1], dtype=np.int64))
     xq = np.empty((rows, k), F32)
+    half = np.empty((rows, k), F32)
     row_scales = np.empty(rows, F32)
     offsets = np.zeros(rows, F32)
     acc = np.empty(node.outputs[0].shape, F32)
@@ -419,9 +424,9 @@ def batch_matmul(node):
         lhs = np.swapaxes(x, -1, -2) if adj_x else x
         x2 = np.ascontiguousarray(lhs).reshape(rows, k)
         if asymmetric:
-            quantize_rows_asymmetric(x2, xq, row_scales, offsets)
+            quantize_rows_asymmetric(x2, xq, row_scales, offsets, half)
         else:
-            quantize_rows_symmetric(x2, xq, row_scales)
+            quantize_rows_symmetric(x2, xq, row_scales, half)
         q = xq.reshape(lhs_shape)
         matmul(q, acc, offsets.reshape(lhs_shape[:-1]) if asymmetric else None, col_sums)
         rs = row_scales.reshape(lhs_shape[:-1])[..., None]
