@@ -33,11 +33,14 @@ def convert_command(
         None, "--calibration-data", help="an .npz of samples for calibration: one array per "
                                          "ONNX input name, samples along the first axis"),
     int8_io: bool = typer.Option(False, "--int8-io", help="int8 model inputs and outputs"),
+    calibration: str = typer.Option(
+        "minmax", "--calibration", metavar="minmax|percentile|mse",
+        help="activation ranges: the extremes seen, 99.99th percentiles, or least error"),
 ) -> None:
     """Convert an ONNX model into a .tflite model."""
     try:
         code = _convert(model, output, input_shape, keep_io_layout, check, inputs,
-                        (quantize, calibration_data, int8_io))
+                        (quantize, calibration_data, int8_io, calibration))
     except typer.Exit:
         raise
     except Exception as e:  # noqa: BLE001  every failure is one line on stderr
@@ -77,7 +80,7 @@ def parse_input_shapes(specs: list) -> dict:
 
 
 def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
-             quantization=(None, None, False)) -> int:
+             quantization=(None, None, False, "minmax")) -> int:
     from .api import TFLiteConverter
     from .quantize import conversion as quantized   # quantization hook (converter/quantize)
 

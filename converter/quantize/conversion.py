@@ -146,12 +146,18 @@ def _raise(problems: list) -> None:
 
 # -- tflite-convert's flags ---------------------------------------------------------------------
 
-def configure(converter, mode: str | None, calibration_data, int8_io: bool) -> None:
-    """Set `converter`'s TensorFlow-style settings from --quantize, --calibration-data and
-    --int8-io."""
+def configure(converter, mode: str | None, calibration_data, int8_io: bool,
+              calibration: str = "minmax") -> None:
+    """Set `converter`'s TensorFlow-style settings from --quantize, --calibration-data,
+    --int8-io and --calibration."""
     from ..api import Optimize, OpsSet
     from ..errors import ConversionError
+    from .calibrate import METHODS
 
+    if calibration not in METHODS:
+        raise ConversionError(f"--calibration {calibration!r}: choose one of "
+                              f"{', '.join(METHODS)}")
+    converter.calibration = calibration
     if mode is None:
         if calibration_data is not None or int8_io:
             raise ConversionError("--calibration-data and --int8-io need --quantize int8 "

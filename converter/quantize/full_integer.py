@@ -43,8 +43,8 @@ class Report:
     samples: list = field(default_factory=list, repr=False)  # a few calibration samples
 
     def lines(self) -> list:
-        out = [f"quantization ({self.mode}): "
-               + ", ".join(f"{op} {n}" for op, n in sorted(self.quantized_ops.items()))]
+        done = ", ".join(f"{op} {n}" for op, n in sorted(self.quantized_ops.items()) if n)
+        out = [f"quantization ({self.mode}): {done or 'nothing to quantize'}"]
         if self.float_ops:
             grouped: dict = {}
             for index, op, reason in self.float_ops:

@@ -117,7 +117,12 @@ def test_cli(digits, tmp_path):
     assert "input    image: int8 [1, 8, 8, 1]" in result.output
     assert "identical to LiteRT" in result.output
     assert predict(out.read_bytes(), digits["x"][:5]).dtype == np.int8
+    result = CliRunner().invoke(app, ["convert", str(digits["onnx"]), "-o", str(out),
+                                      "--quantize", "int8", "--calibration-data", str(calib),
+                                      "--calibration", "percentile"])
+    assert result.exit_code == 0 and "(percentile)" in result.output, result.output
     for args, message in ((["--quantize", "int8"], "needs --calibration-data"),
+                          (["--calibration", "best"], "choose one of minmax"),
                           (["--quantize", "dynamic", "--int8-io"], "--int8-io needs"),
                           (["--quantize", "int4"], "choose one of")):
         result = CliRunner().invoke(app, ["convert", str(digits["onnx"]), "-o", str(out), *args])
