@@ -222,6 +222,17 @@ class Builder:
         self.sg.operators.append(operator)
         return False
 
+    def emit(self, op: str, inputs: list, options, shapes: list, dtypes: list) -> list:
+        """Append `op` as given, without asking its kernel or folding it (control flow, whose
+        kernels need a running interpreter; an op that must stay in the graph)."""
+        opts = options if isinstance(options, Options) else default_options(op, **(options or {}))
+        base = f"{self.where}/{op.lower()}" if self.where else op.lower()
+        outs = [self.tensor(base if len(shapes) == 1 else f"{base}:{k}", shape, dtype)
+                for k, (shape, dtype) in enumerate(zip(shapes, dtypes))]
+        self.sg.operators.append(Operator(OperatorCode(op, _VERSIONS.get(op, 0)),
+                                          [int(t) for t in inputs], outs, opts))
+        return outs
+
     def _add_dynamic(self, operator: Operator, node, run, shapes) -> bool:
         """An op whose output shapes depend on input values: folded when they are all
         constant, else given `shapes`."""

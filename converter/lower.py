@@ -42,6 +42,7 @@ class OnnxNode:
     opset: int                     # the default domain's opset version of the model
     attrs: dict = field(default_factory=dict)
     declared: list = field(default_factory=list)  # per output: ONNX's inferred dims, or None
+    scope: object = None          # the importer's Scope (control flow lowers body graphs)
 
     @property
     def op_type(self) -> str:

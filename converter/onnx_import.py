@@ -137,16 +137,7 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) 
         tensors.names[spec.name] = t
     result = Imported(model, [spec for spec, _ in inputs],
                       op_counts=dict(sorted(op_counts.items())))
-    problems, failed = [], set()
-    for node in proto.graph.node:
-        if any(name in failed for name in node.input):
-            failed.update(node.output)
-            continue
-        try:
-            _lower_node(b, tensors, node, opset, expected)
-        except ConversionError as e:
-            problems.append(str(e))
-            failed.update(node.output)
+    problems = Scope(b, tensors, opset, expected).lower(proto.graph.node)
     if problems:
         raise UnsupportedOpsError(problems)
     for out in proto.graph.output:
@@ -159,31 +150,84 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) 
     return result
 
 
-def _lower_node(b: Builder, tensors: "_Tensors", node, opset: int, expected: dict) -> None:
-    declared = [expected.get(name, (None, None))[0] for name in node.output]
-    n = OnnxNode(node, [tensors.get(name) for name in node.input], opset, decode_attrs(node),
-                 declared)
-    b.where = node.name or node.output[0]
-    first_new = len(b.sg.tensors)
-    try:
-        outs = LOWERINGS[node.op_type](b, n)
-    except ConversionError as e:
-        if str(e).startswith(n.label):
-            raise
-        raise ConversionError(f"{n.label}: {e}") from None
-    outs = [outs] if isinstance(outs, (int, np.integer)) else list(outs)
-    if len(outs) < len([o for o in node.output if o]):
-        raise ConversionError(f"{n.label}: lowering gave {len(outs)} outputs for "
-                              f"{len(node.output)}")
-    for name, t in zip(node.output, outs):
-        if not name:
-            continue
-        tensors.names[name] = t
-        if t >= first_new:
-            b.sg.tensors[t].name = b.unique(name)
-        want = expected.get(name)
-        if want is not None:
-            _check_output(n, name, b.sg.tensors[t], *want)
+class Scope:
+    """Lowers ONNX nodes into one subgraph: the builder, the ONNX names seen so far, and what
+    control-flow lowerings need to lower a body graph (inline, or into a subgraph of its own)."""
+
+    def __init__(self, b: Builder, tensors: "_Tensors", opset: int, expected: dict):
+        self.b, self.tensors, self.opset, self.expected = b, tensors, opset, expected
+
+    def lower(self, nodes) -> list:
+        """Lower `nodes` in order; one line per node that cannot be lowered."""
+        problems, failed = [], set()
+        for node in nodes:
+            if any(name in failed for name in node.input):
+                failed.update(node.output)
+                continue
+            try:
+                self._lower_node(node)
+            except ConversionError as e:
+                problems.append(str(e))
+                failed.update(node.output)
+        return problems
+
+    def inline(self, graph) -> list:
+        """Lower a body graph's nodes here (an If whose condition is known); its outputs."""
+        where = self.b.where
+        problems = self.lower(graph.node)
+        self.b.where = where
+        if problems:
+            raise ConversionError("; ".join(problems))
+        return [self.tensors.get(out.name) for out in graph.output]
+
+    def subgraph(self, graph) -> tuple:
+        """Lower a body graph into a new subgraph: (subgraph index, the outer tensors it reads
+        (its inputs, in order), its output tensors). Outer constants are copied in."""
+        model = self.b.model
+        sg = Subgraph(name=graph.name or f"body{len(model.subgraphs)}")
+        model.subgraphs.append(sg)
+        inner = Builder(model, sg)
+        tensors = _Tensors(inner, graph.initializer, parent=self.tensors)
+        if graph.input:  # Loop and Scan bodies take inputs; If bodies take none
+            raise ConversionError(f"body graph {graph.name!r} takes inputs: not supported")
+        problems = Scope(inner, tensors, self.opset, self.expected).lower(graph.node)
+        if problems:
+            raise ConversionError("; ".join(problems))
+        sg.outputs = [tensors.get(out.name) for out in graph.output]
+        for k, t in enumerate(sg.outputs):
+            if t in sg.inputs or inner.value(t) is not None:  # an op writes every output
+                shape = inner.const(np.array(inner.shape(t), np.int32))
+                sg.outputs[k] = inner.emit("RESHAPE", [t, shape], {"new_shape": inner.shape(t)},
+                                           [inner.shape(t)], [inner.dtype(t)])[0]
+        remove_dead(sg)
+        return len(model.subgraphs) - 1, tensors.captured, sg.outputs
+
+    def _lower_node(self, node) -> None:
+        b, tensors, expected = self.b, self.tensors, self.expected
+        declared = [expected.get(name, (None, None))[0] for name in node.output]
+        n = OnnxNode(node, [tensors.get(name) for name in node.input], self.opset,
+                     decode_attrs(node), declared, self)
+        b.where = node.name or node.output[0]
+        first_new = len(b.sg.tensors)
+        try:
+            outs = LOWERINGS[node.op_type](b, n)
+        except ConversionError as e:
+            if str(e).startswith(n.label):
+                raise
+            raise ConversionError(f"{n.label}: {e}") from None
+        outs = [outs] if isinstance(outs, (int, np.integer)) else list(outs)
+        if len(outs) < len([o for o in node.output if o]):
+            raise ConversionError(f"{n.label}: lowering gave {len(outs)} outputs for "
+                                  f"{len(node.output)}")
+        for name, t in zip(node.output, outs):
+            if not name:
+                continue
+            tensors.names[name] = t
+            if t >= first_new:
+                b.sg.tensors[t].name = b.unique(name)
+            want = expected.get(name)
+            if want is not None:
+                _check_output(n, name, b.sg.tensors[t], *want)
 
 
 def _check_output(n, name, tensor, dims, dtype) -> None:
@@ -197,12 +241,16 @@ def _check_output(n, name, tensor, dims, dtype) -> None:
 
 
 class _Tensors:
-    """ONNX tensor names -> IR tensors; initializers become constants on first use."""
+    """ONNX tensor names -> IR tensors; initializers become constants on first use. In a body
+    graph (`parent` set), an outer name becomes a copy of the outer constant, or an input of
+    the subgraph that the control-flow op feeds with the outer tensor (`captured`)."""
 
-    def __init__(self, b: Builder, initializers):
+    def __init__(self, b: Builder, initializers, parent: "_Tensors | None" = None):
         self.b = b
         self.names: dict = {}
         self.initializers = {init.name: init for init in initializers}
+        self.parent = parent
+        self.captured: list = []   # outer tensors, in the order of the subgraph's inputs
 
     def get(self, name: str) -> int:
         if not name:
@@ -211,6 +259,8 @@ class _Tensors:
         if t is not None:
             return t
         init = self.initializers.get(name)
+        if init is None and self.parent is not None:
+            return self._capture(name)
         if init is None:
             raise ConversionError(f"tensor {name!r} is read but nothing produces it")
         from onnx import numpy_helper
@@ -218,6 +268,19 @@ class _Tensors:
         if value.dtype.kind in "OSU":
             raise ConversionError(f"initializer {name!r} holds strings: .tflite cannot")
         t = self.names[name] = self.b.const(value, name=name)
+        return t
+
+    def _capture(self, name: str) -> int:
+        outer = self.parent.get(name)
+        pb, b = self.parent.b, self.b
+        value = pb.value(outer)
+        if value is not None:
+            t = b.const(value, name=name)
+        else:
+            t = b.tensor(name, pb.shape(outer), pb.dtype(outer))
+            b.sg.inputs.append(t)
+            self.captured.append(outer)
+        self.names[name] = t
         return t
 
 

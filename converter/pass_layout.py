@@ -29,6 +29,11 @@ REDUCERS = frozenset({"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", 
                       "REDUCE_ALL"})
 
 
+# Types TFLite's TRANSPOSE moves.
+_TRANSPOSABLE = frozenset({"float32", "float16", "int8", "uint8", "int16", "int32", "int64",
+                           "bool"})
+
+
 def inverse(perm) -> tuple:
     return tuple(int(i) for i in np.argsort(perm))
 
@@ -118,6 +123,8 @@ def push_elementwise(ed: Editor, op, perm) -> bool:
     r = len(perm)
     if any(len(ed.shape(t)) != r for t in op.outputs):
         return False
+    if any(ed.sg.tensors[t].dtype not in _TRANSPOSABLE for t in op.outputs):
+        return False  # a CAST to a type no TRANSPOSE kernel moves (float64)
     if any(t >= 0 and len(ed.shape(t)) > r for t in op.inputs):
         return False
     for k in range(len(op.inputs)):
