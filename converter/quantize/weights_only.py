@@ -25,6 +25,11 @@ MIN_WEIGHT_ELEMENTS = 1024
 FLOAT16_MAX = 65504.0
 
 
+# UNIDIRECTIONAL_SEQUENCE_LSTM: input-to-gate, recurrent, peephole and projection weights, one
+# scale each (LiteRT's hybrid LSTM takes per-tensor scales); biases and layer norms stay float.
+LSTM_WEIGHTS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16)
+
+
 def quantize_dynamic(model: Model, min_elements: int = MIN_WEIGHT_ELEMENTS) -> tuple:
     """(copy of `model` with int8 weights where a hybrid kernel takes them, Report)."""
     from edgelite.converter.pass_clean import compact
@@ -35,6 +40,9 @@ def quantize_dynamic(model: Model, min_elements: int = MIN_WEIGHT_ELEMENTS) -> t
     report = Report("dynamic range")
     cache = {}
     for i, op in enumerate(sg.operators):
+        if op.op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+            _hybrid_lstm(m, sg, i, op, min_elements, report, cache)
+            continue
         spec = HYBRID_WEIGHTS.get(op.op)
         if spec is None:
             continue
@@ -73,6 +81,37 @@ def quantize_dynamic(model: Model, min_elements: int = MIN_WEIGHT_ELEMENTS) -> t
         report.quantized_ops[op.op] = report.quantized_ops.get(op.op, 0) + 1
     compact(m)
     return m, report
+
+
+def _hybrid_lstm(m, sg, i, op, min_elements, report, cache) -> None:
+    x = _tensor(sg, op, 0)
+    if x is None or x.dtype != "float32" or _tensor(sg, op, 1) is None:
+        if x is not None and x.dtype == "float32":
+            report.float_ops.append((i, op.op, "CIFG LSTMs stay float (edgelite picks the "
+                                               "hybrid kernel by the input gate's weights)"))
+        return
+    values = {k: m.constant(sg, op.inputs[k]) for k in LSTM_WEIGHTS
+              if k < len(op.inputs) and op.inputs[k] >= 0}
+    if any(v is None or sg.tensors[op.inputs[k]].dtype != "float32" for k, v in values.items()):
+        return
+    if sum(v.size for v in values.values()) < min_elements:
+        report.float_ops.append((i, op.op, f"weights have fewer than {min_elements} elements"))
+        return
+    if not integer_kernel(op.op, "hybrid"):
+        report.float_ops.append((i, op.op, "edgelite has no hybrid kernel"))
+        return
+    for k, value in values.items():
+        key = (op.inputs[k], None)
+        if key not in cache:
+            scales = P.weight_scales(value, None)
+            q = P.quantize_weights(value, scales, None)
+            cache[key] = sg.add_tensor(Tensor(sg.tensors[op.inputs[k]].name, q.shape, "int8",
+                                              buffer=m.add_buffer(q),
+                                              quantization=P.qparams(scales, [0])))
+        op.inputs[k] = cache[key]
+    op.options = op.options.replace(asymmetric_quantize_inputs=True)
+    op.opcode = OperatorCode(op.opcode.builtin, 0, op.opcode.custom_code)
+    report.quantized_ops[op.op] = report.quantized_ops.get(op.op, 0) + 1
 
 
 def _tensor(sg, op, k: int):

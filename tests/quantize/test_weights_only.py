@@ -109,3 +109,45 @@ def test_compare_command(tmp_path, models_dir):
     result = CliRunner().invoke(app, ["compare", str(float_path), str(quant_path), "--data",
                                       str(models_dir / "digits.npz")])
     assert result.exit_code == 1 and "--key" in result.output
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"peephole": True}, {"projection": True, "n_out": 5}, {"time_major": True},
+    {"cell_clip": 0.3}, {"peephole": True, "projection": True, "n_out": 3},
+], ids=lambda k: ",".join(k) or "plain")
+@pytest.mark.parametrize("asymmetric", [True, False])
+def test_dynamic_range_lstm_matches_litert(kwargs, asymmetric):
+    """Hybrid UNIDIRECTIONAL_SEQUENCE_LSTM: per-tensor int8 weights, inputs and the recurrent
+    state quantized per step; three invokes (the state carries over) against LiteRT."""
+    from ai_edge_litert import interpreter as litert
+
+    from edgelite import interpreter as edgelite_interpreter
+    from edgelite.schema import load
+    from tests.interpreter.test_lstm import _lstm_model, _run
+
+    settings = dict(n_in=20, n_cell=16, n_out=16)
+    settings.update(kwargs)
+    float_model = _lstm_model(**settings)
+    q = quantize(load(float_model), "dynamic", min_weight_elements=0)
+    assert q.report.quantized_ops == {"UNIDIRECTIONAL_SEQUENCE_LSTM": 1}
+    op = q.model.subgraphs[0].operators[0]
+    op.options = op.options.replace(asymmetric_quantize_inputs=asymmetric)
+    data = save(q.model)
+    rng = np.random.default_rng(1)
+    shape = (3, 2, 20) if kwargs.get("time_major") else (2, 3, 20)
+    xs = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    ours, theirs = _run(edgelite_interpreter, data, xs), _run(litert, data, xs)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    reference = _run(edgelite_interpreter, float_model, xs)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(ours, reference)) < 0.1
+
+
+def test_dynamic_range_leaves_cifg_lstm_float():
+    from edgelite.schema import load
+    from tests.interpreter.test_lstm import _lstm_model
+
+    q = quantize(load(_lstm_model(cifg=True, n_in=20, n_cell=16, n_out=16)), "dynamic",
+                 min_weight_elements=0)
+    assert q.report.quantized_ops == {}
+    assert "CIFG" in q.report.float_ops[0][2]
