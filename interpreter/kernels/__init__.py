@@ -24,7 +24,7 @@ from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH L
 from . import quantize  # noqa: F401  QUANTIZE from integers (requantize)
 from . import slicing  # noqa: F401  SLICE STRIDED_SLICE GATHER GATHER_ND TOPK_V2 PAD MIRROR_PAD ...
 from . import conv_int16  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (16x8)
-from . import hybrid  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (float activations, int8 weights)
+from . import hybrid, hybrid_lstm  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL UNIDIRECTIONAL_SEQUENCE_LSTM (float activations, int8 weights)
 from . import activations_int16  # noqa: F401  RELU RELU6 LEAKY_RELU LOGISTIC TANH SOFTMAX MAX_POOL_2D AVERAGE_POOL_2D (int16)
 from . import elementwise_int16  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int16)
 from . import transpose_conv_int8  # noqa: F401  TRANSPOSE_CONV (int8, uint8, int16)

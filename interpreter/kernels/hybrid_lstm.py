@@ -1,0 +1,168 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM with int8 weights and float activations (a dynamic-range LSTM),
+as LiteRT's lstm_eval LstmStepHybrid computes it: x_t and h_{t-1} quantized per batch row (skipped
+when all zero), each gate = bias + (x . W) * (sf_x * w_scale) + (h . R) * (sf_h * r_scale)
++ (peephole int8 * scale) * c, then its activation; the cell update and output in float; the
+projection quantizes its input the same way. Weights take one scale each (per tensor).
+
+The row quantization and the exact integer sums are hybrid.py's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import clip_
+from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, quantize_rows_asymmetric,
+                     quantize_rows_symmetric)
+from .registry import register
+
+_LSTM_X, _LSTM_H, _LSTM_C = 0, 18, 19
+_LSTM_W = dict(i=1, f=2, c=3, o=4)
+_LSTM_R = dict(i=5, f=6, c=7, o=8)
+_LSTM_P = dict(i=9, f=10, o=11)
+_LSTM_B = dict(i=12, f=13, c=14, o=15)
+_LSTM_LN = dict(i=20, f=21, c=22, o=23)
+
+
+def _sigmoid_(v):
+    np.negative(v, out=v)
+    np.exp(v, out=v)
+    np.add(v, 1, out=v)
+    np.reciprocal(v, out=v)
+
+
+class _RowQuantizedMatmul:
+    """Accumulates (q . W^T) * (row_scale * weight_scale) into a float result, for rows
+    quantized by BatchQuantizeFloats (one weight scale: LSTM weights are per tensor)."""
+
+    def __init__(self, w: np.ndarray, scale: float, asymmetric: bool):
+        self.matmul = _IntegerMatmul(w.T, (0,), 255 if asymmetric else 127)
+        self.col_sums = w.astype(np.float64).sum(axis=1)
+        self.scale = np.float32(scale)
+        self.asymmetric = asymmetric
+
+    def accumulate(self, q, row_scales, offsets, acc, result) -> None:
+        self.matmul(q, acc, offsets if self.asymmetric else None, self.col_sums)
+        np.multiply(acc, (row_scales * self.scale)[:, None], out=acc)
+        np.add(result, acc, out=result)
+
+
+@register("UNIDIRECTIONAL_SEQUENCE_LSTM", "hybrid")
+def unidirectional_sequence_lstm(node):
+    if len(node.inputs) not in (20, 24):
+        raise node.fail(f"expected 20 or 24 inputs, got {len(node.inputs)}")
+    opts = node.options
+    x = node.input(_LSTM_X)
+    if len(x.shape) != 3:
+        raise node.fail(f"input must be rank 3, got shape {list(x.shape)}")
+    time_major = bool(opts.time_major)
+    cifg = node.optional_input(_LSTM_W["i"]) is None
+    gates = "fco" if cifg else "ifco"
+    asymmetric = bool(getattr(opts, "asymmetric_quantize_inputs", False))
+
+    def weights(k):
+        w, scales, _ = _int8_weights(node, k)
+        if scales.size != 1:
+            raise node.fail(f"hybrid LSTM weights (input {k}) take one scale, got "
+                            f"{scales.size}")
+        return w, float(scales[0])
+
+    x_mm = {g: _RowQuantizedMatmul(*weights(_LSTM_W[g]), asymmetric) for g in gates}
+    h_mm = {g: _RowQuantizedMatmul(*weights(_LSTM_R[g]), asymmetric) for g in gates}
+    n_cell, n_input = node.input(_LSTM_W["f"]).shape
+    n_output = node.input(_LSTM_R["f"]).shape[1]
+    batch = x.shape[1] if time_major else x.shape[0]
+    for k, want in ((_LSTM_H, (batch, n_output)), (_LSTM_C, (batch, n_cell))):
+        if tuple(node.input(k).shape) != want:
+            raise node.fail(f"state input {k} has shape {list(node.input(k).shape)}, "
+                            f"expected {list(want)}")
+    node.outputs[0].shape = tuple(x.shape[:2]) + (n_output,)
+    peephole = {}
+    for g, k in _LSTM_P.items():
+        if g in gates and node.optional_input(k) is not None:
+            w, scale = weights(k)     # VectorScalarMultiply: int8 * scale in float32
+            peephole[g] = (w.astype(F32) * np.float32(scale)).astype(F32)
+    bias = {g: _lstm_float(node, _LSTM_B[g]) for g in gates}
+    use_ln = len(node.inputs) == 24 and node.optional_input(_LSTM_LN["f"]) is not None
+    ln = {g: _lstm_float(node, _LSTM_LN[g]) for g in gates} if use_ln else {}
+    proj = None
+    if node.optional_input(16) is not None:
+        proj = _RowQuantizedMatmul(*weights(16), asymmetric)
+    proj_bias = _lstm_float(node, 17) if node.optional_input(17) is not None else None
+    act = _activation(node, opts.fused_activation_function, True) or (lambda v: None)
+    cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
+
+    def quantized(rows: np.ndarray, width: int):
+        q, half = np.empty((batch, width), F32), np.empty((batch, width), F32)
+        sf, zp = np.empty(batch, F32), np.zeros(batch, F32)
+        if asymmetric:
+            quantize_rows_asymmetric(rows, q, sf, zp, half)
+        else:
+            quantize_rows_symmetric(rows, q, sf, half)
+        return q, sf, zp
+
+    def run(*arrays):
+        ins, out = arrays[:len(node.inputs)], arrays[-1]
+        xs = ins[_LSTM_X] if time_major else ins[_LSTM_X].transpose(1, 0, 2)
+        outs = out if time_major else out.transpose(1, 0, 2)
+        h, c = ins[_LSTM_H], ins[_LSTM_C]
+        acc = np.empty((batch, n_cell), F32)
+        for t in range(xs.shape[0]):
+            xq = quantized(np.ascontiguousarray(xs[t]), n_input) if np.any(xs[t]) else None
+            hq = quantized(h, n_output) if np.any(h) else None
+            value = {}
+            for g in gates:
+                gate = np.zeros((batch, n_cell), F32) if use_ln else \
+                    np.broadcast_to(bias[g], (batch, n_cell)).copy()
+                if xq is not None:
+                    x_mm[g].accumulate(xq[0], xq[1], xq[2], acc, gate)
+                if hq is not None:
+                    h_mm[g].accumulate(hq[0], hq[1], hq[2], acc, gate)
+                if g == "o":        # the cell state is updated before the output gate
+                    _lstm_cell(value, c, cifg, cell_clip)
+                if g in peephole:
+                    gate += peephole[g] * c
+                if use_ln:
+                    _lstm_layer_norm(gate, ln[g])
+                    gate += bias[g]
+                (act if g == "c" else _sigmoid_)(gate)
+                value[g] = gate
+            hidden = c.copy()
+            act(hidden)
+            hidden *= value["o"]
+            if proj is not None:
+                state = np.zeros((batch, proj.col_sums.size), F32) if proj_bias is None else \
+                    np.broadcast_to(proj_bias, (batch, proj.col_sums.size)).copy()
+                if np.any(hidden):
+                    q, sf, zp = quantized(hidden, n_cell)
+                    proj.accumulate(q, sf, zp, np.empty_like(state), state)
+                if proj_clip > 0:
+                    clip_(state, -proj_clip, proj_clip)
+                hidden = state
+            h[...] = hidden
+            outs[t] = hidden
+    return run
+
+
+def _lstm_float(node, k: int):
+    t = node.input(k)
+    if t.type_name != "float32" or t.data is None:
+        raise node.fail(f"input {k} ({t.name!r}) must be a constant float32 tensor in a hybrid "
+                        "LSTM")
+    return t.data.astype(F32)
+
+
+def _lstm_cell(value: dict, c: np.ndarray, cifg: bool, clip: float) -> None:
+    """UpdateLstmCellFloat: c = f * c + g * i (i = 1 - f with CIFG), clipped."""
+    np.multiply(value["f"], c, out=c)
+    i_gate = (np.float32(1) - value["f"]) if cifg else value["i"]
+    c += value["c"] * i_gate
+    if clip > 0:
+        clip_(c, -clip, clip)
+
+
+def _lstm_layer_norm(x: np.ndarray, coef: np.ndarray) -> None:
+    mean = x.mean(axis=-1, keepdims=True)
+    x -= mean
+    var = (x * x).mean(axis=-1, keepdims=True)
+    x /= np.sqrt(var + 1e-8)
+    x *= coef
