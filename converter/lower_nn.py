@@ -154,14 +154,13 @@ def _grouped_conv(b, xt, w, bias, group, options):
 
 def _pool(b, n, op, pad_value):
     x = n.input(0)
-    if len([o for o in n.proto.output if o]) > 1:
-        raise n.fail("the Indices output is not supported")
-    if int(n.attr("storage_order", 0)) != 0:
+    indices = len([o for o in n.proto.output if o]) > 1
+    if int(n.attr("storage_order", 0)) != 0 and not indices:
         raise n.fail("storage_order=1 is not supported")
     one_d = b.rank(x) == 3
     kernel, strides, dilations, pads = _window_attrs(n, b, x)
-    if any(d != 1 for d in dilations):
-        raise n.fail(f"dilations {dilations} are not supported in pools")
+    if indices or any(d != 1 for d in dilations) or b.rank(x) not in (3, 4):
+        return _pool_by_taps(b, n, op, x, kernel, strides, dilations, pads, indices)
     if one_d:
         kernel, strides = _spatial_1d_to_2d(kernel, 1), _spatial_1d_to_2d(strides, 1)
         dilations, pads = _spatial_1d_to_2d(dilations, 1), [(0, 0)] + pads
@@ -205,6 +204,75 @@ def _average(b, xt, pads, extra, sizes, kernel, strides, include_pad: bool, wind
     mask = pad_nhwc(b, b.const(counted), full)
     fraction = b.op("AVERAGE_POOL_2D", [mask], {"padding": VALID, **window})
     return b.op("DIV", [y, fraction])
+
+
+def _pool_by_taps(b, n, op, x, kernel, strides, dilations, pads, indices: bool):
+    """A pool TFLite's 2-D ops cannot run (dilations, 3-D, the Indices output), any rank: one
+    strided slice of the padded input per kernel tap, combined by MAXIMUM or ADD (then divided
+    by the counted taps: the same sum over a constant mask, folded). Indices: the flat NCHW
+    position of the first maximum, picked tap by tap."""
+    shape = b.shape(x)
+    if b.dtype(x) != "float32":
+        raise n.fail(f"{n.op_type} of {b.dtype(x)} with dilations or 3-D is not supported")
+    effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    extra = _ceil_extra(shape[2:], effective, strides, pads) if int(n.attr("ceil_mode", 0)) \
+        else [0] * len(kernel)
+    full = [(0, 0), (0, 0)] + [(pb, pe + e) for (pb, pe), e in zip(pads, extra)]
+    out = [(size + pb + pe - k) // s + 1 for size, (pb, pe), k, s in
+           zip(shape[2:], full[2:], effective, strides)]
+    is_max = op == "MAX_POOL_2D"
+
+    def taps(t, value):
+        """Per kernel tap, the strided slice of t (padded with value) that it reads."""
+        padded = t
+        if any(p != (0, 0) for p in full):
+            padded = b.op("PADV2", [t, b.const(np.array(full, np.int32)),
+                                    b.const(np.array(value, b.sg.tensors[t].np_dtype))])
+        for tap in np.ndindex(*kernel):
+            begin = [0, 0] + [i * d for i, d in zip(tap, dilations)]
+            end = list(b.shape(t)[:2]) + [st + (o - 1) * s + 1 for st, o, s in
+                                         zip(begin[2:], out, strides)]
+            yield b.op("STRIDED_SLICE", [padded, b.const(np.array(begin, np.int32)),
+                                         b.const(np.array(end, np.int32)),
+                                         b.const(np.array([1, 1] + list(strides), np.int32))])
+
+    if is_max:
+        y, where = None, None
+        positions = b.const(_flat_positions(shape, int(n.attr("storage_order", 0)))) \
+            if indices else None
+        index_taps = taps(positions, -1) if indices else None
+        for v in taps(x, -np.inf):
+            at = next(index_taps) if indices else None
+            if y is None:
+                y, where = v, at
+                continue
+            if indices:
+                better = b.op("GREATER", [v, y], dtype="bool")
+                where = b.op("SELECT_V2", [better, at, where], dtype="int64")
+            y = b.op("MAXIMUM", [y, v])
+        return [y, where] if indices else y
+    total = None
+    for v in taps(x, 0.0):
+        total = v if total is None else b.op("ADD", [total, v])
+    mask = np.ones((1, 1) + tuple(shape[2:]), np.float32)
+    if int(n.attr("count_include_pad", 0)):
+        mask = np.pad(mask, [(0, 0), (0, 0)] + list(pads), constant_values=1.0)
+        full = [(0, 0), (0, 0)] + [(0, e) for e in extra]
+    count = None
+    for v in taps(b.const(mask), 0.0):
+        count = v if count is None else b.op("ADD", [count, v])
+    return b.op("DIV", [total, count])
+
+
+def _flat_positions(shape, storage_order: int) -> np.ndarray:
+    """ONNX MaxPool's Indices: the flat position of each element, the spatial dims row-major
+    (storage_order 0) or column-major (1) within each (N, C) plane."""
+    spatial = math.prod(shape[2:])
+    grid = np.arange(spatial, dtype=np.int64).reshape(shape[2:][::-1]).T if storage_order \
+        else np.arange(spatial, dtype=np.int64).reshape(shape[2:])
+    planes = np.arange(shape[0] * shape[1], dtype=np.int64).reshape(shape[:2] + (1,) * len(
+        shape[2:])) * spatial
+    return planes + grid
 
 
 def _ceil_extra(sizes, kernel, strides, pads) -> list:

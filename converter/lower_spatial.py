@@ -8,7 +8,7 @@ import numpy as np
 
 from .errors import ConversionError
 from .lower import axis_of, lowers
-from .lower_nn import TO_NCHW, TO_NHWC, VALID, explicit_pads
+from .lower_nn import TO_NCHW, TO_NHWC, VALID
 from .resize_weights import GraphOps, NumpyOps, axis_weights
 
 # -- ConvTranspose -------------------------------------------------------------------------------
@@ -17,36 +17,78 @@ from .resize_weights import GraphOps, NumpyOps, axis_weights
 @lowers("ConvTranspose")
 def conv_transpose(b, n):
     """TRANSPOSE_CONV with VALID padding over the full output, then a crop to ONNX's pads;
-    output_padding rows get only the bias, as in ONNX."""
+    output_padding rows get only the bias, as in ONNX. 1-D runs as 2-D with a height of 1,
+    dilations as a kernel with zeros between its taps, groups as one TRANSPOSE_CONV each."""
     x, w, bias = n.input(0), n.input(1), n.input(2)
-    if b.rank(x) != 4:
-        raise n.fail(f"only 2-D ConvTranspose is supported, the input has rank {b.rank(x)}")
-    if int(n.attr("group", 1)) != 1:
-        raise n.fail("group > 1 is not supported")
-    if any(d != 1 for d in n.attr("dilations", [1, 1])):
-        raise n.fail("dilations are not supported")
+    rank = b.rank(x)
+    if rank not in (3, 4):
+        raise n.fail(f"only 1-D and 2-D ConvTranspose are supported, the input has rank {rank}")
+    nd = rank - 2
+    lift = (lambda v, fill: [fill] + list(v)) if nd == 1 else (lambda v, fill: list(v))
+    strides = lift(n.attr("strides", [1] * nd), 1)
+    dilations = lift(n.attr("dilations", [1] * nd), 1)
+    out_pad = lift(n.attr("output_padding", [0] * nd), 0)
+    pads = n.attr("pads", [0] * 2 * nd)
+    pads = lift([(pads[i], pads[i + nd]) for i in range(nd)], (0, 0))
+    out_shape = n.attr("output_shape")
+    out_shape = None if out_shape is None else lift(list(out_shape)[-nd:], 1)
+    if nd == 1:
+        x = b.reshape(x, b.shape(x)[:2] + (1,) + b.shape(x)[2:])
+        w = b.reshape(w, b.shape(w)[:2] + (1,) + b.shape(w)[2:])
+    if any(d != 1 for d in dilations):
+        w = _dilated(b, n, w, dilations)
+    group = int(n.attr("group", 1))
+    c_in, c_part = b.shape(w)[:2]
+    if bias < 0 or bias in b.empty:
+        bias = b.const(np.zeros(c_part * group, b.sg.tensors[x].np_dtype))
+    attrs = (strides, out_pad, pads, out_shape, n.attr("auto_pad", "NOTSET"))
+    if group == 1:
+        y = _conv_transpose_2d(b, n, x, w, bias, *attrs)
+    else:
+        if c_in % group or b.shape(x)[1] != c_in:
+            raise n.fail(f"{c_in} input channels do not split into {group} groups")
+        split = lambda t, axis: b.ops("SPLIT", [b.const(np.array(axis, np.int32)), t],  # noqa
+                                      {"num_splits": group}, n_out=group)
+        parts = [_conv_transpose_2d(b, n, xg, wg, bg, *attrs) for xg, wg, bg in
+                 zip(split(x, 1), split(w, 0), split(bias, 0))]
+        y = b.op("CONCATENATION", parts, {"axis": 1})
+    if nd == 1:
+        y = b.reshape(y, b.shape(y)[:2] + b.shape(y)[3:])
+    return y
+
+
+def _dilated(b, n, w, dilations):
+    """Weights [C_in, C_out, kH, kW] with zeros between the taps: per kernel axis, a GATHER
+    from the taps and one appended zero slice (folded when the weights are constant)."""
+    for axis, d in ((2, dilations[0]), (3, dilations[1])):
+        if d == 1:
+            continue
+        shape = b.shape(w)
+        k = shape[axis]
+        zero = b.const(np.zeros(shape[:axis] + (1,) + shape[axis + 1:], b.sg.tensors[w].np_dtype))
+        padded = b.op("CONCATENATION", [w, zero], {"axis": axis})
+        index = [p // d if p % d == 0 else k for p in range((k - 1) * d + 1)]
+        w = b.op("GATHER", [padded, b.const(np.array(index, np.int32))], {"axis": axis})
+    return w
+
+
+def _conv_transpose_2d(b, n, x, w, bias, strides, out_pad, pads, out_shape, auto_pad):
     c_in, c_out, kh, kw = b.shape(w)
     _, _, h, wd = b.shape(x)
-    strides = list(n.attr("strides", [1, 1]))
-    out_pad = list(n.attr("output_padding", [0, 0]))
     full = [(size - 1) * s + k for size, s, k in zip((h, wd), strides, (kh, kw))]
-    out_shape = n.attr("output_shape")
     if out_shape is not None:
-        out = list(out_shape)[-2:]
-        pads = _transpose_pads(full, out_pad, out, n.attr("auto_pad", "NOTSET"))
+        out = list(out_shape)
+        pads = _transpose_pads(full, out_pad, out, auto_pad)
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = [size * s for size, s in zip((h, wd), strides)]
+        pads = _transpose_pads(full, out_pad, out, auto_pad)
     else:
-        if n.attr("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
-            out = [size * s for size, s in zip((h, wd), strides)]
-            pads = _transpose_pads(full, out_pad, out, n.attr("auto_pad"))
-        else:
-            pads = explicit_pads(n, (h, wd), (kh, kw), strides, [1, 1]) \
-                if n.attr("auto_pad", "NOTSET") in ("NOTSET", "") else [(0, 0), (0, 0)]
-            out = [f + op - pb - pe for f, op, (pb, pe) in zip(full, out_pad, pads)]
+        if auto_pad == "VALID":
+            pads = [(0, 0), (0, 0)]
+        out = [f + op - pb - pe for f, op, (pb, pe) in zip(full, out_pad, pads)]
     if any(begin < 0 for begin, _ in pads):   # a negative end only asks for more output
         raise n.fail(f"pads {pads} are negative")
     size = [max(f, pb + o) for f, (pb, _), o in zip(full, pads, out)]
-    if bias < 0:
-        bias = b.const(np.zeros(c_out, b.sg.tensors[x].np_dtype))
     xt = b.transpose(x, TO_NHWC)
     wt = b.transpose(w, (1, 2, 3, 0))                  # [C_out, kH, kW, C_in]
     shape = b.const(np.array([b.shape(x)[0], size[0], size[1], c_out], np.int32))
