@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from typer.testing import CliRunner
 
 from edgelite.converter import TFLiteConverter
@@ -169,19 +169,22 @@ def test_unsupported_ops_listed_at_once(tmp_path):
 
 
 def test_unsupported_attribute_forms_listed_at_once(tmp_path):
-    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], name="mp"),
-             helper.make_node("AveragePool", ["x"], ["a"], kernel_shape=[2, 2],
-                              dilations=[2, 2], name="ap")]
-    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])]
-    outs = [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 2, 3, 3]),
-            helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2, 3, 3]),
-            helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 2, 2, 2])]
-    proto = helper.make_model(helper.make_graph(nodes, "g", ins, outs),
+    nodes = [helper.make_node("ConvTranspose", ["v", "W"], ["c"], name="ct"),
+             helper.make_node("LSTM", ["x", "Wl", "R"], ["y"], hidden_size=2, input_forget=1,
+                              name="rnn")]
+    ins = [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 2, 3, 3, 3]),
+           helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 3])]
+    outs = [helper.make_tensor_value_info("c", TensorProto.FLOAT, [1, 2, 3, 3, 3]),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 1, 2])]
+    inits = [numpy_helper.from_array(np.ones((2, 2, 1, 1, 1), np.float32), "W"),
+             numpy_helper.from_array(np.ones((1, 8, 3), np.float32), "Wl"),
+             numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "R")]
+    proto = helper.make_model(helper.make_graph(nodes, "g", ins, outs, inits),
                               opset_imports=[helper.make_opsetid("", 19)])
     proto.ir_version = 8
     line = fails(save(tmp_path, proto))
-    assert "2 ONNX node(s)" in line and "'mp'" in line and "Indices" in line
-    assert "'ap'" in line and "dilations" in line
+    assert "2 ONNX node(s)" in line and "'ct'" in line and "rank 5" in line
+    assert "'rnn'" in line and "input_forget" in line
 
 
 def test_unresolvable_shapes(models_dir):
