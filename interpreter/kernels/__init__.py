@@ -35,3 +35,5 @@ from . import misc  # noqa: F401  ADD_N ATAN2 BROADCAST_ARGS FAKE_QUANT BUCKETIZ
 from . import scatter  # noqa: F401  SCATTER_ND DYNAMIC_UPDATE_SLICE ONE_HOT MATRIX_DIAG MATRIX_SET_DIAG REVERSE_SEQUENCE
 from . import segment  # noqa: F401  SEGMENT_SUM UNSORTED_SEGMENT_SUM / PROD / MAX / MIN UNIQUE
 from . import space_batch  # noqa: F401  SPACE_TO_BATCH_ND BATCH_TO_SPACE_ND
+from . import nms  # noqa: F401  NON_MAX_SUPPRESSION_V4 NON_MAX_SUPPRESSION_V5
+from . import detection  # noqa: F401  TFLite_Detection_PostProcess (custom op of SSD detectors)
