@@ -200,7 +200,7 @@ def _split_into(node, in_shape: tuple, axis: int, sizes: list):
     return _pieces(axis, sizes, len(in_shape))
 
 
-@register("SPLIT", "int32", "int64")
+@register("SPLIT", *DATA_TYPES)  # keyed by the data (input 1; input 0 is the axis)
 def split(node):
     node.expect_inputs(2)
     in_shape = node.input(1).shape

@@ -121,7 +121,7 @@ HYBRID_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATC
 
 
 # Ops whose first input is not the data that selects the arithmetic: op -> that input's position.
-DATA_INPUT = {"TRANSPOSE_CONV": 2}
+DATA_INPUT = {"TRANSPOSE_CONV": 2, "SPLIT": 1}
 
 
 def arithmetic(node: Node) -> str:
@@ -134,9 +134,11 @@ def arithmetic(node: Node) -> str:
     if first is None:
         return node.outputs[0].type_name if node.outputs else "none"
     key = first.type_name
-    if key == "float32" and node.op in HYBRID_OPS and len(node.inputs) > 1 \
-            and node.inputs[1] is not None and node.inputs[1].type_name in ("int8", "uint8"):
-        return "hybrid"
+    if key == "float32" and node.op in HYBRID_OPS:
+        # The first weight present decides (a CIFG LSTM omits input 1, its input-gate weights).
+        weight = next((t for t in node.inputs[1:] if t is not None), None)
+        if weight is not None and weight.type_name in ("int8", "uint8"):
+            return "hybrid"
     return key
 
 
