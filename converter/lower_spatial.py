@@ -163,6 +163,20 @@ def resize(b, n):
     return native if native is not None else _resize_by_weights(b, n, x, plan)
 
 
+@lowers("Upsample")
+def upsample(b, n):
+    """Upsample (opsets 7 to 9; the importer upgrades such models, which turns it into Resize):
+    Resize with asymmetric coordinates and floor rounding."""
+    import dataclasses
+
+    scales = n.input(1) if n.opset >= 9 else b.const(np.array(n.attr("scales"), np.float32))
+    mode = n.attr("mode", "nearest")
+    attrs = {"mode": "linear" if mode in ("linear", "bilinear") else mode,
+             "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    return resize(b, dataclasses.replace(n, inputs=[n.input(0), -1, scales], attrs=attrs,
+                                         opset=max(n.opset, 11)))
+
+
 def _present(b, t) -> bool:
     return t >= 0 and t not in b.empty and 0 not in b.shape(t)
 
