@@ -389,5 +389,26 @@ def inferred_types(proto, inputs: list) -> dict:
         except ConversionError:
             dtype = None
         out[vi.name] = (dims, dtype)
+    _backfill(inferred.graph, out)
     return out
+
+
+# Ops whose output has their (first) input's shape.
+_SAME_SHAPE = frozenset("""Abs Acos Asin Atan Cast Ceil Cos Dropout Elu Erf Exp Floor Gelu
+HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu Log LogSoftmax Neg Not Reciprocal Relu
+Round Selu Sigmoid Sign Sin Softmax Softplus Softsign Sqrt Tan Tanh""".split())
+
+
+def _backfill(graph, types: dict) -> None:
+    """Give a tensor whose shape ONNX cannot infer (it depends on values known only while
+    running) the shape of what a shape-preserving op makes of it: a declared Log(ReduceSum(x,
+    axes)) tells the ReduceSum's shape."""
+    for node in reversed(graph.node):
+        if node.op_type not in _SAME_SHAPE or not node.input or not node.output:
+            continue
+        known = types.get(node.output[0], (None, None))[0]
+        source = types.get(node.input[0], (None, None))
+        if known is not None and all(d is not None for d in known) and \
+                (source[0] is None or any(d is None for d in source[0])):
+            types[node.input[0]] = (known, source[1])
 
