@@ -4,8 +4,8 @@ command line (`cli.py`: `edgelite` and `tflite-convert`).
     from edgelite.converter import TFLiteConverter
     tflite_bytes = TFLiteConverter.from_onnx("model.onnx").convert()
 """
-from .api import Optimize, OpsSet, TargetSpec, TFLiteConverter
+from .api import Optimize, OpsSet, TargetSpec, TFLiteConverter, TrainingOptions
 from .errors import ConversionError, UnsupportedOpsError
 
-__all__ = ["TFLiteConverter", "Optimize", "OpsSet", "TargetSpec", "ConversionError",
+__all__ = ["TFLiteConverter", "TrainingOptions", "Optimize", "OpsSet", "TargetSpec", "ConversionError",
            "UnsupportedOpsError"]

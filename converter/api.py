@@ -36,6 +36,17 @@ class TargetSpec:
         self.supported_types = set()
 
 
+class TrainingOptions:
+    """What `TFLiteConverter.training` holds: the converted model gets `train`, `infer`, `save`
+    and `restore` signatures (edgelite.interpreter.training), so it fine-tunes on the device in
+    edgelite and in stock LiteRT."""
+
+    def __init__(self, trainable: str = "last:1", loss: str = "sparse_softmax_cross_entropy",
+                 optimizer: str = "adam", learning_rate: float | None = None):
+        self.trainable, self.loss = trainable, loss
+        self.optimizer, self.learning_rate = optimizer, learning_rate
+
+
 class TFLiteConverter:
     """Converts an ONNX model into `.tflite` bytes."""
 
@@ -49,6 +60,7 @@ class TFLiteConverter:
         self.inference_input_type = None    # None or numpy.float32: float inputs
         self.inference_output_type = None
         self.calibration = "minmax"         # edgelite's: "minmax", "percentile" or "mse" ranges
+        self.training = None                # a TrainingOptions: add the training signatures
         self.last_conversion = None   # the Conversion of the latest convert() (summary facts)
 
     @classmethod
@@ -68,4 +80,25 @@ class TFLiteConverter:
                                             keep_io_layout=self.keep_io_layout)
         if request is not None:
             request.apply(self.last_conversion)
+        if self.training is not None:
+            self._add_training()
         return self.last_conversion.content
+
+    def _add_training(self) -> None:
+        from edgelite.interpreter.training import make_trainable
+        from edgelite.schema import save
+
+        from .errors import ConversionError
+
+        if self.optimizations:
+            raise ConversionError("training signatures need a float model: quantize the "
+                                  "fine-tuned model afterwards instead")
+        t = self.training
+        try:
+            model = make_trainable(self.last_conversion.model, trainable=t.trainable,
+                                   loss=t.loss, optimizer=t.optimizer,
+                                   learning_rate=t.learning_rate)
+        except ValueError as e:
+            raise ConversionError(f"cannot add training signatures: {e}") from None
+        self.last_conversion.model = model
+        self.last_conversion.content = save(model)

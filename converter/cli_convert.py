@@ -36,11 +36,26 @@ def convert_command(
     calibration: str = typer.Option(
         "minmax", "--calibration", metavar="minmax|percentile|mse",
         help="activation ranges: the extremes seen, 99.99th percentiles, or least error"),
+    train: bool = typer.Option(
+        False, "--train", help="add train/infer/save/restore signatures: the model fine-tunes "
+                               "on the device (edgelite train, or LiteRT's signature runner)"),
+    trainable: str = typer.Option(
+        "last:1", "--trainable", metavar="last:N|all|PATTERN",
+        help="with --train: the weights that train (last N weighted layers, all, or tensor-name "
+             "globs, comma-separated)"),
+    loss: str = typer.Option(
+        "sparse_softmax_cross_entropy", "--loss",
+        help="with --train: sparse_softmax_cross_entropy, softmax_cross_entropy, "
+             "mean_squared_error or binary_cross_entropy"),
+    optimizer: str = typer.Option("adam", "--optimizer", help="with --train: adam or sgd"),
+    learning_rate: Optional[float] = typer.Option(
+        None, "--learning-rate", help="with --train (default: the optimizer's)"),
 ) -> None:
     """Convert an ONNX model into a .tflite model."""
+    training = (trainable, loss, optimizer, learning_rate) if train else None
     try:
         code = _convert(model, output, input_shape, keep_io_layout, check, inputs,
-                        (quantize, calibration_data, int8_io, calibration))
+                        (quantize, calibration_data, int8_io, calibration), training)
     except typer.Exit:
         raise
     except Exception as e:  # noqa: BLE001  every failure is one line on stderr
@@ -80,13 +95,15 @@ def parse_input_shapes(specs: list) -> dict:
 
 
 def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
-             quantization=(None, None, False, "minmax")) -> int:
-    from .api import TFLiteConverter
+             quantization=(None, None, False, "minmax"), training=None) -> int:
+    from .api import TFLiteConverter, TrainingOptions
     from .quantize import conversion as quantized   # quantization hook (converter/quantize)
 
     converter = TFLiteConverter.from_onnx(model, parse_input_shapes(input_shape))
     converter.keep_io_layout = keep_io_layout
     quantized.configure(converter, *quantization)
+    if training is not None:
+        converter.training = TrainingOptions(*training)
     content = converter.convert()
     result = converter.last_conversion
     output = output or model.with_suffix(".tflite")
