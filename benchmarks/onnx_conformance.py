@@ -1,13 +1,15 @@
 """ONNX node conformance of the converter + edgelite's interpreter, counted per op.
 
-    python benchmarks/onnx_conformance.py [--filter SUBSTR] [--failures] [--json OUT]
+    python benchmarks/onnx_conformance.py [--filter SUBSTR] [--failures] [--litert] [--json OUT]
 
 Each of ONNX's backend node test cases (generated from the installed onnx by the shared
 `onnx_node_tests.py`, ~10 s the first time) whose ops are all in the converter's op list
 (issue 4) is converted with its inputs kept as graph inputs, run in edgelite's interpreter and
 compared with the expected outputs at onnx's tolerances; the cases in
 `converter/conformance_exclusions.txt` (types `.tflite` cannot hold, training mode) are left
-out. Prints a markdown table: per op, the passing cases of those that use it.
+out. Prints a markdown table: per op, the passing cases of those that use it. `--litert` runs
+the same converted models in LiteRT instead (the issue scores edgelite; this shows that the files
+are standard .tflite).
 """
 from __future__ import annotations
 
@@ -25,17 +27,20 @@ def main() -> int:
     parser.add_argument("--filter", help="only cases whose name contains this")
     parser.add_argument("--root", help="the generated cases (default: the tool's lookup)")
     parser.add_argument("--failures", action="store_true", help="list failing cases and why")
+    parser.add_argument("--litert", action="store_true",
+                        help="run the converted models in LiteRT instead of edgelite")
     parser.add_argument("--json", help="write counts and per-case results here")
     args = parser.parse_args()
 
     from edgelite.converter import conformance
 
     start = time.perf_counter()
-    result, cases, skipped = conformance.run(args.root, args.filter)
+    runtime = "litert" if args.litert else "edgelite"
+    result, cases, skipped = conformance.run(args.root, args.filter, runtime)
     seconds = time.perf_counter() - start
     table = conformance.per_op(result, cases)
     total, passed = result["total"], result["passed"]
-    print(f"ONNX node conformance: {passed} / {total} cases pass "
+    print(f"ONNX node conformance ({runtime}): {passed} / {total} cases pass "
           f"({100 * passed / max(total, 1):.1f} %), {result['failed']} wrong, "
           f"{result['errors']} not converted or failed to run; {seconds:.0f} s")
     excluded = sum(1 for reason in skipped.values() if not reason.startswith("ops outside"))

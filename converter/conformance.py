@@ -151,36 +151,34 @@ def in_scope(case, rules: list) -> tuple:
     return True, ""
 
 
-def run_case(case) -> list:
+def run_case(case, runtime: str = "edgelite") -> list:
     """Convert the case's model (inputs kept as graph inputs) and run it in edgelite's
-    interpreter on the case's inputs; the outputs in ONNX's layout and order."""
+    interpreter (or LiteRT's: runtime="litert") on the case's inputs; the outputs in ONNX's
+    layout and order."""
     import onnx
-
-    from edgelite.interpreter import Interpreter
 
     from .convert import convert_onnx
 
+    if runtime == "edgelite":
+        from edgelite.interpreter import Interpreter
+    else:
+        from ai_edge_litert.interpreter import Interpreter
     proto = onnx.load(case.model_path)
     shapes = {name: np.shape(value) for name, value in case.inputs.items()}
     conversion = convert_onnx(proto, shapes)
     layout = conversion.io_layout
+    feeds = [np.array(np.transpose(np.asarray(case.inputs[entry["name"]]), entry["perm"]),
+                      order="C") for entry in layout["inputs"]]
     it = Interpreter(model_content=conversion.content)
-    details = it.get_input_details()
-    for detail, entry in zip(details, layout["inputs"]):
-        value = np.asarray(case.inputs[entry["name"]])
-        value = np.array(np.transpose(value, entry["perm"]), order="C")
+    for detail, value in zip(it.get_input_details(), feeds):
         if list(detail["shape"]) != list(value.shape):
             it.resize_tensor_input(detail["index"], list(value.shape))
     it.allocate_tensors()
-    for detail, entry in zip(details, layout["inputs"]):
-        value = np.asarray(case.inputs[entry["name"]])
-        it.set_tensor(detail["index"], np.array(np.transpose(value, entry["perm"]), order="C"))
+    for detail, value in zip(it.get_input_details(), feeds):
+        it.set_tensor(detail["index"], value)
     it.invoke()
-    outs = []
-    for detail, entry in zip(it.get_output_details(), layout["outputs"]):
-        y = np.array(it.get_tensor(detail["index"]))
-        outs.append(np.transpose(y, np.argsort(entry["perm"])))
-    return outs
+    return [np.transpose(np.array(it.get_tensor(detail["index"])), np.argsort(entry["perm"]))
+            for detail, entry in zip(it.get_output_details(), layout["outputs"])]
 
 
 def counted_cases(module, root: str | None = None, rules: list | None = None):
@@ -196,13 +194,14 @@ def counted_cases(module, root: str | None = None, rules: list | None = None):
     return keep, skipped
 
 
-def score(module, cases: list) -> dict:
-    """The tool's score of edgelite on `cases` (warnings silenced)."""
+def score(module, cases: list, runtime: str = "edgelite") -> dict:
+    """The tool's score of `runtime` (edgelite, or LiteRT on the same conversions) on `cases`
+    (warnings silenced)."""
     import warnings
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return module.score(run_case, cases)
+        return module.score(lambda case: run_case(case, runtime), cases)
 
 
 def per_op(result: dict, cases: list) -> dict:
@@ -221,8 +220,8 @@ def per_op(result: dict, cases: list) -> dict:
     return dict(sorted(table.items()))
 
 
-def run(root: str | None = None, pattern: str | None = None):
-    """Score edgelite on the denominator: (result, counted cases, {excluded case: reason}).
+def run(root: str | None = None, pattern: str | None = None, runtime: str = "edgelite"):
+    """Score `runtime` on the denominator: (result, counted cases, {excluded case: reason}).
     `pattern` keeps only case names containing it."""
     module = tool()
     if module is None:
@@ -232,4 +231,4 @@ def run(root: str | None = None, pattern: str | None = None):
     cases, skipped = counted_cases(module, root)
     if pattern:
         cases = [c for c in cases if pattern in c.name]
-    return score(module, cases), cases, skipped
+    return score(module, cases, runtime), cases, skipped
