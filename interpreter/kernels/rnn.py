@@ -1,0 +1,198 @@
+"""Recurrent ops with their state in variable tensors (kept across invokes, as TFLite keeps
+them): RNN (one step), UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN and SVDF; float32.
+
+A step is h = activation(x W^T + aux W_aux^T + h R^T + b), where the activation is any fused
+activation of the format (RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT: 1 where negative, else 0).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import clip_
+from .registry import register
+
+
+def _signbit(v):
+    v[...] = np.signbit(v)
+
+
+def rnn_activation(node, code):
+    """The in-place activation of TFLite's ApplyActivationToVector for fused code `code`. The
+    format has no code 6 (SIGMOID exists only inside TFLite): LiteRT reads it as NONE."""
+    code = int(code or 0)
+    bounds = {1: (0.0, np.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
+    if code in bounds:
+        lo, hi = bounds[code]
+        return lambda v: clip_(v, lo, hi)
+    table = {0: lambda v: None, 4: lambda v: np.tanh(v, out=v), 5: _signbit, 6: lambda v: None}
+    if code not in table:
+        raise node.fail(f"unknown fused activation {code}")
+    return table[code]
+
+
+def _weights(node, w: int, r: int, b: int, n_input: int):
+    """(units) after checking weights [units, n_input], recurrent [units, units], bias [units]."""
+    wt, rt, bt = node.input(w), node.input(r), node.input(b)
+    units = wt.shape[0] if len(wt.shape) == 2 else -1
+    if tuple(wt.shape) != (units, n_input) or tuple(rt.shape) != (units, units) \
+            or tuple(bt.shape) != (units,):
+        raise node.fail(f"weights {list(wt.shape)}, recurrent weights {list(rt.shape)} and bias "
+                        f"{list(bt.shape)} do not fit an input of size {n_input}")
+    for t in (wt, rt, bt):
+        if t.type_name != "float32":
+            raise node.fail(f"{t.name!r} is {t.type_name}: only float32 weights are supported "
+                            "(hybrid int8 weights are not)")
+    return units
+
+
+def _state(node, k: int, shape: tuple):
+    s = node.input(k)
+    if tuple(s.shape) != shape:
+        raise node.fail(f"state input {k} has shape {list(s.shape)}, expected {list(shape)}")
+    return s
+
+
+def run_sequence(xs, w, r, b, h, out, act, aux=None, aux_w=None, reverse=False):
+    """h over the steps of xs [batch, time, input] (out [batch, time, units], a view); the
+    input products of all steps at once, then the recurrence step by step."""
+    z = xs @ w.T
+    z += b
+    if aux is not None:
+        z += aux @ aux_w.T
+    steps = range(xs.shape[1] - 1, -1, -1) if reverse else range(xs.shape[1])
+    for t in steps:
+        step = z[:, t]
+        step += h @ r.T
+        act(step)
+        h[...] = step
+        out[:, t] = step
+
+
+@register("RNN", "float32")
+def rnn(node):
+    node.expect_inputs(5)
+    x = node.input(0)
+    if len(x.shape) != 2:
+        raise node.fail(f"input must be [batch, input], got {list(x.shape)}")
+    units = _weights(node, 1, 2, 3, x.shape[1])
+    _state(node, 4, (x.shape[0], units))
+    node.outputs[0].shape = (x.shape[0], units)
+    act = rnn_activation(node, node.options.fused_activation_function)
+
+    def run(a, w, r, b, h, out):
+        run_sequence(a[:, None], w, r, b, h, out[:, None], act)
+    return run
+
+
+def _batch_major(a, time_major: bool):
+    return a.transpose(1, 0, 2) if time_major else a
+
+
+@register("UNIDIRECTIONAL_SEQUENCE_RNN", "float32")
+def unidirectional_sequence_rnn(node):
+    node.expect_inputs(5)
+    x = node.input(0)
+    if len(x.shape) != 3:
+        raise node.fail(f"input must be rank 3, got {list(x.shape)}")
+    time_major = bool(node.options.time_major)
+    batch = x.shape[1] if time_major else x.shape[0]
+    units = _weights(node, 1, 2, 3, x.shape[2])
+    _state(node, 4, (batch, units))
+    node.outputs[0].shape = tuple(x.shape[:2]) + (units,)
+    act = rnn_activation(node, node.options.fused_activation_function)
+
+    def run(a, w, r, b, h, out):
+        run_sequence(_batch_major(a, time_major), w, r, b, h, _batch_major(out, time_major), act)
+    return run
+
+
+@register("BIDIRECTIONAL_SEQUENCE_RNN", "float32")
+def bidirectional_sequence_rnn(node):
+    """A forward and a backward RNN over the sequence. With an auxiliary input (input 9) and
+    aux weights, both directions add aux W_aux^T; with an auxiliary input alone, the backward
+    RNN reads it instead of the input (stacked bidirectional layers)."""
+    node.expect_inputs(12)
+    opts = node.options
+    x = node.input(0)
+    if len(x.shape) != 3:
+        raise node.fail(f"input must be rank 3, got {list(x.shape)}")
+    time_major, merge = bool(opts.time_major), bool(opts.merge_outputs)
+    batch = x.shape[1] if time_major else x.shape[0]
+    aux = node.optional_input(9)
+    fw_aux_w, bw_aux_w = node.optional_input(10), node.optional_input(11)
+    use_aux = fw_aux_w is not None
+    non_stacking = aux is not None and not use_aux
+    bw_size = aux.shape[2] if non_stacking else x.shape[2]
+    fw_units = _weights(node, 1, 2, 3, x.shape[2])
+    bw_units = _weights(node, 5, 6, 7, bw_size)
+    _state(node, 4, (batch, fw_units))
+    _state(node, 8, (batch, bw_units))
+    if use_aux and (aux is None or bw_aux_w is None):
+        raise node.fail("aux weights need the auxiliary input and both directions' aux weights")
+    n_outs = 1 if merge else 2
+    if len(node.outputs) != n_outs:
+        raise node.fail(f"expected {n_outs} outputs (merge_outputs={merge}), got "
+                        f"{len(node.outputs)}")
+    lead = tuple(x.shape[:2])
+    if merge:
+        node.outputs[0].shape = lead + (fw_units + bw_units,)
+    else:
+        node.outputs[0].shape = lead + (fw_units,)
+        node.outputs[1].shape = lead + (bw_units,)
+    act = rnn_activation(node, opts.fused_activation_function)
+
+    def run(*arrays):
+        a, fw_w, fw_r, fw_b, fw_h, bw_w, bw_r, bw_b, bw_h = arrays[:9]
+        ins = arrays[:len(node.inputs)]
+        outs = arrays[len(node.inputs):]
+        aux_v = ins[9] if len(ins) > 9 else None
+        fw_out = _batch_major(outs[0], time_major)
+        if merge:
+            bw_out, fw_out = fw_out[..., fw_units:], fw_out[..., :fw_units]
+        else:
+            bw_out = _batch_major(outs[1], time_major)
+        xs = _batch_major(a, time_major)
+        aux_bm = None if aux_v is None else _batch_major(aux_v, time_major)
+        run_sequence(xs, fw_w, fw_r, fw_b, fw_h, fw_out, act,
+                     aux_bm if use_aux else None, ins[10] if use_aux else None)
+        run_sequence(aux_bm if non_stacking else xs, bw_w, bw_r, bw_b, bw_h, bw_out, act,
+                     aux_bm if use_aux else None, ins[11] if use_aux else None, reverse=True)
+    return run
+
+
+@register("SVDF", "float32")
+def svdf(node):
+    """Singular value decomposition filter: per filter, a feature projection of the input is
+    pushed into a memory of the last `memory_size` values (the state), which is weighted over
+    time; `rank` filters sum into each unit. State [batch, memory_size * num_filters]."""
+    node.expect_inputs(5)
+    x, wf, wt = node.input(0), node.input(1), node.input(2)
+    rank = int(node.options.rank)
+    if len(x.shape) != 2 or len(wf.shape) != 2 or len(wt.shape) != 2:
+        raise node.fail("input, feature weights and time weights must be 2-D")
+    filters, memory = wf.shape[0], wt.shape[1]
+    if rank < 1 or filters % rank or wf.shape[1] != x.shape[1] or wt.shape[0] != filters:
+        raise node.fail(f"feature weights {list(wf.shape)}, time weights {list(wt.shape)} and "
+                        f"rank {rank} do not fit the input {list(x.shape)}")
+    for t in (wf, wt):
+        if t.type_name != "float32":
+            raise node.fail(f"{t.name!r} is {t.type_name}: only float32 weights are supported")
+    units = filters // rank
+    bias = node.optional_input(3)
+    if bias is not None and tuple(bias.shape) != (units,):
+        raise node.fail(f"bias has shape {list(bias.shape)}, expected [{units}]")
+    batch = x.shape[0]
+    _state(node, 4, (batch, memory * filters))
+    node.outputs[0].shape = (batch, units)
+    act = rnn_activation(node, node.options.fused_activation_function)
+
+    def run(a, w_feature, w_time, b, state, out):
+        s = state.reshape(batch, filters, memory)
+        s[:, :, :-1] = s[:, :, 1:].copy()
+        s[:, :, -1] = a @ w_feature.T
+        per_filter = np.einsum("bfm,fm->bf", s, w_time)
+        out[...] = per_filter.reshape(batch, units, rank).sum(axis=2)
+        if b is not None:
+            out += b
+        act(out)
+    return run
