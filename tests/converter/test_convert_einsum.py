@@ -1,7 +1,6 @@
 """Einsum forms against onnxruntime, through edgelite and LiteRT."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from edgelite.converter.lower_einsum import parse
