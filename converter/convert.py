@@ -49,13 +49,40 @@ def convert_onnx(source, input_shapes: dict | None = None,
         other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, 2)
         problem = mark_dynamic_dims(model, other)
         if problem:
-            warnings.append(f"the first input dim is fixed at 1: {problem}; fix it with "
-                            "--input-shape to silence this")
+            retry = _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout)
+            if retry is not None:
+                model, imported, layout = retry
+            else:
+                warnings.append(f"the first input dim is fixed at 1: {problem}; fix it with "
+                                "--input-shape to silence this")
     content = save(model)
     ops = Counter(op.op for sg in model.subgraphs for op in sg.operators)
     return Conversion(content, model, dict(sorted(imported.op_counts.items())),
                       dict(sorted(ops.items())), ops.get("TRANSPOSE", 0),
                       time.perf_counter() - start, io_layout_json(imported, layout), warnings)
+
+
+def _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout: bool):
+    """At size 1 a transpose that moves the dynamic dim is a RESHAPE (size-1 dims move no
+    data), so the graphs at sizes 1 and 2 differ. Sizes 2 and 3 may not: then the size-2 graph
+    with its dynamic dims marked, and 1 as their nominal size. None when that fails too."""
+    from .errors import ConversionError
+
+    try:
+        model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, 2)
+        other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, 3)
+    except ConversionError:
+        return None
+    if mark_dynamic_dims(model, other):
+        return None
+    for sg in model.subgraphs:
+        for tensor in sg.tensors:
+            signature = tensor.shape_signature
+            if signature is not None and -1 in signature:
+                tensor.shape = tuple(1 if s == -1 else d for d, s in zip(tensor.shape, signature))
+    for spec in imported.inputs + imported.outputs:
+        spec.shape = tuple(1 if i in spec.dynamic else d for i, d in enumerate(spec.shape))
+    return model, imported, layout
 
 
 def _convert_at(proto, input_shapes, keep_io_layout: bool, dynamic_size: int):

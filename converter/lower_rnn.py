@@ -42,7 +42,7 @@ def _recurrent(b, n, gates: int, step, defaults):
     clip = n.attr("clip")
     dtype = b.sg.tensors[x].np_dtype
     states = [n.input(5), n.input(6)] if n.op_type == "LSTM" else [n.input(5)]
-    states = [t if t >= 0 and t not in b.empty else -1 for t in states]
+    states = [t if t >= 0 and t not in b.empty and not _zeros(b, t) else -1 for t in states]
     if batchwise:
         states = [t if t < 0 else b.transpose(t, (1, 0, 2)) for t in states]
     mask = _step_masks(b, lens, seq, batch, dtype) if lens >= 0 and lens not in b.empty else None
@@ -52,8 +52,7 @@ def _recurrent(b, n, gates: int, step, defaults):
         wd, rd, wb, rb = _direction_weights(b, n, w, r, bias, d, gates, hidden, dtype)
         params = {"R": rd, "Rb": rb, "acts": acts[d], "clip": clip, "peep": _peepholes(b, n, d),
                   "linear_before_reset": bool(int(n.attr("linear_before_reset", 0)))}
-        init = [b.const(np.zeros((batch, hidden), dtype)) if t < 0 else _pick(b, t, d)
-                for t in states]
+        init = [None if t < 0 else _pick(b, t, d) for t in states]  # None: zeros
         order = range(seq - 1, -1, -1) if reverse else range(seq)
         y, final = _unroll(b, x, wd, wb, init, order, mask, lambda xw, s: step(b, xw, s, params))
         ys.append(y)
@@ -66,6 +65,11 @@ def _recurrent(b, n, gates: int, step, defaults):
         outs = [b.transpose(outs[0], (2, 0, 1, 3))] + [b.transpose(t, (1, 0, 2))
                                                          for t in outs[1:]]
     return outs
+
+
+def _zeros(b, t) -> bool:
+    value = b.value(t)
+    return value is not None and not value.any()
 
 
 def _stack(b, parts):
@@ -116,7 +120,7 @@ def _unroll(b, x, wd, wb, init, order, mask, step):
     projected = b.reshape(projected, (seq, batch, width))
     inputs = b.ops("UNPACK", [projected], {"num": seq, "axis": 0}, n_out=seq) if seq > 1 else \
         [b.reshape(projected, (batch, width))]
-    state = list(init)
+    state = list(init)   # None stands for zeros: no constant of the batch's size
     outputs = [None] * seq
     for t in order:
         new = step(inputs[t], state)
@@ -125,7 +129,8 @@ def _unroll(b, x, wd, wb, init, order, mask, step):
             outputs[t] = new[0]
             continue
         keep = mask[t]
-        state = [b.op("ADD", [old, b.op("MUL", [keep, b.op("SUB", [s, old])])])
+        state = [b.op("MUL", [keep, s]) if old is None else
+                 b.op("ADD", [old, b.op("MUL", [keep, b.op("SUB", [s, old])])])
                  for s, old in zip(new, state)]
         outputs[t] = b.op("MUL", [new[0], keep])
     y = outputs[0] if seq == 1 else b.op("PACK", outputs, {"axis": 0, "values_count": seq})
@@ -141,19 +146,32 @@ def _clip(b, t, clip):
                             b.const(np.array(c, dtype))])
 
 
+def _recurrent_term(b, h, weights, bias):
+    """h @ weights^T + bias; with a zero state (h None), the bias alone."""
+    return bias if h is None else b.op("FULLY_CONNECTED", [h, weights, bias])
+
+
+def _plus(b, t, bias):
+    """t + bias, or t when the bias is a constant of zeros."""
+    value = b.value(bias)
+    return t if value is not None and not value.any() else b.op("ADD", [t, bias])
+
+
 def _lstm_step(b, xw, state, p):
-    """ONNX's LSTM equations (gates i, o, f, c; peepholes P = [Pi, Po, Pf])."""
+    """ONNX's LSTM equations (gates i, o, f, c; peepholes P = [Pi, Po, Pf]); a None state is
+    zeros."""
     h, c = state
     f_act, g_act, h_act = p["acts"]
     clip, peep = p["clip"], p["peep"]
-    gates = b.op("ADD", [xw, b.op("FULLY_CONNECTED", [h, p["R"], p["Rb"]])])
+    gates = _plus(b, xw, _recurrent_term(b, h, p["R"], p["Rb"]))
     i, o, f, cand = b.ops("SPLIT", [b.const(np.array(1, np.int32)), gates], {"num_splits": 4},
                           n_out=4)
-    if peep is not None:
+    if peep is not None and c is not None:
         i = b.op("ADD", [i, b.op("MUL", [peep[0], c])])
         f = b.op("ADD", [f, b.op("MUL", [peep[2], c])])
     i, f = f_act(_clip(b, i, clip)), f_act(_clip(b, f, clip))
-    c = b.op("ADD", [b.op("MUL", [f, c]), b.op("MUL", [i, g_act(_clip(b, cand, clip))])])
+    new = b.op("MUL", [i, g_act(_clip(b, cand, clip))])
+    c = new if c is None else b.op("ADD", [b.op("MUL", [f, c]), new])
     if peep is not None:
         o = b.op("ADD", [o, b.op("MUL", [peep[1], c])])
     o = f_act(_clip(b, o, clip))
@@ -165,7 +183,7 @@ def _gru_step(b, xw, state, p):
     (h,) = state
     f_act, g_act = p["acts"]
     clip = p["clip"]
-    hidden = b.shape(h)[-1]
+    hidden = b.shape(p["R"])[-1]
     sizes = b.const(np.array([2 * hidden, hidden], np.int32))
     x_zr, x_h = b.ops("SPLIT_V", [xw, sizes, b.const(np.array(1, np.int32))],
                       {"num_splits": 2}, n_out=2)
@@ -173,14 +191,17 @@ def _gru_step(b, xw, state, p):
                       {"num_splits": 2}, n_out=2)
     rb_zr, rb_h = b.ops("SPLIT_V", [p["Rb"], sizes, b.const(np.array(0, np.int32))],
                         {"num_splits": 2}, n_out=2)
-    zr = b.op("ADD", [x_zr, b.op("FULLY_CONNECTED", [h, r_zr, rb_zr])])
+    zr = _plus(b, x_zr, _recurrent_term(b, h, r_zr, rb_zr))
     z, r = b.ops("SPLIT", [b.const(np.array(1, np.int32)), zr], {"num_splits": 2}, n_out=2)
     z, r = f_act(_clip(b, z, clip)), f_act(_clip(b, r, clip))
     if p["linear_before_reset"]:
-        recurrent = b.op("MUL", [r, b.op("FULLY_CONNECTED", [h, r_h, rb_h])])
+        recurrent = b.op("MUL", [r, _recurrent_term(b, h, r_h, rb_h)])
     else:
-        recurrent = b.op("FULLY_CONNECTED", [b.op("MUL", [r, h]), r_h, rb_h])
-    cand = g_act(_clip(b, b.op("ADD", [x_h, recurrent]), clip))
+        recurrent = _recurrent_term(b, None if h is None else b.op("MUL", [r, h]), r_h, rb_h)
+    cand = g_act(_clip(b, _plus(b, x_h, recurrent), clip))
+    if h is None:  # (1 - z) * cand
+        return [b.op("MUL", [cand, b.op("SUB", [b.const(np.ones((), b.sg.tensors[z].np_dtype)),
+                                                z])])]
     return [b.op("ADD", [cand, b.op("MUL", [z, b.op("SUB", [h, cand])])])]
 
 

@@ -155,3 +155,45 @@ def test_recurrent_models_match_refs(models_dir, name, runtime):
         err = np.abs(y - want).max()
         assert err <= TOLERANCE * np.abs(want).max(), f"{name} output {k} on {runtime}: {err}"
     assert "UNIDIRECTIONAL_SEQUENCE_LSTM" not in conversion.ops_out
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_dynamic_batch_stays_dynamic(op):
+    """A zero initial state is no constant of the batch's size: the batch stays -1."""
+    import onnxruntime as ort
+
+    from edgelite.converter.check import to_onnx_layout, to_tflite_layout
+
+    gates = 4 if op == "LSTM" else 3
+    nodes = [node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+             node(op, ["xt", "W", "R", "B"], ["", "h"], hidden_size=4)]
+    proto = model(nodes, [("x", ["batch", 3, 3])], ["h"],
+                  {"W": w(1, gates * 4, 3), "R": w(1, gates * 4, 4), "B": w(1, 2 * gates * 4)})
+    converter = TFLiteConverter.from_onnx(proto)
+    converter.convert()
+    conversion = converter.last_conversion
+    assert not conversion.warnings
+    x = w(5, 3, 3)
+    want = ort.InferenceSession(proto.SerializeToString()).run(None, {"x": x})
+    layout = conversion.io_layout
+    for runtime in ("edgelite", "litert"):
+        got = to_onnx_layout(_run_resized(conversion.content, to_tflite_layout([x], layout),
+                                          runtime), layout)
+        for y, ref in zip(got, want):
+            assert y.shape == ref.shape
+            assert np.abs(y - ref).max() <= TOLERANCE * np.abs(ref).max(), runtime
+
+
+def _run_resized(content, feeds, runtime):
+    if runtime == "edgelite":
+        from edgelite.interpreter import Interpreter
+    else:
+        from ai_edge_litert.interpreter import Interpreter
+    it = Interpreter(model_content=content)
+    for d, x in zip(it.get_input_details(), feeds):
+        it.resize_tensor_input(d["index"], list(x.shape))
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
