@@ -1,15 +1,23 @@
 """Recurrent ops with their state in variable tensors (kept across invokes, as TFLite keeps
-them): RNN (one step), UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN and SVDF; float32.
+them): RNN (one step), UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN and SVDF.
 
 A step is h = activation(x W^T + aux W_aux^T + h R^T + b), where the activation is any fused
 activation of the format (RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT: 1 where negative, else 0).
+Float32 weights, or int8 weights with float activations (hybrid, as LiteRT's RnnBatchStep and
+EvalHybridSVDF: each product quantizes its float rows to int8 on the fly, symmetrically or, with
+`asymmetric_quantize_inputs`, asymmetrically, and scales the exact integer sums by row scale *
+weight scale). SVDF also runs fully quantized (int8 input and output, int16 state).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .common import clip_
+from .hybrid import quantize_rows_asymmetric, quantize_rows_symmetric
+from .quantized import mbqm, quantize_multiplier, wrap32
 from .registry import register
+
+F32 = np.float32
 
 
 def _signbit(v):
@@ -30,19 +38,51 @@ def rnn_activation(node, code):
     return table[code]
 
 
+class Product:
+    """rows @ W^T for the weights input k: a float matrix product, or for int8 weights LiteRT's
+    hybrid product (rows quantized on the fly, exact integer sums, float scaling)."""
+
+    def __init__(self, node, k: int):
+        t = node.input(k)
+        self.hybrid = t.type_name == "int8"
+        if t.type_name not in ("float32", "int8"):
+            raise node.fail(f"weights {t.name!r} must be float32 or int8, got {t.type_name}")
+        if self.hybrid:
+            q = t.quantization
+            if t.data is None or q is None or q.scale.size != 1:
+                raise node.fail(f"int8 weights {t.name!r} must be constant, with one scale")
+            self.w = np.ascontiguousarray(t.data.astype(np.float64).T)
+            self.scale = F32(q.scale[0])
+            self.asymmetric = bool(getattr(node.options, "asymmetric_quantize_inputs", False))
+
+    def __call__(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
+        if not self.hybrid:
+            return rows @ w.T
+        rows = np.ascontiguousarray(rows, F32)
+        q, half = np.empty_like(rows), np.empty_like(rows)
+        scales = np.empty(rows.shape[0], F32)
+        if self.asymmetric:
+            offsets = np.empty(rows.shape[0], F32)
+            quantize_rows_asymmetric(rows, q, scales, offsets, half, centered=True)
+        else:
+            quantize_rows_symmetric(rows, q, scales, half)
+        acc = (q.astype(np.float64) @ self.w).astype(F32)
+        acc *= (scales * self.scale)[:, None]
+        return acc
+
+
 def _weights(node, w: int, r: int, b: int, n_input: int):
-    """(units) after checking weights [units, n_input], recurrent [units, units], bias [units]."""
+    """(units, input product, recurrent product) after checking weights [units, n_input],
+    recurrent weights [units, units] and a float32 bias [units]."""
     wt, rt, bt = node.input(w), node.input(r), node.input(b)
     units = wt.shape[0] if len(wt.shape) == 2 else -1
     if tuple(wt.shape) != (units, n_input) or tuple(rt.shape) != (units, units) \
             or tuple(bt.shape) != (units,):
         raise node.fail(f"weights {list(wt.shape)}, recurrent weights {list(rt.shape)} and bias "
                         f"{list(bt.shape)} do not fit an input of size {n_input}")
-    for t in (wt, rt, bt):
-        if t.type_name != "float32":
-            raise node.fail(f"{t.name!r} is {t.type_name}: only float32 weights are supported "
-                            "(hybrid int8 weights are not)")
-    return units
+    if bt.type_name != "float32":
+        raise node.fail(f"bias {bt.name!r} must be float32, got {bt.type_name}")
+    return units, Product(node, w), Product(node, r)
 
 
 def _state(node, k: int, shape: tuple):
@@ -52,17 +92,20 @@ def _state(node, k: int, shape: tuple):
     return s
 
 
-def run_sequence(xs, w, r, b, h, out, act, aux=None, aux_w=None, reverse=False):
-    """h over the steps of xs [batch, time, input] (out [batch, time, units], a view); the
-    input products of all steps at once, then the recurrence step by step."""
-    z = xs @ w.T
+def run_sequence(xs, w, r, b, h, out, act, products, aux=None, aux_w=None, reverse=False):
+    """h over the steps of xs [batch, time, input] (out [batch, time, units], a view): the
+    input products of all steps at once, then the recurrence step by step. `products`:
+    (input, recurrent, aux) Product objects."""
+    x_prod, r_prod, aux_prod = products
+    batch, steps = xs.shape[:2]
+    z = x_prod(xs.reshape(batch * steps, -1), w).reshape(batch, steps, -1)
     z += b
     if aux is not None:
-        z += aux @ aux_w.T
-    steps = range(xs.shape[1] - 1, -1, -1) if reverse else range(xs.shape[1])
-    for t in steps:
+        z += aux_prod(aux.reshape(batch * steps, -1), aux_w).reshape(batch, steps, -1)
+    order = range(steps - 1, -1, -1) if reverse else range(steps)
+    for t in order:
         step = z[:, t]
-        step += h @ r.T
+        step += r_prod(h, r)
         act(step)
         h[...] = step
         out[:, t] = step
@@ -74,13 +117,14 @@ def rnn(node):
     x = node.input(0)
     if len(x.shape) != 2:
         raise node.fail(f"input must be [batch, input], got {list(x.shape)}")
-    units = _weights(node, 1, 2, 3, x.shape[1])
+    units, x_prod, r_prod = _weights(node, 1, 2, 3, x.shape[1])
     _state(node, 4, (x.shape[0], units))
     node.outputs[0].shape = (x.shape[0], units)
     act = rnn_activation(node, node.options.fused_activation_function)
+    products = (x_prod, r_prod, None)
 
     def run(a, w, r, b, h, out):
-        run_sequence(a[:, None], w, r, b, h, out[:, None], act)
+        run_sequence(a[:, None], w, r, b, h, out[:, None], act, products)
     return run
 
 
@@ -96,13 +140,15 @@ def unidirectional_sequence_rnn(node):
         raise node.fail(f"input must be rank 3, got {list(x.shape)}")
     time_major = bool(node.options.time_major)
     batch = x.shape[1] if time_major else x.shape[0]
-    units = _weights(node, 1, 2, 3, x.shape[2])
+    units, x_prod, r_prod = _weights(node, 1, 2, 3, x.shape[2])
     _state(node, 4, (batch, units))
     node.outputs[0].shape = tuple(x.shape[:2]) + (units,)
     act = rnn_activation(node, node.options.fused_activation_function)
+    products = (x_prod, r_prod, None)
 
     def run(a, w, r, b, h, out):
-        run_sequence(_batch_major(a, time_major), w, r, b, h, _batch_major(out, time_major), act)
+        run_sequence(_batch_major(a, time_major), w, r, b, h, _batch_major(out, time_major), act,
+                     products)
     return run
 
 
@@ -123,8 +169,10 @@ def bidirectional_sequence_rnn(node):
     use_aux = fw_aux_w is not None
     non_stacking = aux is not None and not use_aux
     bw_size = aux.shape[2] if non_stacking else x.shape[2]
-    fw_units = _weights(node, 1, 2, 3, x.shape[2])
-    bw_units = _weights(node, 5, 6, 7, bw_size)
+    fw_units, fw_x, fw_r = _weights(node, 1, 2, 3, x.shape[2])
+    bw_units, bw_x, bw_r = _weights(node, 5, 6, 7, bw_size)
+    fw_products = (fw_x, fw_r, Product(node, 10) if use_aux else None)
+    bw_products = (bw_x, bw_r, Product(node, 11) if use_aux else None)
     _state(node, 4, (batch, fw_units))
     _state(node, 8, (batch, bw_units))
     if use_aux and (aux is None or bw_aux_w is None):
@@ -153,18 +201,16 @@ def bidirectional_sequence_rnn(node):
             bw_out = _batch_major(outs[1], time_major)
         xs = _batch_major(a, time_major)
         aux_bm = None if aux_v is None else _batch_major(aux_v, time_major)
-        run_sequence(xs, fw_w, fw_r, fw_b, fw_h, fw_out, act,
+        run_sequence(xs, fw_w, fw_r, fw_b, fw_h, fw_out, act, fw_products,
                      aux_bm if use_aux else None, ins[10] if use_aux else None)
         run_sequence(aux_bm if non_stacking else xs, bw_w, bw_r, bw_b, bw_h, bw_out, act,
-                     aux_bm if use_aux else None, ins[11] if use_aux else None, reverse=True)
+                     bw_products, aux_bm if use_aux else None, ins[11] if use_aux else None,
+                     reverse=True)
     return run
 
 
-@register("SVDF", "float32")
-def svdf(node):
-    """Singular value decomposition filter: per filter, a feature projection of the input is
-    pushed into a memory of the last `memory_size` values (the state), which is weighted over
-    time; `rank` filters sum into each unit. State [batch, memory_size * num_filters]."""
+def _svdf_shapes(node):
+    """(batch, filters, memory, units, rank) after checking SVDF's inputs; sets the output."""
     node.expect_inputs(5)
     x, wf, wt = node.input(0), node.input(1), node.input(2)
     rank = int(node.options.rank)
@@ -174,9 +220,6 @@ def svdf(node):
     if rank < 1 or filters % rank or wf.shape[1] != x.shape[1] or wt.shape[0] != filters:
         raise node.fail(f"feature weights {list(wf.shape)}, time weights {list(wt.shape)} and "
                         f"rank {rank} do not fit the input {list(x.shape)}")
-    for t in (wf, wt):
-        if t.type_name != "float32":
-            raise node.fail(f"{t.name!r} is {t.type_name}: only float32 weights are supported")
     units = filters // rank
     bias = node.optional_input(3)
     if bias is not None and tuple(bias.shape) != (units,):
@@ -184,15 +227,72 @@ def svdf(node):
     batch = x.shape[0]
     _state(node, 4, (batch, memory * filters))
     node.outputs[0].shape = (batch, units)
+    return batch, filters, memory, units, rank
+
+
+def _shift_in(state, batch, filters, memory, newest):
+    """The state [batch, filters * memory] shifted one step left, `newest` at each end."""
+    s = state.reshape(batch, filters, memory)
+    s[:, :, :-1] = s[:, :, 1:].copy()
+    s[:, :, -1] = newest
+    return s
+
+
+@register("SVDF", "float32")
+def svdf(node):
+    """Singular value decomposition filter: per filter, a feature projection of the input is
+    pushed into a memory of the last `memory_size` values (the state), which is weighted over
+    time; `rank` filters sum into each unit. State [batch, memory_size * num_filters]. Hybrid
+    with int8 feature weights (int8 time weights are dequantized)."""
+    batch, filters, memory, units, rank = _svdf_shapes(node)
+    feature = Product(node, 1)
+    wt = node.input(2)
+    time_weights = None
+    if wt.type_name == "int8":
+        if wt.data is None or wt.quantization is None or wt.quantization.scale.size != 1:
+            raise node.fail("int8 time weights must be constant, with one scale")
+        time_weights = wt.data.astype(F32) * F32(wt.quantization.scale[0])
+    elif wt.type_name != "float32":
+        raise node.fail(f"time weights must be float32 or int8, got {wt.type_name}")
     act = rnn_activation(node, node.options.fused_activation_function)
 
     def run(a, w_feature, w_time, b, state, out):
-        s = state.reshape(batch, filters, memory)
-        s[:, :, :-1] = s[:, :, 1:].copy()
-        s[:, :, -1] = a @ w_feature.T
-        per_filter = np.einsum("bfm,fm->bf", s, w_time)
+        s = _shift_in(state, batch, filters, memory, feature(a, w_feature))
+        per_filter = np.einsum("bfm,fm->bf", s, w_time if time_weights is None else time_weights)
         out[...] = per_filter.reshape(batch, units, rank).sum(axis=2)
         if b is not None:
             out += b
         act(out)
+    return run
+
+
+@register("SVDF", "int8")
+def svdf_int8(node):
+    """Fully quantized SVDF (TFLite's EvalIntegerSVDF): int8 input and feature weights, int16
+    time weights and state (symmetric), int32 bias, int8 output. TFLite accepts only the RELU
+    activation and applies none beyond the output's clamp, so neither does this."""
+    batch, filters, memory, units, rank = _svdf_shapes(node)
+    x, wf, wt = node.input(0), node.input(1), node.input(2)
+    state, out = node.input(4), node.outputs[0]
+    bias = node.optional_input(3)
+    types = (wf.type_name, wt.type_name, state.type_name, out.type_name,
+             bias.type_name if bias is not None else "int32")
+    if types != ("int8", "int16", "int16", "int8", "int32"):
+        raise node.fail(f"expected int8 feature weights, int16 time weights and state, int8 "
+                        f"output and int32 bias; got {', '.join(types)}")
+    if int(node.options.fused_activation_function or 0) != 1:
+        raise node.fail("quantized SVDF supports only the RELU activation")
+    m1, s1 = quantize_multiplier(x.scale * wf.scale / state.scale)
+    m2, s2 = quantize_multiplier(state.scale * wt.scale / out.scale)
+    x_zp, out_zp = x.zero_point, out.zero_point
+
+    def run(a, w_feature, w_time, b, st, o):
+        dot = (a.astype(np.int64) - x_zp) @ w_feature.astype(np.int64).T   # [batch, filters]
+        newest = np.clip(mbqm(wrap32(dot), m1, s1), -32768, 32767)
+        s = _shift_in(st, batch, filters, memory, newest)
+        per_filter = wrap32(np.einsum("bfm,fm->bf", s.astype(np.int64), w_time.astype(np.int64)))
+        total = wrap32(per_filter.reshape(batch, units, rank).sum(axis=2))
+        if b is not None:
+            total = wrap32(total + b.astype(np.int64))
+        o[...] = np.clip(mbqm(total, m2, s2) + out_zp, -128, 127)
     return run

@@ -1,17 +1,24 @@
 """RNN, UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN, SVDF and
 BIDIRECTIONAL_SEQUENCE_LSTM against LiteRT: state kept in variable tensors across invokes, then
-reset by reset_all_variables."""
+reset by reset_all_variables; float32, hybrid (int8 weights) and fully quantized SVDF."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options, save
+from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParameters, Subgraph,
+                             Tensor, default_options, save)
 from tests.opmodel import assert_close
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
                              reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
+
+
+def _q(quant):
+    if quant is None:
+        return None
+    return QuantizationParameters(scale=[quant[0]], zero_point=[quant[1]])
 
 
 class _Builder:
@@ -23,10 +30,19 @@ class _Builder:
         self.sg = Subgraph(name="main")
         self.ins: list = []
 
-    def input(self, shape):
-        t = self.sg.add_tensor(Tensor(f"in{len(self.sg.inputs)}", shape))
+    def input(self, shape, dtype="float32", quant=None):
+        t = self.sg.add_tensor(Tensor(f"in{len(self.sg.inputs)}", shape, dtype,
+                                      quantization=_q(quant)))
         self.sg.inputs.append(t)
         self.ins.append(t)
+        return self
+
+    def qconst(self, *shape, dtype="int8", scale=0.02, zero_point=0, low=-127, high=128):
+        """Quantized constant (hybrid weights: int8, symmetric)."""
+        value = self.rng.integers(low, high, shape).astype(dtype)
+        self.ins.append(self.sg.add_tensor(Tensor(
+            f"q{len(self.ins)}", shape, dtype, buffer=self.model.add_buffer(value),
+            quantization=_q((scale, zero_point)))))
         return self
 
     def const(self, *shape, scale=0.5):
@@ -35,16 +51,19 @@ class _Builder:
                                                   buffer=self.model.add_buffer(value))))
         return self
 
-    def variable(self, *shape):
-        self.ins.append(self.sg.add_tensor(Tensor(f"v{len(self.ins)}", shape, is_variable=True)))
+    def variable(self, *shape, dtype="float32", quant=None):
+        self.ins.append(self.sg.add_tensor(Tensor(f"v{len(self.ins)}", shape, dtype,
+                                                  is_variable=True, quantization=_q(quant))))
         return self
 
     def none(self, count=1):
         self.ins.extend([-1] * count)
         return self
 
-    def build(self, op: str, out_shapes: list, **options) -> bytes:
-        outs = [self.sg.add_tensor(Tensor(f"out{k}", s)) for k, s in enumerate(out_shapes)]
+    def build(self, op: str, out_shapes: list, out_dtype="float32", out_quant=None,
+              **options) -> bytes:
+        outs = [self.sg.add_tensor(Tensor(f"out{k}", s, out_dtype, quantization=_q(out_quant)))
+                for k, s in enumerate(out_shapes)]
         self.sg.outputs = outs
         self.sg.operators = [Operator(OperatorCode(op, 0), self.ins, outs,
                                       default_options(op, **options))]
@@ -212,3 +231,72 @@ def _bilstm_model(time_major=True, merge=False, cifg=False, peephole=False, proj
 def test_bidirectional_sequence_lstm(kwargs):
     content, shapes = _bilstm_model(**kwargs)
     _check(content, _feeds(shapes))
+
+
+# -- hybrid (int8 weights, float activations) and fully quantized -----------------------------
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+def test_rnn_hybrid(asymmetric):
+    batch, n_in, units = 3, 6, 5
+    content = _Builder(2).input((batch, n_in)).qconst(units, n_in, scale=0.01) \
+        .qconst(units, units, scale=0.015).const(units).variable(batch, units) \
+        .build("RNN", [(batch, units)], fused_activation_function=4,
+               asymmetric_quantize_inputs=asymmetric)
+    _check(content, _feeds([(batch, n_in)], seed=4))
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("time_major", [False, True])
+def test_unidirectional_sequence_rnn_hybrid(asymmetric, time_major):
+    batch, steps, n_in, units = 2, 4, 7, 6
+    shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+    content = _Builder(3).input(shape).qconst(units, n_in, scale=0.01) \
+        .qconst(units, units, scale=0.02).const(units).variable(batch, units) \
+        .build("UNIDIRECTIONAL_SEQUENCE_RNN", [shape[:2] + (units,)], time_major=time_major,
+               fused_activation_function=1, asymmetric_quantize_inputs=asymmetric)
+    _check(content, _feeds([shape]))
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+def test_bidirectional_sequence_rnn_hybrid(asymmetric):
+    """Batch-major with an aux input of the input's size: LiteRT's hybrid loops step through
+    the aux input with the input's size, and its time-major loop runs the sequence once per
+    time step."""
+    batch, steps, n_in, n_aux, fw, bw = 2, 3, 4, 4, 5, 4
+    b = _Builder(4).input((batch, steps, n_in))
+    b.qconst(fw, n_in, scale=0.01).qconst(fw, fw, scale=0.02).const(fw).variable(batch, fw)
+    b.qconst(bw, n_in, scale=0.012).qconst(bw, bw, scale=0.02).const(bw).variable(batch, bw)
+    b.input((batch, steps, n_aux)).qconst(fw, n_aux, scale=0.03).qconst(bw, n_aux, scale=0.01)
+    content = b.build("BIDIRECTIONAL_SEQUENCE_RNN", [(batch, steps, fw), (batch, steps, bw)],
+                      time_major=False, fused_activation_function=4,
+                      asymmetric_quantize_inputs=asymmetric)
+    _check(content, _feeds([(batch, steps, n_in), (batch, steps, n_aux)]))
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+def test_svdf_hybrid(asymmetric):
+    """int8 feature and time weights (LiteRT's hybrid SVDF reads float time weights as int8)."""
+    batch, n_in, units, memory, rank = 2, 5, 3, 4, 2
+    filters = units * rank
+    b = _Builder(5).input((batch, n_in)).qconst(filters, n_in, scale=0.01)
+    b = b.qconst(filters, memory, scale=0.02)
+    content = b.const(units).variable(batch, memory * filters) \
+        .build("SVDF", [(batch, units)], rank=rank, fused_activation_function=1,
+               asymmetric_quantize_inputs=asymmetric)
+    _check(content, _feeds([(batch, n_in)], steps=4))
+
+
+def test_svdf_int8():
+    """Fully quantized SVDF: int8 input and output, int16 time weights and state."""
+    batch, n_in, units, memory, rank = 2, 6, 4, 5, 2
+    filters = units * rank
+    b = _Builder(6).input((batch, n_in), "int8", (0.05, 3))
+    b.qconst(filters, n_in, scale=0.004)
+    b.qconst(filters, memory, dtype="int16", scale=0.002, low=-3000, high=3000)
+    b.qconst(units, dtype="int32", scale=0.0002, low=-500, high=500)
+    b.variable(batch, memory * filters, dtype="int16", quant=(0.01, 0))
+    content = b.build("SVDF", [(batch, units)], out_dtype="int8", out_quant=(0.5, -10), rank=rank,
+                      fused_activation_function=1)
+    rng = np.random.default_rng(7)
+    feeds = [[rng.integers(-128, 128, (batch, n_in)).astype(np.int8)] for _ in range(4)]
+    _check(content, feeds, rtol=0, atol=0)
