@@ -106,6 +106,8 @@ def spatial_1d_to_2d(values, fill):
 @lowers("Conv")
 def conv(b, n):
     x, w, bias = n.input(0), n.input(1), n.input(2)
+    if b.rank(x) == 5:
+        return _conv_3d(b, n, x, w, bias)
     one_d = b.rank(x) == 3
     kernel, strides, dilations, pads = window_attrs(n, b, x, b.shape(w)[2:])
     x4 = as_2d(b, n, x)
@@ -149,6 +151,36 @@ def _grouped_conv(b, xt, w, bias, group, options):
                    n_out=group)
     outs = [b.op("CONV_2D", [p, wk, bk], options) for p, wk, bk in zip(parts, weights, biases)]
     return b.op("CONCATENATION", outs, {"axis": 3})
+
+
+TO_NDHWC, TO_NCDHW = (0, 2, 3, 4, 1), (0, 4, 1, 2, 3)
+
+
+def _conv_3d(b, n, x, w, bias):
+    """CONV_3D on NDHWC (filter [kD, kH, kW, C_in, C_out]); groups as one CONV_3D each."""
+    kernel, strides, dilations, pads = window_attrs(n, b, x, b.shape(w)[2:])
+    c_out, c_group = b.shape(w)[:2]
+    group = int(n.attr("group", 1))
+    if b.shape(x)[1] != c_group * group:
+        raise n.fail(f"input has {b.shape(x)[1]} channels but weights take {c_group} x group "
+                     f"{group}")
+    if bias < 0:
+        bias = b.const(np.zeros(c_out, b.sg.tensors[x].np_dtype))
+    xt = b.transpose(x, TO_NDHWC)
+    xt, padding = choose_padding(b, xt, pads, b.shape(x)[2:], kernel, strides, dilations)
+    options = {"padding": padding, "stride_d": strides[0], "stride_h": strides[1],
+               "stride_w": strides[2], "dilation_d_factor": dilations[0],
+               "dilation_h_factor": dilations[1], "dilation_w_factor": dilations[2]}
+    wt = b.transpose(w, (2, 3, 4, 1, 0))
+    if group == 1:
+        y = b.op("CONV_3D", [xt, wt, bias], options)
+    else:
+        split = lambda t, axis: b.ops("SPLIT", [b.const(np.array(axis, np.int32)), t],  # noqa
+                                      {"num_splits": group}, n_out=group)
+        y = b.op("CONCATENATION", [b.op("CONV_3D", [p, wk, bk], options) for p, wk, bk in
+                                   zip(split(xt, 4), split(wt, 4), split(bias, 0))],
+                 {"axis": 4})
+    return b.transpose(y, TO_NCDHW)
 
 
 # -- BatchNormalization --------------------------------------------------------------------------

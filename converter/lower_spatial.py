@@ -13,12 +13,14 @@ from .lower_nn import TO_NCHW, TO_NHWC, VALID
 @lowers("ConvTranspose")
 def conv_transpose(b, n):
     """TRANSPOSE_CONV with VALID padding over the full output, then a crop to ONNX's pads;
-    output_padding rows get only the bias, as in ONNX. 1-D runs as 2-D with a height of 1,
-    dilations as a kernel with zeros between its taps, groups as one TRANSPOSE_CONV each."""
+    output_padding rows get only the bias, as in ONNX. 1-D runs as 2-D with a height of 1, 3-D
+    as CONV_3D_TRANSPOSE, dilations as a kernel with zeros between its taps, groups as one
+    transposed convolution each."""
     x, w, bias = n.input(0), n.input(1), n.input(2)
     rank = b.rank(x)
-    if rank not in (3, 4):
-        raise n.fail(f"only 1-D and 2-D ConvTranspose are supported, the input has rank {rank}")
+    if rank not in (3, 4, 5):
+        raise n.fail(f"only 1-D, 2-D and 3-D ConvTranspose are supported, the input has "
+                     f"rank {rank}")
     nd = rank - 2
     lift = (lambda v, fill: [fill] + list(v)) if nd == 1 else (lambda v, fill: list(v))
     strides = lift(n.attr("strides", [1] * nd), 1)
@@ -54,9 +56,9 @@ def conv_transpose(b, n):
 
 
 def _dilated(b, n, w, dilations):
-    """Weights [C_in, C_out, kH, kW] with zeros between the taps: per kernel axis, a GATHER
+    """Weights [C_in, C_out, *kernel] with zeros between the taps: per kernel axis, a GATHER
     from the taps and one appended zero slice (folded when the weights are constant)."""
-    for axis, d in ((2, dilations[0]), (3, dilations[1])):
+    for axis, d in enumerate(dilations, start=2):
         if d == 1:
             continue
         shape = b.shape(w)
@@ -69,35 +71,45 @@ def _dilated(b, n, w, dilations):
 
 
 def _conv_transpose_2d(b, n, x, w, bias, strides, out_pad, pads, out_shape, auto_pad):
-    c_in, c_out, kh, kw = b.shape(w)
-    _, _, h, wd = b.shape(x)
-    full = [(size - 1) * s + k for size, s, k in zip((h, wd), strides, (kh, kw))]
+    """TRANSPOSE_CONV (2-D) or CONV_3D_TRANSPOSE (3-D) on channels-last data."""
+    c_in, c_out, *kernel = b.shape(w)
+    sizes = b.shape(x)[2:]
+    nd = len(sizes)
+    full = [(size - 1) * s + k for size, s, k in zip(sizes, strides, kernel)]
     if out_shape is not None:
         out = list(out_shape)
         pads = _transpose_pads(full, out_pad, out, auto_pad)
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out = [size * s for size, s in zip((h, wd), strides)]
+        out = [size * s for size, s in zip(sizes, strides)]
         pads = _transpose_pads(full, out_pad, out, auto_pad)
     else:
         if auto_pad == "VALID":
-            pads = [(0, 0), (0, 0)]
+            pads = [(0, 0)] * nd
         out = [f + op - pb - pe for f, op, (pb, pe) in zip(full, out_pad, pads)]
     if any(begin < 0 for begin, _ in pads):   # a negative end only asks for more output
         raise n.fail(f"pads {pads} are negative")
     size = [max(f, pb + o) for f, (pb, _), o in zip(full, pads, out)]
-    xt = b.transpose(x, TO_NHWC)
-    wt = b.transpose(w, (1, 2, 3, 0))                  # [C_out, kH, kW, C_in]
-    shape = b.const(np.array([b.shape(x)[0], size[0], size[1], c_out], np.int32))
-    y = b.op("TRANSPOSE_CONV", [shape, wt, xt, bias],
-             {"padding": VALID, "stride_h": strides[0], "stride_w": strides[1]},
-             dtype=b.dtype(x))
-    if [pb for pb, _ in pads] != [0, 0] or size != out:
-        begin = [0, pads[0][0], pads[1][0], 0]
-        end = [b.shape(y)[0], pads[0][0] + out[0], pads[1][0] + out[1], c_out]
+    last = tuple(range(nd + 2))
+    last = (0,) + last[2:] + (1,)                      # channels last
+    xt = b.transpose(x, last)
+    shape = b.const(np.array([b.shape(x)[0], *size, c_out], np.int32))
+    if nd == 2:
+        wt = b.transpose(w, (1, 2, 3, 0))              # [C_out, kH, kW, C_in]
+        y = b.op("TRANSPOSE_CONV", [shape, wt, xt, bias],
+                 {"padding": VALID, "stride_h": strides[0], "stride_w": strides[1]},
+                 dtype=b.dtype(x))
+    else:
+        wt = b.transpose(w, (2, 3, 4, 1, 0))           # [kD, kH, kW, C_out, C_in]
+        y = b.op("CONV_3D_TRANSPOSE", [shape, wt, xt, bias],
+                 {"padding": VALID, "stride_d": strides[0], "stride_h": strides[1],
+                  "stride_w": strides[2]}, dtype=b.dtype(x))
+    if any(pb for pb, _ in pads) or size != out:
+        begin = [0] + [pb for pb, _ in pads] + [0]
+        end = [b.shape(y)[0]] + [pb + o for (pb, _), o in zip(pads, out)] + [c_out]
         y = b.op("STRIDED_SLICE", [y, b.const(np.array(begin, np.int32)),
                                    b.const(np.array(end, np.int32)),
-                                   b.const(np.ones(4, np.int32))])
-    return b.transpose(y, TO_NCHW)
+                                   b.const(np.ones(nd + 2, np.int32))])
+    return b.transpose(y, tuple(int(i) for i in np.argsort(last)))
 
 
 def _transpose_pads(full, out_pad, out, auto_pad) -> list:

@@ -169,21 +169,22 @@ def test_unsupported_ops_listed_at_once(tmp_path):
 
 
 def test_unsupported_attribute_forms_listed_at_once(tmp_path):
-    nodes = [helper.make_node("ConvTranspose", ["v", "W"], ["c"], name="ct"),
+    nodes = [helper.make_node("TopK", ["v", "k"], ["tv", "ti"], largest=0, name="topk"),
              helper.make_node("LSTM", ["x", "Wl", "R"], ["y"], hidden_size=2, input_forget=1,
                               name="rnn")]
-    ins = [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 2, 3, 3, 3]),
+    ins = [helper.make_tensor_value_info("v", TensorProto.UINT8, [2, 5]),
            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 3])]
-    outs = [helper.make_tensor_value_info("c", TensorProto.FLOAT, [1, 2, 3, 3, 3]),
+    outs = [helper.make_tensor_value_info("tv", TensorProto.UINT8, [2, 2]),
+            helper.make_tensor_value_info("ti", TensorProto.INT64, [2, 2]),
             helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 1, 2])]
-    inits = [numpy_helper.from_array(np.ones((2, 2, 1, 1, 1), np.float32), "W"),
+    inits = [numpy_helper.from_array(np.array([2], np.int64), "k"),
              numpy_helper.from_array(np.ones((1, 8, 3), np.float32), "Wl"),
              numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "R")]
     proto = helper.make_model(helper.make_graph(nodes, "g", ins, outs, inits),
                               opset_imports=[helper.make_opsetid("", 19)])
     proto.ir_version = 8
     line = fails(save(tmp_path, proto))
-    assert "2 ONNX node(s)" in line and "'ct'" in line and "rank 5" in line
+    assert "2 ONNX node(s)" in line and "'topk'" in line and "unsigned" in line
     assert "'rnn'" in line and "input_forget" in line
 
 

@@ -55,3 +55,21 @@ def test_conv_transpose_forms(case):
     proto = model([node("ConvTranspose", ["x", "W", "B"], ["y"], **attrs)], [("x", x_shape)],
                   ["y"], {"W": w(*w_shape), "B": w(w_shape[1] * group)})
     check(proto)
+
+
+@pytest.mark.parametrize("attrs", [dict(pads=[1, 0, 1, 1, 2, 1]), dict(strides=[2, 1, 2]),
+                                   dict(group=2, dilations=[1, 2, 1])])
+def test_conv_3d(attrs):
+    group = attrs.get("group", 1)
+    proto = model([node("Conv", ["x", "W", "B"], ["y"], **attrs)], [("x", [1, 4, 5, 6, 7])],
+                  ["y"], {"W": w(6, 4 // group, 3, 2, 3), "B": w(6)})
+    conversion = check(proto)
+    assert "CONV_3D" in conversion.ops_out and conversion.transposes == 0
+
+
+@pytest.mark.parametrize("attrs", [dict(strides=[2, 1, 2], pads=[1, 0, 0, 0, 1, 1]),
+                                   dict(output_padding=[1, 0, 1], strides=[2, 2, 2])])
+def test_conv_transpose_3d(attrs):
+    proto = model([node("ConvTranspose", ["x", "W", "B"], ["y"], **attrs)],
+                  [("x", [1, 3, 3, 4, 2])], ["y"], {"W": w(3, 2, 2, 3, 2), "B": w(2)})
+    assert "CONV_3D_TRANSPOSE" in check(proto).ops_out
