@@ -171,7 +171,7 @@ def _prepare(node):
     def run(e, c, a, out_boxes, out_classes, out_scores, out_count):
         boxes = decode_boxes(_dequantize(enc, e[0]), _dequantize(anchors, a), opts["scales"])
         if np.any(boxes[:, 0] > boxes[:, 2]) or np.any(boxes[:, 1] > boxes[:, 3]):
-            raise node.fail("decoded boxes have min corners above their max corners "
+            raise ValueError("decoded boxes have min corners above their max corners "
                             "(negative anchor sizes?)")
         areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
         scores = _dequantize(cls, c[0])

@@ -142,7 +142,7 @@ def _prepare(node, soft: bool):
 
     def compute(b, s, size, iou_t, score_t, sigma, outs):
         if sigma < 0:
-            raise node.fail(f"soft_nms_sigma must be >= 0, got {float(sigma)}")
+            raise ValueError(f"soft_nms_sigma must be >= 0, got {float(sigma)}")
         chosen, chosen_scores = non_max_suppression(b, s, size, iou_t.reshape(()),
                                                     score_t.reshape(()), sigma)
         n = len(chosen)
@@ -165,7 +165,7 @@ def _prepare(node, soft: bool):
             ins, sigma, _ = split(args + (None,) * n_outs)
             size = int(ins[2].reshape(()))
             if size < 0:
-                raise node.fail(f"max_output_size must be >= 0, got {size}")
+                raise ValueError(f"max_output_size must be >= 0, got {size}")
             outs = [np.empty(size, np.int32)] + ([np.empty(size, np.float32)] if soft else []) \
                 + [np.empty((), np.int32)]
             compute(ins[0], ins[1], size, ins[3], ins[4], sigma, outs)

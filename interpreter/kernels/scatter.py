@@ -38,12 +38,12 @@ def scatter_nd(node):
     nd = indices.shape[-1]
     outer = tuple(indices.shape[:-1])
 
-    def check(shape):
+    def check(shape, error=node.fail):
         if nd > len(shape):
-            raise node.fail(f"indices address {nd} dimensions of a rank-{len(shape)} output")
+            raise error(f"indices address {nd} dimensions of a rank-{len(shape)} output")
         want = outer + tuple(shape[nd:])
         if tuple(updates.shape) != want:
-            raise node.fail(f"updates have the shape {list(updates.shape)}, expected "
+            raise error(f"updates have the shape {list(updates.shape)}, expected "
                             f"{list(want)} for indices {list(indices.shape)} and output "
                             f"shape {list(shape)}")
 
@@ -55,7 +55,7 @@ def scatter_nd(node):
         idx = idx.reshape(-1, nd).astype(np.int64, copy=False)
         bad = (idx < 0) | (idx >= np.asarray(shape[:nd], np.int64))
         if bad.any():
-            raise node.fail(f"index {idx[bad.any(axis=1)][0].tolist()} is out of bounds for "
+            raise IndexError(f"index {idx[bad.any(axis=1)][0].tolist()} is out of bounds for "
                             f"the output shape {list(shape)}")
         flat = np.ravel_multi_index(tuple(idx.T), shape[:nd]) if nd else \
             np.zeros(len(idx), np.int64)
@@ -67,7 +67,7 @@ def scatter_nd(node):
 
         def run_dynamic(idx, upd, shape_value):
             shape = tuple(int(d) for d in shape_value)
-            check(shape)
+            check(shape, ValueError)
             out = np.empty(shape, updates.dtype)
             scatter(idx, upd, out)
             return [out]
@@ -145,7 +145,7 @@ def one_hot(node):
         def run_dynamic(idx, depth, on_v, off_v):
             d = int(depth.reshape(-1)[0])
             if d < 0:
-                raise node.fail(f"depth must be >= 0, got {d}")
+                raise ValueError(f"depth must be >= 0, got {d}")
             shape = tuple(idx.shape[:axis]) + (d,) + tuple(idx.shape[axis:])
             out = np.empty(shape, on.dtype)
             fill(idx, d, on_v, off_v, out)
@@ -227,7 +227,7 @@ def reverse_sequence(node):
     def run(a, lens, out):
         lens = lens.astype(np.int64)
         if np.any(lens > n) or np.any(lens < 0):
-            raise node.fail(f"seq_lengths {lens.tolist()} must be in [0, {n}]")
+            raise ValueError(f"seq_lengths {lens.tolist()} must be in [0, {n}]")
         # source position along seq_dim for each (batch, position)
         src = np.where(positions[None, :] < lens[:, None], lens[:, None] - 1 - positions, positions)
         a2 = np.moveaxis(a, (batch_dim, seq_dim), (0, 1))

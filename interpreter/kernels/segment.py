@@ -30,10 +30,10 @@ def segment_sum(node):
         raise node.fail(f"segment_ids {list(ids.shape)} must be 1-D with one id per row of "
                         f"data {list(data.shape)}")
 
-    def rows(seg) -> int:
+    def rows(seg, error=node.fail) -> int:
         seg = np.asarray(seg, np.int64)
         if seg.size and (seg[0] != 0 or np.any((np.diff(seg) != 0) & (np.diff(seg) != 1))):
-            raise node.fail(f"segment_ids {seg.tolist()} must start at 0 and grow by 0 or 1")
+            raise error(f"segment_ids {seg.tolist()} must start at 0 and grow by 0 or 1")
         return int(seg[-1]) + 1 if seg.size else 0
 
     def compute(x, seg, out):
@@ -44,7 +44,7 @@ def segment_sum(node):
         node.dynamic = True
 
         def run_dynamic(x, seg):
-            out = np.empty((rows(seg),) + x.shape[1:], data.dtype)
+            out = np.empty((rows(seg, ValueError),) + x.shape[1:], data.dtype)
             compute(x, seg, out)
             return [out]
         return run_dynamic
@@ -74,7 +74,7 @@ def _unsorted_segment(ufunc, initial):
             n = out.shape[0]
             seg = seg.reshape(-1)
             if np.any(seg >= n):
-                raise node.fail(f"segment id {int(seg.max())} is not below num_segments {n}")
+                raise ValueError(f"segment id {int(seg.max())} is not below num_segments {n}")
             out.fill(start)
             keep = seg >= 0
             x = x.reshape((-1,) + row)
@@ -88,7 +88,7 @@ def _unsorted_segment(ufunc, initial):
             def run_dynamic(x, seg, n):
                 n = int(n.reshape(-1)[0])
                 if n < 0:
-                    raise node.fail(f"num_segments must be >= 0, got {n}")
+                    raise ValueError(f"num_segments must be >= 0, got {n}")
                 out = np.empty((n,) + row, data.dtype)
                 compute(x, seg, n, out)
                 return [out]

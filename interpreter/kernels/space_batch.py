@@ -36,13 +36,13 @@ def space_to_batch_nd(node):
     x = node.input(0)
     pad_value = _pad_value(node)
 
-    def out_shape(shape, block, pads):
+    def out_shape(shape, block, pads, error=node.fail):
         m = len(block)
         spatial = []
         for d, (b, (lo, hi)) in enumerate(zip(block, pads)):
             size = shape[1 + d] + lo + hi
             if b < 1 or lo < 0 or hi < 0 or size % b:
-                raise node.fail(f"padded size {size} of dimension {1 + d} is not a multiple of "
+                raise error(f"padded size {size} of dimension {1 + d} is not a multiple of "
                                 f"its block size {b} (or a size or padding is negative)")
             spatial.append(size // b)
         return (shape[0] * int(np.prod(block)),) + tuple(spatial) + tuple(shape[1 + m:])
@@ -67,7 +67,7 @@ def space_to_batch_nd(node):
 
         def run_dynamic(a, block_v, pads_v):
             b, p = [int(v) for v in block_v], [[int(v) for v in row] for row in pads_v]
-            out = np.empty(out_shape(a.shape, b, p), a.dtype)
+            out = np.empty(out_shape(a.shape, b, p, ValueError), a.dtype)
             compute(a, b, p, out)
             return [out]
         return run_dynamic
@@ -80,17 +80,17 @@ def batch_to_space_nd(node):
     node.expect_inputs(3)
     x = node.input(0)
 
-    def out_shape(shape, block, crops):
+    def out_shape(shape, block, crops, error=node.fail):
         m = len(block)
         n = int(np.prod(block))
         if min(block) < 1 or shape[0] % n:
-            raise node.fail(f"batch {shape[0]} is not a multiple of the block sizes' product "
+            raise error(f"batch {shape[0]} is not a multiple of the block sizes' product "
                             f"{n}")
         spatial = []
         for d, (b, (lo, hi)) in enumerate(zip(block, crops)):
             size = shape[1 + d] * b - lo - hi
             if lo < 0 or hi < 0 or size < 0:
-                raise node.fail(f"crops {crops} must be >= 0 and leave dimension {1 + d} "
+                raise error(f"crops {crops} must be >= 0 and leave dimension {1 + d} "
                                 "non-negative")
             spatial.append(size)
         return (shape[0] // n,) + tuple(spatial) + tuple(shape[1 + m:])
@@ -117,7 +117,7 @@ def batch_to_space_nd(node):
 
         def run_dynamic(a, block_v, crops_v):
             b, c = [int(v) for v in block_v], [[int(v) for v in row] for row in crops_v]
-            out = np.empty(out_shape(a.shape, b, c), a.dtype)
+            out = np.empty(out_shape(a.shape, b, c, ValueError), a.dtype)
             compute(a, b, c, out)
             return [out]
         return run_dynamic
