@@ -55,7 +55,8 @@ for dt in ("float32", "int8", "uint8", "int16", "int32", "int64"):
     x = np.array([3, 1, 3, 7, 1, 0, 7, 7, 2], dt)
     for it in ("int32", "int64"):
         CASES.append(case(f"unique_{dt}_{it}", "UNIQUE", [In(x.shape, dt)], [x],
-                          outputs=[Out(dtype=dt), Out(dtype=it)], options=dict(idx_out_type={"int32": 2, "int64": 4}[it])))
+                          outputs=[Out(dtype=dt), Out(dtype=it)],
+                          options=dict(idx_out_type={"int32": 2, "int64": 4}[it])))
 CASES.append(case("unique_all_distinct", "UNIQUE", [In((6,))], [data((6,), "float32")],
                   outputs=[Out(), Out(dtype="int32")]))
 CASES.append(case("unique_signed_zeros", "UNIQUE", [In((4,))],

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options, save
-from tests.opmodel import In, Out, assert_close, op_model, run_steps
+from tests.opmodel import In, assert_close, op_model, run_steps
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
                              reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
