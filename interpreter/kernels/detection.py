@@ -69,36 +69,58 @@ def decode_boxes(encodings, anchors, scales) -> np.ndarray:
     return np.stack([yc - half_h, xc - half_w, yc + half_h, xc + half_w], axis=1)
 
 
-def _iou_row(boxes, areas, i: int, js: np.ndarray) -> np.ndarray:
-    """float32 IoU of box i with boxes js (TFLite's ComputeIntersectionOverUnion)."""
-    b, o = boxes[i], boxes[js]
-    inter = np.maximum(np.minimum(b[2], o[:, 2]) - np.maximum(b[0], o[:, 0]), np.float32(0)) * \
-        np.maximum(np.minimum(b[3], o[:, 3]) - np.maximum(b[1], o[:, 1]), np.float32(0))
+def _ious(table, i: int, js) -> np.ndarray:
+    """float32 IoU of box i with boxes js (TFLite's ComputeIntersectionOverUnion; symmetric,
+    0 when either box is empty). `table`: (ymin, xmin, ymax, xmax, area) columns."""
+    ymin, xmin, ymax, xmax, area = table
+    inter = np.maximum(np.minimum(ymax[i], ymax[js]) - np.maximum(ymin[i], ymin[js]),
+                       np.float32(0)) * \
+        np.maximum(np.minimum(xmax[i], xmax[js]) - np.maximum(xmin[i], xmin[js]), np.float32(0))
     with np.errstate(all="ignore"):
-        iou = inter / (areas[i] + areas[js] - inter)
-    return np.where((areas[i] <= 0) | (areas[js] <= 0), np.float32(0), iou)
+        iou = inter / (area[i] + area[js] - inter)
+    return np.where((area[i] <= 0) | (area[js] <= 0), np.float32(0), iou)
 
 
-def single_class_nms(boxes, areas, scores, max_detections: int, score_threshold,
-                     iou_threshold) -> list:
+def suppression_matrix(table, iou_threshold) -> np.ndarray:
+    """[N, N] bool: IoU(i, j) > threshold, every pair at once (the same float32 arithmetic)."""
+    ymin, xmin, ymax, xmax, area = table
+    inter = np.maximum(np.minimum(ymax[:, None], ymax) - np.maximum(ymin[:, None], ymin),
+                       np.float32(0))
+    inter *= np.maximum(np.minimum(xmax[:, None], xmax) - np.maximum(xmin[:, None], xmin),
+                        np.float32(0))
+    with np.errstate(all="ignore"):
+        iou = inter / (area[:, None] + area - inter)
+    empty = area <= 0
+    return (iou > iou_threshold) & ~empty[:, None] & ~empty[None, :]
+
+
+def single_class_nms(table, scores, max_detections: int, score_threshold, iou_threshold,
+                     suppress=None) -> list:
     """Indices kept by greedy NMS: scores >= threshold, best first (stable for equal scores),
-    a box dropped when its IoU with a kept one exceeds the threshold."""
+    a box dropped when its IoU with a kept one exceeds the threshold. `suppress`: the
+    precomputed suppression_matrix, when many classes share the boxes."""
     keep = np.flatnonzero(scores >= score_threshold)
     order = keep[np.argsort(-scores[keep], kind="stable")]
     limit = min(len(order), max_detections)
     active = np.ones(len(order), bool)
-    selected = []
+    selected: list = []
     for i in range(len(order)):
-        if len(selected) >= limit or not active.any():
+        if len(selected) >= limit:
             break
         if not active[i]:
             continue
-        selected.append(int(order[i]))
-        active[i] = False
-        rest = np.flatnonzero(active[i + 1:]) + i + 1
-        if rest.size:
-            active[rest[_iou_row(boxes, areas, order[i], order[rest]) > iou_threshold]] = False
+        box = int(order[i])
+        selected.append(box)
+        later = order[i + 1:]
+        if later.size:
+            hit = suppress[box, later] if suppress is not None else \
+                _ious(table, box, later) > iou_threshold
+            active[i + 1:] &= ~hit
     return selected
+
+
+# Up to this many boxes, regular NMS precomputes every pair's suppression (N^2 bytes).
+PAIRWISE_LIMIT = 4096
 
 
 def _prepare(node):
@@ -147,25 +169,27 @@ def _prepare(node):
     per_class = min(opts["detections_per_class"], max_det)
     per_anchor = min(per_det, num_classes)
 
-    def regular_nms(boxes, areas, scores):
+    def regular_nms(table, scores):
         found: list = []  # (score, flat index), best first
+        suppress = suppression_matrix(table, iou_t) if 1 < num_classes and n <= PAIRWISE_LIMIT \
+            else None
         for col in range(num_classes):
             column = np.ascontiguousarray(scores[:, col + label_offset])
-            chosen = single_class_nms(boxes, areas, column, per_class, score_t, iou_t)
+            chosen = single_class_nms(table, column, per_class, score_t, iou_t, suppress)
             new = [(column[k], k * with_background + col + label_offset) for k in chosen]
             # in-place merge: equal scores keep the earlier classes first
             found = sorted(found + new, key=lambda p: -p[0])[:max_det]
         return [(idx // with_background, idx % with_background - label_offset, s)
                 for s, idx in found]
 
-    def fast_nms(boxes, areas, scores):
+    def fast_nms(table, scores):
         cols = scores[:, label_offset:]
         if per_anchor == 1:
             best = np.argmax(cols, axis=1)[:, None]
         else:
             best = np.argsort(-cols, axis=1, kind="stable")[:, :per_anchor]
         top = cols[np.arange(n), best[:, 0]]
-        chosen = single_class_nms(boxes, areas, top, max_det, score_t, iou_t)
+        chosen = single_class_nms(table, top, max_det, score_t, iou_t)
         return [[(k, int(c), cols[k, c]) for c in best[k]] for k in chosen]
 
     def run(e, c, a, out_boxes, out_classes, out_scores, out_count):
@@ -173,19 +197,20 @@ def _prepare(node):
         if np.any(boxes[:, 0] > boxes[:, 2]) or np.any(boxes[:, 1] > boxes[:, 3]):
             raise ValueError("decoded boxes have min corners above their max corners "
                             "(negative anchor sizes?)")
-        areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+        ymin, xmin, ymax, xmax = (np.ascontiguousarray(boxes[:, k]) for k in range(4))
+        table = (ymin, xmin, ymax, xmax, (ymax - ymin) * (xmax - xmin))
         scores = _dequantize(cls, c[0])
         for o in (out_boxes, out_classes, out_scores):
             o.fill(0)
         if regular:
-            rows = regular_nms(boxes, areas, scores)
+            rows = regular_nms(table, scores)
             for k, (anchor, label, s) in enumerate(rows):
                 out_boxes[0, k] = boxes[anchor]
                 out_classes[0, k] = label
                 out_scores[0, k] = s
             out_count[0] = len(rows)
         else:
-            groups = fast_nms(boxes, areas, scores)
+            groups = fast_nms(table, scores)
             for k, group in enumerate(groups):
                 for j, (anchor, label, s) in enumerate(group):
                     out_boxes[0, k * per_det + j] = boxes[anchor]

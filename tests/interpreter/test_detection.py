@@ -70,6 +70,7 @@ CASES = {
                          nms_score_threshold=0.05),
     "regular_no_background": dict(use_regular_nms=True, background=False),
     "regular_tight_iou": dict(use_regular_nms=True, nms_iou_threshold=0.05),
+    "regular_one_class": dict(use_regular_nms=True, num_classes=1, detections_per_class=10),
     "none_above_threshold": dict(nms_score_threshold=1.5),
     "keypoint_coordinates": dict(coords=10),
 }
