@@ -95,6 +95,8 @@ class Builder:
         self._used_names: dict = {}
         self.empty: set = set()  # constants with no elements (the format cannot mark them)
         self.dynamic: set = set()  # tensors whose shape is known only while running
+        # Loops over a dim as WHILE ops instead of unrolled (set when that dim is dynamic).
+        self.prefer_loops = False
         for t in sg.tensors:
             self._used_names[t.name] = 1
 

@@ -49,7 +49,8 @@ def convert_onnx(source, input_shapes: dict | None = None,
         other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, 2)
         problem = mark_dynamic_dims(model, other)
         if problem:
-            retry = _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout)
+            retry = _dynamic_with_loops(proto, input_shapes, keep_io_layout, imported) or \
+                _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout)
             if retry is not None:
                 model, imported, layout = retry
             else:
@@ -60,6 +61,18 @@ def convert_onnx(source, input_shapes: dict | None = None,
     return Conversion(content, model, dict(sorted(imported.op_counts.items())),
                       dict(sorted(ops.items())), ops.get("TRANSPOSE", 0),
                       time.perf_counter() - start, io_layout_json(imported, layout), warnings)
+
+
+def _dynamic_with_loops(proto, input_shapes, keep_io_layout: bool, imported):
+    """Recurrent ops unrolled over a dynamic dim change the graph with its size: as WHILE loops
+    they do not. The graph with loops and its dynamic dims marked, or None."""
+    if not {"LSTM", "GRU"} & set(imported.op_counts):
+        return None
+    model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, 1, loops=True)
+    other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, 2, loops=True)
+    if mark_dynamic_dims(model, other):
+        return None
+    return model, imported, layout
 
 
 def _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout: bool):
@@ -85,8 +98,9 @@ def _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout: bool):
     return model, imported, layout
 
 
-def _convert_at(proto, input_shapes, keep_io_layout: bool, dynamic_size: int):
-    imported = import_onnx(proto, input_shapes, dynamic_size)
+def _convert_at(proto, input_shapes, keep_io_layout: bool, dynamic_size: int,
+                loops: bool = False):
+    imported = import_onnx(proto, input_shapes, dynamic_size, loops)
     model = imported.model
     pipeline.optimize(model)
     layout = pipeline.settle_io_layout(model, keep_io_layout)

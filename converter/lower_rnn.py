@@ -53,8 +53,12 @@ def _recurrent(b, n, gates: int, step, defaults):
         params = {"R": rd, "Rb": rb, "acts": acts[d], "clip": clip, "peep": _peepholes(b, n, d),
                   "linear_before_reset": bool(int(n.attr("linear_before_reset", 0)))}
         init = [None if t < 0 else _pick(b, t, d) for t in states]  # None: zeros
-        order = range(seq - 1, -1, -1) if reverse else range(seq)
-        y, final = _unroll(b, x, wd, wb, init, order, mask, lambda xw, s: step(b, xw, s, params))
+        if b.prefer_loops and mask is None and all(b.is_const(t) for t in (wd, rd, wb, rb)):
+            y, final = _loop(b, n, x, wd, wb, init, reverse, step, params, defaults, dirs, d)
+        else:
+            order = range(seq - 1, -1, -1) if reverse else range(seq)
+            y, final = _unroll(b, x, wd, wb, init, order, mask,
+                               lambda xw, s: step(b, xw, s, params))
         ys.append(y)
         finals.append(final)
     y = ys[0] if dirs == 1 else b.op("PACK", ys, {"axis": 1, "values_count": dirs})
@@ -135,6 +139,67 @@ def _unroll(b, x, wd, wb, init, order, mask, step):
         outputs[t] = b.op("MUL", [new[0], keep])
     y = outputs[0] if seq == 1 else b.op("PACK", outputs, {"axis": 0, "values_count": seq})
     return b.reshape(y, (seq, batch, b.shape(outputs[0])[-1])), state
+
+
+def _loop(b, n, x, wd, wb, init, reverse, step, params, defaults, dirs, d):
+    """The steps as a WHILE loop, whose count is the sequence's length while running:
+    ([seq, batch, H] outputs, final states). The loop carries (t, count, projected inputs,
+    states, outputs); the body GATHERs step t's input, runs `step`, and writes the new hidden
+    state into the outputs with DYNAMIC_UPDATE_SLICE."""
+    from edgelite.schema import Subgraph
+
+    from .builder import Builder
+
+    seq, batch, size = b.shape(x)
+    width = b.shape(wd)[0]
+    hidden = b.shape(params["R"])[-1]
+    dtype = b.sg.tensors[x].np_dtype
+    projected = b.op("FULLY_CONNECTED", [b.reshape(x, (seq * batch, size)), wd, wb])
+    projected = b.reshape(projected, (seq, batch, width))
+    shape = b.emit("SHAPE", [projected], {"out_type": 2}, [(3,)], ["int32"])[0]
+    count = b.op("GATHER", [shape, b.const(np.array(0, np.int32))], {"axis": 0})
+    lead = b.op("STRIDED_SLICE", [shape, b.const(np.array([0], np.int32)),
+                                  b.const(np.array([2], np.int32)),
+                                  b.const(np.array([1], np.int32))])
+    dims = b.op("CONCATENATION", [lead, b.const(np.array([hidden], np.int32))], {"axis": 0})
+    outputs = b.op("FILL", [dims, b.const(np.array(0, dtype))], dtype=np.dtype(dtype).name,
+                   shape=(seq, batch, hidden))
+    states = [b.const(np.zeros((batch, hidden), dtype)) if s is None else s for s in init]
+    carried = [b.const(np.array(0, np.int32)), count, projected, *states, outputs]
+
+    def subgraph(name):
+        sg = Subgraph(name=f"{b.where}/{name}")
+        b.model.subgraphs.append(sg)
+        inner = Builder(b.model, sg)
+        inner.where = f"{b.where}/{name}"
+        for t in carried:
+            sg.inputs.append(inner.tensor(b.sg.tensors[t].name, b.shape(t), b.dtype(t)))
+        return len(b.model.subgraphs) - 1, inner
+
+    cond_index, cond = subgraph("cond")
+    cond.sg.outputs = [cond.op("LESS", cond.sg.inputs[:2], dtype="bool")]
+    body_index, body = subgraph("body")
+    t, total, inputs, *state, ys = body.sg.inputs
+    here = t if not reverse else body.op("SUB", [body.op("SUB", [total, body.const(
+        np.array(1, np.int32))]), t])
+    x_t = body.op("GATHER", [inputs, here], {"axis": 0})
+    inner = dict(params)
+    for key in ("R", "Rb"):
+        inner[key] = body.const(b.value(params[key]))
+    if params["peep"] is not None:
+        inner["peep"] = [body.const(b.value(p)) for p in params["peep"]]
+    inner["acts"] = _activations(body, n, defaults, dirs)[d]
+    new = step(body, x_t, state, inner)
+    at = body.op("PACK", [here, body.const(np.array(0, np.int32)),
+                          body.const(np.array(0, np.int32))], {"axis": 0, "values_count": 3})
+    row = body.reshape(new[0], (1, batch, hidden))
+    ys = body.op("DYNAMIC_UPDATE_SLICE", [ys, row, at])
+    step_t = body.op("ADD", [t, body.const(np.array(1, np.int32))])
+    body.sg.outputs = [step_t, total, inputs, *new, ys]
+    results = b.emit("WHILE", carried, {"cond_subgraph_index": cond_index,
+                                        "body_subgraph_index": body_index},
+                     [b.shape(t) for t in carried], [b.dtype(t) for t in carried])
+    return results[-1], results[3:-1]
 
 
 def _clip(b, t, clip):

@@ -17,7 +17,7 @@ import numpy as np
 from edgelite.schema import dtype_name
 
 from .lower import axis_of, const_input, lowers, optional_const
-from .runtime_params import as_int32, is_runtime, scalar, scatter_to_axes
+from .runtime_params import INT32_MAX, as_int32, is_runtime, scalar, scatter_to_axes
 
 # -- aliases and constants -----------------------------------------------------------------------
 
@@ -244,16 +244,20 @@ def slice_(b, n):
     axes = list(range(len(starts))) if axes is None else [axis_of(n, a, rank) for a in
                                                               axes.reshape(-1)]
     steps = [1] * len(starts) if steps is None else [int(s) for s in steps.reshape(-1)]
-    begin, end, strides = [0] * rank, list(shape), [1] * rank
-    end_mask = 0
+    # ONNX's bounds as given (clamped to int32): TFLite resolves negative and out-of-range
+    # bounds as ONNX (Python slicing) does, and the constants do not depend on the dims. Axes
+    # not sliced take the whole dim by end_mask.
+    begin, end, strides = [0] * rank, [0] * rank, [1] * rank
+    end_mask = (1 << rank) - 1
+    whole = True
     for a, s, e, st in zip(axes, starts, ends, steps):
         if st == 0:
             raise n.fail("a step of 0")
-        lo, hi, st = slice(int(s), int(e), st).indices(shape[a])
-        begin[a], end[a], strides[a] = lo, hi, st
-        if st < 0 and hi < 0:  # runs past index 0: only a mask says "to the start"
-            end_mask |= 1 << a
-    if begin == [0] * rank and end == list(shape) and strides == [1] * rank:
+        if slice(int(s), int(e), st).indices(shape[a]) != (0, shape[a], 1):
+            whole = False
+        begin[a], end[a], strides[a] = (int(np.clip(v, -INT32_MAX, INT32_MAX)) for v in (s, e, st))
+        end_mask &= ~(1 << a)
+    if whole:
         return x
     return b.op("STRIDED_SLICE", [x, b.const(np.array(begin, np.int32)),
                                   b.const(np.array(end, np.int32)),

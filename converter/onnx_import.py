@@ -109,9 +109,11 @@ def unsupported_nodes(proto, opset: int) -> list:
     return problems
 
 
-def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) -> Imported:
+def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1,
+                loops: bool = False) -> Imported:
     """Lower `proto` into the IR. `input_shapes` maps input names to shapes (-1 marks a dim that
-    stays dynamic); open dims take `dynamic_size` for the import."""
+    stays dynamic); open dims take `dynamic_size` for the import. `loops`: recurrent ops as
+    WHILE loops rather than unrolled (their step count may then change while running)."""
     opset = opset_of(proto)
     if opset < MIN_OPSET:
         proto, opset = upgrade(proto, opset), MIN_OPSET
@@ -130,6 +132,7 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1) 
     sg = Subgraph(name="main")
     model.subgraphs.append(sg)
     b = Builder(model, sg)
+    b.prefer_loops = loops
     tensors = _Tensors(b, proto.graph.initializer)
     for spec, dtype in inputs:
         t = b.tensor(spec.name, spec.shape, dtype)
@@ -187,6 +190,7 @@ class Scope:
         sg = Subgraph(name=graph.name or f"body{len(model.subgraphs)}")
         model.subgraphs.append(sg)
         inner = Builder(model, sg)
+        inner.prefer_loops = self.b.prefer_loops
         tensors = _Tensors(inner, graph.initializer, parent=self.tensors)
         if graph.input:  # Loop and Scan bodies take inputs; If bodies take none
             raise ConversionError(f"body graph {graph.name!r} takes inputs: not supported")

@@ -136,19 +136,22 @@ def test_rnn_with_runtime_weights():
 
 # -- the shared recurrent models -----------------------------------------------------------------
 
-REAL = {"syn_lstm": {}, "silero_vad_seq": {"input": [8, 576]}}
+# silero_vad_seq's sequence length is dynamic: a WHILE loop by default, unrolled when fixed.
+REAL = {"syn_lstm": ("syn_lstm", {}), "silero_vad_seq": ("silero_vad_seq", {}),
+        "silero_vad_seq_fixed": ("silero_vad_seq", {"input": [8, 576]})}
 
 
 @pytest.mark.parametrize("runtime", ["edgelite", "litert"])
-@pytest.mark.parametrize("name", list(REAL))
-def test_recurrent_models_match_refs(models_dir, name, runtime):
-    converter = TFLiteConverter.from_onnx(models_dir / f"{name}.onnx", REAL[name])
+@pytest.mark.parametrize("case", list(REAL))
+def test_recurrent_models_match_refs(models_dir, case, runtime):
+    name, shapes = REAL[case]
+    converter = TFLiteConverter.from_onnx(models_dir / f"{name}.onnx", shapes)
     converter.convert()
     conversion = converter.last_conversion
     refs = np.load(models_dir / "refs" / f"{name}.npz")
     layout = conversion.io_layout
     feeds = [refs[f"input_{k}"] for k in range(len(layout["inputs"]))]
-    got = run_tflite(conversion.content, to_tflite_layout(feeds, layout), runtime)
+    got = _run_resized(conversion.content, to_tflite_layout(feeds, layout), runtime)
     for k, y in enumerate(to_onnx_layout(got, layout)):
         want = refs[f"output_{k}"]
         assert y.shape == want.shape
@@ -197,3 +200,60 @@ def _run_resized(content, feeds, runtime):
         it.set_tensor(d["index"], x)
     it.invoke()
     return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+@pytest.mark.parametrize("op, attrs", [("LSTM", {}), ("LSTM", dict(direction="bidirectional")),
+                                       ("GRU", dict(direction="reverse")),
+                                       ("GRU", dict(linear_before_reset=1))])
+def test_dynamic_sequence_runs_as_a_while_loop(op, attrs):
+    """A sequence length that is a dynamic dim: the steps run as a WHILE loop (unrolled they
+    would change the graph with the length), at any length, in edgelite and LiteRT."""
+    import onnxruntime as ort
+
+    from edgelite.converter.check import to_onnx_layout, to_tflite_layout
+
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    gates = 4 if op == "LSTM" else 3
+    proto = model([node(op, ["x", "W", "R", "B", "", "h0"], ["y", "h"], hidden_size=4,
+                        **attrs)], [("x", ["seq", 2, 3]), ("h0", [dirs, 2, 4])], ["y", "h"],
+                  {"W": w(dirs, gates * 4, 3), "R": w(dirs, gates * 4, 4),
+                   "B": w(dirs, 2 * gates * 4)})
+    converter = TFLiteConverter.from_onnx(proto)
+    converter.convert()
+    conversion = converter.last_conversion
+    assert not conversion.warnings
+    assert [op.op for op in conversion.model.subgraphs[0].operators].count("WHILE") == dirs
+    session = ort.InferenceSession(proto.SerializeToString())
+    layout = conversion.io_layout
+    for seq in (1, 5):
+        feeds = [w(seq, 2, 3), w(dirs, 2, 4)]
+        want = session.run(None, {"x": feeds[0], "h0": feeds[1]})
+        for runtime in ("edgelite", "litert"):
+            got = to_onnx_layout(_run_resized(conversion.content, to_tflite_layout(feeds, layout),
+                                              runtime), layout)
+            for y, ref in zip(got, want):
+                assert y.shape == ref.shape
+                assert np.abs(y - ref).max() <= TOLERANCE * np.abs(ref).max(), (runtime, seq)
+
+
+def test_silero_any_sequence_length(models_dir):
+    import onnxruntime as ort
+
+    from edgelite.converter.check import to_onnx_layout, to_tflite_layout
+
+    path = models_dir / "silero_vad_seq.onnx"
+    converter = TFLiteConverter.from_onnx(path)
+    converter.convert()
+    conversion = converter.last_conversion
+    assert not conversion.warnings and "WHILE" in conversion.ops_out
+    session = ort.InferenceSession(str(path))
+    layout = conversion.io_layout
+    for seq in (3, 12):
+        feeds = [w(seq, 576, scale=0.1), w(1, 1, 128, scale=0.1), w(1, 1, 128, scale=0.1)]
+        want = session.run(None, dict(zip(["input", "h", "c"], feeds)))
+        for runtime in ("edgelite", "litert"):
+            got = to_onnx_layout(_run_resized(conversion.content, to_tflite_layout(feeds, layout),
+                                              runtime), layout)
+            for y, ref in zip(got, want):
+                assert y.shape == ref.shape
+                assert np.abs(y - ref).max() <= TOLERANCE * np.abs(ref).max(), (runtime, seq)
