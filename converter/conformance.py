@@ -165,7 +165,11 @@ def run_case(case, runtime: str = "edgelite") -> list:
         from ai_edge_litert.interpreter import Interpreter
     proto = onnx.load(case.model_path)
     shapes = {name: np.shape(value) for name, value in case.inputs.items()}
-    conversion = convert_onnx(proto, shapes)
+    try:
+        conversion = convert_onnx(proto, shapes)
+    except ValueError as e:  # the tool keeps a message's first line: keep them all
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        raise ValueError(f"{type(e).__name__}: {' | '.join(lines)}") from None
     layout = conversion.io_layout
     feeds = [np.array(np.transpose(np.asarray(case.inputs[entry["name"]]), entry["perm"]),
                       order="C") for entry in layout["inputs"]]
