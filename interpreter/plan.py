@@ -78,11 +78,14 @@ def _describe_missing(node: Node) -> str:
 def _static_infos(model: Model, si: int, shapes: dict | None = None) -> list:
     sg = model.subgraphs[si]
     graph_inputs = set(sg.inputs)
+    written = {t for op in sg.operators for t in op.outputs}
     infos = []
     for i, t in enumerate(sg.tensors):
         data = None
-        if i not in graph_inputs and not t.is_variable:
-            data = model.constant(sg, i) if t.dtype in NUMPY_DTYPES else None
+        if i not in graph_inputs and not t.is_variable and t.dtype in NUMPY_DTYPES:
+            data = model.constant(sg, i)
+            if data is None and 0 in t.shape and i not in written:
+                data = np.zeros(t.shape, NUMPY_DTYPES[t.dtype])  # an empty constant
         shape = shapes.get(i, t.shape) if shapes else t.shape
         infos.append(TensorInfo(i, t.name, tuple(shape), NUMPY_DTYPES.get(t.dtype, np.dtype(object)),
                                 t.dtype, t.quantization, data, t.is_variable))

@@ -95,10 +95,14 @@ def _prepared(node, index: int, inputs: list) -> object:
 
 def _copy_out(values, outs) -> None:
     for value, out in zip(values, outs):
-        if value.shape != out.shape:
-            raise RuntimeError(f"a subgraph output has shape {value.shape}, planned {out.shape}: "
-                               "shape-changing control flow is not supported yet")
         np.copyto(out, value, casting="unsafe")
+
+
+def _output_shapes(plan):
+    """The output shapes of a prepared subgraph plan; None when some are known only while
+    running."""
+    arrays = [plan.arrays[t] for t in plan.sg.outputs]
+    return None if any(a is None for a in arrays) else [a.shape for a in arrays]
 
 
 @register("IF", "bool")
@@ -107,17 +111,21 @@ def if_(node):
     args = node.inputs[1:]
     then_plan = _prepared(node, opts.then_subgraph_index, args)
     else_plan = _prepared(node, opts.else_subgraph_index, args)
-    shapes = [then_plan.arrays[t].shape for t in then_plan.sg.outputs]
-    other = [else_plan.arrays[t].shape for t in else_plan.sg.outputs]
-    if shapes != other:
-        raise node.fail(f"the branches give different output shapes {shapes} and {other}")
+    shapes, other = _output_shapes(then_plan), _output_shapes(else_plan)
+
+    def branch(cond):
+        return then_plan if bool(np.asarray(cond).reshape(-1)[0]) else else_plan
+
+    if shapes is None or shapes != other:
+        # The branches give different shapes: the output shape is the taken branch's.
+        node.dynamic = True
+        return lambda cond, *values: [np.array(v) for v in branch(cond).call(list(values))]
     for out, shape in zip(node.outputs, shapes):
         out.shape = shape
     n_in = len(node.inputs)
 
     def run(cond, *arrays):
-        plan = then_plan if bool(np.asarray(cond).reshape(-1)[0]) else else_plan
-        _copy_out(plan.call(list(arrays[:n_in - 1])), arrays[n_in - 1:])
+        _copy_out(branch(cond).call(list(arrays[:n_in - 1])), arrays[n_in - 1:])
     return run
 
 
@@ -126,13 +134,21 @@ def while_(node):
     opts = node.options
     cond = _prepared(node, opts.cond_subgraph_index, node.inputs)
     body = _prepared(node, opts.body_subgraph_index, node.inputs)
-    for out, t in zip(node.outputs, body.sg.outputs):
-        out.shape = body.arrays[t].shape
+    shapes = _output_shapes(body)
     n = len(node.inputs)
 
-    def run(*arrays):
-        values = [np.array(a) for a in arrays[:n]]
+    def loop(values):
         while bool(np.asarray(cond.call(values)[0]).reshape(-1)[0]):
             values = [np.array(v) for v in body.call(values)]
-        _copy_out(values, arrays[n:])
+        return values
+
+    if shapes is None or shapes != [tuple(t.shape) for t in node.inputs]:
+        # The loop variables change shape: the outputs' shapes are known only at the end.
+        node.dynamic = True
+        return lambda *values: loop([np.array(v) for v in values])
+    for out, shape in zip(node.outputs, shapes):
+        out.shape = shape
+
+    def run(*arrays):
+        _copy_out(loop([np.array(a) for a in arrays[:n]]), arrays[n:])
     return run

@@ -8,7 +8,7 @@ from .common import clip_
 from .registry import register
 
 _CAST_TYPES = ("float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32",
-               "uint32", "int64", "bool")
+               "uint32", "int64", "uint64", "bool")
 
 
 @register("CAST", *_CAST_TYPES)

@@ -65,7 +65,7 @@ register("MINIMUM", *FLOAT, *INTS)(_binary(np.minimum))
 register("FLOOR_MOD", *FLOAT, *INTS)(_binary(np.remainder))
 
 
-@register("DIV", *FLOAT, "int32")
+@register("DIV", *FLOAT, "int32", "int64")  # int64: edgelite only (ONNX)
 def div(node):
     a, _ = prepare_binary(node)
     act = activation_for(node, a.dtype)
@@ -95,7 +95,7 @@ def _truncating_divide(dtype, shape):
     return compute
 
 
-@register("FLOOR_DIV", *FLOAT, "int32")
+@register("FLOOR_DIV", *FLOAT, "int32", "int64")  # int64: edgelite only (ONNX)
 def floor_div(node):
     a, _ = prepare_binary(node)
     if a.dtype.kind != "f":
@@ -123,7 +123,7 @@ def squared_difference(node):
     return compute
 
 
-@register("POW", *FLOAT, "int32")
+@register("POW", *FLOAT, "int32", "int64")  # int64: edgelite only (ONNX)
 def pow(node):
     a, b = prepare_binary(node)
     if a.dtype.kind != "f" and b.data is not None and (b.data < 0).any():

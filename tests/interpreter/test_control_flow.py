@@ -134,3 +134,45 @@ def test_if_like_litert():
     for a, b in zip(ours, theirs):
         assert_close(a, b)
     np.testing.assert_array_equal(ours[1][0], np.array([3, 6], np.float32))
+
+
+def _growing_while_model() -> bytes:
+    """Concatenates x with itself while i < 3: the loop variable changes shape every step."""
+    model = Model()
+    main = Subgraph(name="main")
+    i, x = main.add_tensor(Tensor("i", (), "int32")), main.add_tensor(Tensor("x", (1, 2)))
+    i_out, x_out = main.add_tensor(Tensor("i_out", (), "int32")), \
+        main.add_tensor(Tensor("x_out", (1, 2)))
+    one_main = _const(model, main, "one", np.float32(1))
+    y = main.add_tensor(Tensor("y", (1, 2)))
+    main.inputs, main.outputs = [i, x], [i_out, y]
+    main.operators = [_op("WHILE", [i, x], [i_out, x_out], cond_subgraph_index=1,
+                          body_subgraph_index=2),
+                      _op("ADD", [x_out, one_main], [y])]  # downstream of a dynamic shape
+    cond = Subgraph(name="cond")
+    ci, cx = cond.add_tensor(Tensor("i", (), "int32")), cond.add_tensor(Tensor("x", (1, 2)))
+    three = _const(model, cond, "three", np.int32(3))
+    c = cond.add_tensor(Tensor("c", (), "bool"))
+    cond.inputs, cond.outputs = [ci, cx], [c]
+    cond.operators = [_op("LESS", [ci, three], [c])]
+    body = Subgraph(name="body")
+    bi, bx = body.add_tensor(Tensor("i", (), "int32")), body.add_tensor(Tensor("x", (1, 2)))
+    one = _const(model, body, "one", np.int32(1))
+    bi2, bx2 = body.add_tensor(Tensor("i2", (), "int32")), body.add_tensor(Tensor("x2", (2, 2)))
+    body.inputs, body.outputs = [bi, bx], [bi2, bx2]
+    body.operators = [_op("ADD", [bi, one], [bi2]),
+                      _op("CONCATENATION", [bx, bx], [bx2], axis=0)]
+    model.subgraphs = [main, cond, body]
+    return save(model)
+
+
+def test_while_with_growing_loop_variables_like_litert():
+    content = _growing_while_model()
+    steps = [[np.int32(0), np.array([[1, 2]], np.float32)],
+             [np.int32(2), np.array([[3, 4]], np.float32)],
+             [np.int32(5), np.array([[5, 6]], np.float32)]]
+    ours = run_steps(edgelite_interpreter, content, steps)
+    theirs = run_steps(litert, content, steps)
+    for a, b in zip(ours, theirs):
+        assert_close(a, b)
+    assert ours[0][1].shape == (8, 2) and ours[2][1].shape == (1, 2)
