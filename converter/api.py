@@ -74,8 +74,9 @@ class TFLiteConverter:
         that names every problem."""
         from .convert import convert_onnx
         from .quantize.conversion import request_from   # quantization hook (converter/quantize)
+        from .quantize.qdq import request_for           # QDQ models: integer (quantize/qdq.py)
 
-        request = request_from(self)
+        request = request_for(self) or request_from(self)
         self.last_conversion = convert_onnx(self._model, self.input_shapes,
                                             keep_io_layout=self.keep_io_layout)
         if request is not None:

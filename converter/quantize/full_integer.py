@@ -77,9 +77,12 @@ def fold_float16_dequantize(model: Model) -> None:
 
 
 class _Quantizer:
-    def __init__(self, model: Model, ranges: dict, act: str, report: Report):
+    def __init__(self, model: Model, ranges: dict, act: str, report: Report,
+                 weight_scales=None, keep_float=None):
         self.m, self.sg = model, model.subgraphs[0]
         self.ranges, self.act, self.report = dict(ranges), act, report
+        # QDQ import hooks (converter/quantize/qdq.py): given weight scales, ops kept float.
+        self.given_scales, self.keep_float = weight_scales, dict(keep_float or {})
         self.is_int: list = []
         self.params: dict = {}            # activation tensor -> (scale, zero point)
         self.const_cache: dict = {}
@@ -106,6 +109,8 @@ class _Quantizer:
     def choose(self) -> None:
         for i, op in enumerate(self.sg.operators):
             reason = self._why_float(op)
+            if reason is None and i in self.keep_float:
+                reason = self.keep_float[i]
             self.is_int.append(reason is None)
             if reason and reason != "untouched":
                 self.report.float_ops.append((i, op.op, reason))
@@ -336,7 +341,8 @@ class _Quantizer:
     def _weights_and_bias(self, op, r, weights: dict, inputs: list) -> list:
         (k, axis), = weights.items()
         w = self.constant(op.inputs[k])
-        scales = P.weight_scales(w, axis)
+        given = self.given_scales(op, k, w, axis) if self.given_scales else None
+        scales = P.weight_scales(w, axis) if given is None else given
         bias_k = r.bias[0] if r.bias and r.bias[0] < len(op.inputs) else None
         bias = self.constant(op.inputs[bias_k]) if bias_k is not None and \
             op.inputs[bias_k] >= 0 else None
@@ -392,8 +398,11 @@ def _op(builtin: str, inputs: list, outputs: list) -> Operator:
 
 
 def quantize_integer(model: Model, ranges: dict, act: str = "int8",
-                     input_type: str = "float32", output_type: str = "float32") -> tuple:
-    """(quantized copy of `model`, Report) for activation type `act` ("int8" or "int16")."""
+                     input_type: str = "float32", output_type: str = "float32", *,
+                     weight_scales=None, keep_float=None) -> tuple:
+    """(quantized copy of `model`, Report) for activation type `act` ("int8" or "int16").
+    `weight_scales(op, input, weights, axis)`: the scales to quantize those weights with, or
+    None for their own range; `keep_float`: {operator index: why it stays float}."""
     from edgelite.converter.pass_clean import compact
 
     for name, value in (("input", input_type), ("output", output_type)):
@@ -402,7 +411,7 @@ def quantize_integer(model: Model, ranges: dict, act: str = "int8",
                              f"(float32 or {act})")
     m = copy.deepcopy(model)
     report = Report("int8" if act == "int8" else "int16x8")
-    q = _Quantizer(m, ranges, act, report)
+    q = _Quantizer(m, ranges, act, report, weight_scales, keep_float)
     q.choose()
     q.assign()
     q.rewrite(input_type, output_type)
