@@ -144,15 +144,25 @@ def conv_2d(node):
     ftype = _float_type(acc_bound)
     k = kh * kw * cg
     per_group = cout // groups
+    # One group with float32-exact sums: the bias is a last row of the weights, times a
+    # column of ones in the patches (exact while |acc| + |bias| < 2^24).
+    fold = groups == 1 and ftype == np.float32 and \
+        float((acc_bound + np.abs(bias)).max(initial=0)) < EXACT_F32
     wmats = [np.ascontiguousarray(wc[g * per_group:(g + 1) * per_group].reshape(per_group, k).T,
                                   dtype=ftype) for g in range(groups)]
+    if fold:
+        wmats = [np.concatenate([wmats[0], bias[None, :].astype(ftype)])]
+    patch = kh * kw * cin                            # one pixel's patch (all groups)
+    kc = patch + fold
 
     source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, zx)
-    chunks = _chunks(n, oh, ow * max(k * groups, cout))
+    # A 1x1 convolution at stride 1 reads the input rows as they are.
+    plain = kh == kw == 1 and stride == (1, 1) and source.direct
+    chunks = _chunks(n, oh, ow * max(kc * groups, cout))
     most = max((r1 - r0) * ow for _, r0, r1 in chunks)
     requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias,
-                          acc_bound if ftype == np.float32 else None)
-    buffers = Scratch.of(node).reserve([((most, kh, kw, cin), ftype), ((most, cout), ftype)]
+                          acc_bound if ftype == np.float32 else None, tile=ow, bias_in_acc=fold)
+    buffers = Scratch.of(node).reserve([((most, kc), ftype), ((most, cout), ftype)]
                                        + requant.specs)
     cache = {}
 
@@ -168,19 +178,29 @@ def conv_2d(node):
 
     def run(x, w_, b_, out):
         cols, acc_f, *work = buffers()
-        view = windows(source(x))
         flat = out.reshape(n * oh * ow, cout)
+        if plain:
+            rows = x.reshape(n * oh * ow, cin)
+        else:
+            view = windows(source(x))
         for b, r0, r1 in chunks:
             p = (r1 - r0) * ow
+            start = (b * oh + r0) * ow
             c = cols[:p]
-            np.copyto(c.reshape(r1 - r0, ow, kh, kw, cin), view[b, r0:r1], casting="unsafe")
+            if plain:
+                np.copyto(c[:, :patch], rows[start:start + p], casting="unsafe")
+            else:
+                np.copyto(c[:, :patch].reshape(r1 - r0, ow, kh, kw, cin), view[b, r0:r1],
+                          casting="unsafe")
+            if fold:
+                c[:, patch] = 1.0
             if groups == 1:
-                np.matmul(c.reshape(p, k), wmats[0], out=acc_f[:p])
+                np.matmul(c, wmats[0], out=acc_f[:p])
             else:
                 for g, wm in enumerate(wmats):
-                    part = np.ascontiguousarray(c[..., g * cg:(g + 1) * cg]).reshape(p, k)
+                    part = np.ascontiguousarray(
+                        c.reshape(p, kh, kw, cin)[..., g * cg:(g + 1) * cg]).reshape(p, k)
                     np.matmul(part, wm, out=acc_f[:p, g * per_group:(g + 1) * per_group])
-            start = (b * oh + r0) * ow
             requant(acc_f[:p], flat[start:start + p], work)
 
     if len(node.inputs) == 2:

@@ -197,15 +197,25 @@ class Requantizer:
     constant, (acc + bias) * m + 2^30 = acc * m + (bias * m + 2^30); the zero point folds into
     RoundingDivideByPOT's, ((y + half - [y < 0]) >> r) + zp = (y + half + (zp << r) - [y < 0]) >> r.
 
-    Fast path (float32 accumulators, given a bound `acc_bound` per channel): TFLite's result
-    is round(w) for w = (acc + bias) * real_multiplier + zp, except within 2^-(r+1) of a tie
-    (double rounding). float32 computes w to within `eps` (bounded from the accumulator and
-    bias sizes), rint() gives the result wherever w is farther than 2^-(r+1) + eps from a tie,
-    and the few elements nearer (about 2^-r of them) are recomputed exactly. Exact while the
-    accumulators fit int32, as in TFLite (overflow there is undefined)."""
+    Fast path (float32 accumulators, exact integers below 2^24): for a = acc + bias, a right
+    shift r and R = m 2^-(31 + r), the two roundings of TFLite collapse into one floor, since
+    floor((floor(u) + k) / n) = floor((u + k) / n):
+        result = floor(a R + zp + 1/2 + d - 2 d [a < 0]),   d = 2^-(r + 1) (0 when r = 0).
+    float32 computes s = a R + zp + 1/2 + d + eps to within eps (bounded in prepare from the
+    output range: larger values are clipped anyway, and every step is monotonic), so floor(s)
+    is the result wherever frac(s) >= 2 eps (+ 2 d when negative `a` can land inside the clamp
+    range); those few elements are recomputed exactly. The passes: multiply, add, clip, floor,
+    cast, subtract, compare (and a cheap any-flag test), on rows of `tile` pixels so that the
+    per-channel vectors run as long rows. Exact while the accumulators fit int32, as in TFLite
+    (overflow there is undefined).
+
+    `bias_in_acc`: the caller's accumulators already hold the bias (a ones column in the GEMM).
+    `scaled`: the caller multiplies by `real` itself (folded into float weights) and passes
+    a bound on the error of its products; see `scaled()`."""
 
     def __init__(self, multiplier, shift, zero_point: int, lo: int, hi: int, shape: tuple,
-                 bias=None, acc_bound=None):
+                 bias=None, acc_bound=None, tile: int = 1, bias_in_acc: bool = False,
+                 scaled_error=None):
         multiplier = np.asarray(multiplier, np.int64)
         shift = np.asarray(shift, np.int64)
         channels = shape[-1]
@@ -214,10 +224,14 @@ class Requantizer:
         left = np.maximum(shift, 0)
         right = np.maximum(-shift, 0)
         self.multiplier, self.shift, self.zero_point = multiplier, shift, int(zero_point)
+        self.channels = channels
         self.bias = np.zeros(channels, np.int64) if bias is None else \
             np.broadcast_to(np.asarray(bias, np.int64), (channels,)).copy()
+        # The bias the arithmetic still has to add (none when the accumulators hold it).
+        self.add_bias = np.zeros(channels, np.int64) if bias_in_acc else self.bias
+        self.bias_in_acc = bool(bias_in_acc)
         self.m = multiplier << left
-        self.c1 = self.bias * self.m + (1 << 30)
+        self.c1 = self.add_bias * self.m + (1 << 30)
         half = np.where(right > 0, np.int64(1) << np.maximum(right - 1, 0), 0)
         self.c2 = half + (np.int64(zero_point) << right)
         self.right = right
@@ -226,60 +240,97 @@ class Requantizer:
         self.lo, self.hi = int(lo), int(hi)
         size = int(np.prod(shape))
         self.rmask = (right > 0).astype(np.int64)
-        self.fast = acc_bound is not None and self._prepare_fast(np.asarray(acc_bound, np.float64))
+        self.tile = max(1, int(tile))
+        self.fast = (acc_bound is not None or scaled_error is not None) and \
+            self._prepare_fast(scaled_error)
         # The work buffers __call__ takes (see Scratch): shapes and dtypes.
         if self.fast:
-            self.specs = [((size,), np.float32), ((size,), np.bool_)]
+            self.specs = [((size,), np.float32), ((size,), np.float32),
+                          ((-(-size // 8) * 8,), np.bool_)]
         else:
             self.specs = [((size,), np.int64), ((size,), np.bool_)] + \
                 ([((size,), np.int64)] if self.some_right else [])
 
-    def _prepare_fast(self, acc_bound) -> bool:
+    def _prepare_fast(self, scaled_error) -> bool:
+        if np.any(self.shift > 0) or np.any(self.multiplier <= 0) or \
+                self.lo < -256 or self.hi > 255:
+            return False
         real = self.multiplier.astype(np.float64) * np.exp2(self.shift.astype(np.float64) - 31)
-        offset = self.bias.astype(np.float64) * real + self.zero_point
-        # |float32 w - w| <= 2^-24 (3 |acc R| + 2 |B|) (rounding of R, B, the product and the
-        # sum), doubled for margin; TFLite's double rounding moves w by at most 2^-(r+1).
-        eps = 2.0 ** -23 * (3 * acc_bound * real + 2 * np.abs(offset) + 1)
-        margin = 2.0 ** -(self.right.astype(np.float64) + 1) + eps
-        if np.any(self.shift > 0) or np.any(self.multiplier <= 0) or np.any(margin > 1 / 16):
+        delta = np.where(self.right > 0, np.exp2(-(self.right.astype(np.float64) + 1)), 0.0)
+        base = self.zero_point + 0.5 + delta
+        if not self.bias_in_acc:
+            base = base + self.bias.astype(np.float64) * real
+        # Outputs beyond t_max are clipped whatever the rounding (every step is monotonic).
+        t_max = max(abs(self.lo), abs(self.hi)) + 2.0
+        if scaled_error is None:
+            # |fl(a fl(R)) - a R| <= 2^-23 |a R| (1 + 2^-24), |a R| <= t_max + |base|.
+            product = 2.0 ** -23 * (1 + 2.0 ** -20) * (t_max + np.abs(base) + 1)
+        else:
+            product = np.broadcast_to(np.asarray(scaled_error, np.float64), real.shape)
+        # s against a R + base + shift: the products' error and the sum's rounding; the
+        # offset's own rounding is part of `shift` (exact: the float32 offset minus base).
+        error = product + 2.0 ** -24 * (1 + 2.0 ** -20) * (t_max + 1)
+        offset = (base + error).astype(np.float32)
+        low = offset.astype(np.float64) - base < error
+        offset[low] = np.nextafter(offset[low], np.float32(np.inf))
+        shift = offset.astype(np.float64) - base
+        if np.any(shift < error):
+            return False
+        # s - shift - error <= a R + base <= s: floor(s) is right unless frac(s) is below
+        # shift + error. Negative `a` round with -2 delta: flag those too, unless they all
+        # clamp to lo anyway (their result is at most the zero point).
+        width = float(np.max(shift + error))
+        if self.lo < self.zero_point:
+            width += 2 * float(delta.max())
+        if width > 1 / 4:
             return False
         self.real = real.astype(np.float32)
-        self.offset = offset.astype(np.float32)
-        # Flag |w - rint(w)| >= 0.5 - margin (one scalar: the smallest, which flags more, and
-        # compares faster than a per-channel vector); rounding down flags more too.
-        self.threshold = np.nextafter(np.float32(0.5 - margin.max()), np.float32(0))
+        self.offset = offset
+        self.real_rows = np.tile(self.real, self.tile)
+        self.offset_rows = np.tile(self.offset, self.tile)
+        self.bounds = np.float32(self.lo + 0.5), np.float32(self.hi + 0.5)
+        self.width = np.nextafter(np.float32(width), np.float32(1))
+        # exact() as one floor shift: (a M + k - [a M < -2^30] neg) >> (31 + r).
+        self.k = np.int64(1 << 30) + np.where(self.right > 0, np.int64(1) << (30 + self.right), 0)
+        self.neg = np.where(self.right > 0, np.int64(1) << 31, 0)
+        self.total_shift = 31 + self.right
         return True
 
     def exact(self, acc, channel=slice(None)) -> np.ndarray:
-        """TFLite's arithmetic, step by step, on integer accumulators of the given channels
-        (by default, `acc`'s last axis holds every channel)."""
-        acc = np.asarray(acc, np.int64) + self.bias[channel]
-        y = mbqm(acc, self.multiplier[channel], self.shift[channel]) + self.zero_point
+        """TFLite's arithmetic on integer accumulators of the given channels (by default,
+        `acc`'s last axis holds every channel); the bias is added unless the accumulators
+        hold it."""
+        acc = np.asarray(acc, np.int64) + self.add_bias[channel]
+        if self.fast:   # the same arithmetic, the two roundings as one (see the class doc)
+            am = acc * self.multiplier[channel]
+            num = am + self.k[channel] - (am < -(1 << 30)) * self.neg[channel]
+            y = (num >> self.total_shift[channel]) + self.zero_point
+        else:
+            y = mbqm(acc, self.multiplier[channel], self.shift[channel]) + self.zero_point
         return np.clip(y, self.lo, self.hi)
 
     def work(self) -> list:
         """Work buffers of its own, for callers without a Scratch."""
         return [np.empty(shape, dtype) for shape, dtype in self.specs]
 
+    def _rows(self, n: int):
+        """The 2-D shape the per-channel vectors broadcast over, and those vectors."""
+        row = self.tile * self.channels
+        if n % row == 0:
+            return (n // row, row), self.real_rows, self.offset_rows
+        return (n // self.channels, self.channels), self.real, self.offset
+
     def __call__(self, acc: np.ndarray, out: np.ndarray, work: list) -> None:
         """acc: (p, channels) exact integers as float32/float64, at most `shape`'s size (kept
-        unchanged); out: the (p, channels) output; work: buffers as `specs` describes."""
+        unchanged); out: the contiguous (p, channels) output; work: buffers as `specs` says."""
         n = acc.size
         if self.fast:
-            t = work[0][:n].reshape(acc.shape)
-            flag = work[1][:n].reshape(acc.shape)
-            np.multiply(acc, self.real, out=t)
-            np.add(t, self.offset, out=t)
-            # Clamping before rounding changes nothing (rounding is monotonic) and leaves clamped
-            # values integral, never flagged.
-            clip_(t, self.lo, self.hi)
-            np.rint(t, out=out, casting="unsafe")
-            np.subtract(t, out, out=t)
-            np.abs(t, out=t)
-            np.greater_equal(t, self.threshold, out=flag)
-            near = np.flatnonzero(flag)
-            if near.size:
-                out.flat[near] = self.exact(acc.reshape(-1)[near], near % acc.shape[-1])
+            shape, real, offset = self._rows(n)
+            s = work[0][:n]
+            s2 = s.reshape(shape)
+            np.multiply(acc.reshape(shape), real, out=s2)
+            np.add(s2, offset, out=s2)
+            self._finish(s, out, work, acc.reshape(-1).__getitem__)
             return
         a = work[0][:n].reshape(acc.shape)
         np.copyto(a, acc, casting="unsafe")
@@ -299,6 +350,48 @@ class Requantizer:
         np.right_shift(a, self.right, out=a)
         clip_(a, self.lo, self.hi)
         np.copyto(out, a, casting="unsafe")
+
+    def scaled(self, products: np.ndarray, out: np.ndarray, work: list, exact_acc) -> None:
+        """products: float32 (p, channels) approximations of acc * real (within the
+        `scaled_error` given to the constructor; kept unchanged); exact_acc(flat indices) ->
+        the exact int64 accumulators there (without bias), for the few near a rounding edge."""
+        n = products.size
+        if not self.fast:
+            flat = out.reshape(-1)
+            every = np.arange(n)
+            flat[:] = self.exact(exact_acc(every), every % self.channels)
+            return
+        shape, _, offset = self._rows(n)
+        s = work[0][:n]
+        np.add(products.reshape(shape), offset, out=s.reshape(shape))
+        self._finish(s, out, work, exact_acc)
+
+    def _finish(self, s, out, work, exact_acc) -> None:
+        """out = floor(clip(s)); the elements whose fraction is below `width` are redone
+        exactly."""
+        n = s.size
+        floor = work[1][:n]
+        flags = work[2]
+        clip_(s, *self.bounds)
+        np.floor(s, out=floor)
+        flat = out.reshape(-1)
+        np.copyto(flat, floor, casting="unsafe")
+        np.subtract(s, floor, out=s)
+        np.less(s, self.width, out=flags[:n])
+        n8 = -(-n // 8) * 8
+        if n8 > n:
+            flags[n:n8] = False
+        words = flags[:n8].view(np.uint64)
+        if words.max(initial=0):
+            near = _flagged(flags[:n8], np.flatnonzero(words != 0))
+            flat[near] = self.exact(exact_acc(near), near % self.channels)
+
+
+def _flagged(flags: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """Flat indices of the set flags inside the given 8-byte words."""
+    block = flags.reshape(-1, 8)[words]
+    r, c = np.nonzero(block)
+    return words[r] * 8 + c
 
 
 # -- shared work buffers -----------------------------------------------------------------------

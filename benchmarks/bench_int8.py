@@ -1,0 +1,124 @@
+"""int8 vs float latency in edgelite (and LiteRT) on the shared models, with a per-op profile.
+
+    python benchmarks/bench_int8.py [--models DIR] [--only mobilenet_v2] [--blocks 15] [--profile]
+
+For each pair (MODEL.tflite, MODEL_int8.tflite): the median wall-clock latency of one invoke in
+edgelite (float, int8) and LiteRT (its default path, int8), 1 thread, measured in alternating
+blocks with a pause before each (OpenBLAS and XNNPACK threads spin after a call). `--profile`
+adds each int8 step timed alone (best of N), summed by op type, beside the float model's.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads OpenBLAS
+
+import numpy as np  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+PAIRS = ("mobilenet_v2", "digits_cnn")
+
+
+def _interpreter(path: Path, litert: bool = False):
+    if litert:
+        from ai_edge_litert.interpreter import Interpreter
+    else:
+        from edgelite.interpreter import Interpreter
+    it = Interpreter(model_path=str(path), num_threads=1)
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    rng = np.random.default_rng(0)
+    if d["dtype"] == np.float32:
+        x = rng.random(d["shape"], np.float32)
+    else:
+        x = rng.integers(-128, 128, d["shape"]).astype(d["dtype"])
+    it.set_tensor(d["index"], x)
+    it.invoke()
+    return it
+
+
+def _block(it, seconds: float) -> list:
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        it.invoke()
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def latencies(runners: dict, blocks: int, seconds: float) -> dict:
+    """Median latency per runner, alternating blocks of `seconds` with a 50 ms pause each."""
+    times = {name: [] for name in runners}
+    for _ in range(blocks):
+        for name, it in runners.items():
+            time.sleep(0.05)
+            times[name] += _block(it, seconds)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def profile(it, reps: int) -> dict:
+    """op type -> [steps, seconds] (each step best of `reps`)."""
+    from edgelite.interpreter import threads
+
+    plan = it._runtime.subgraph(0)
+    ops = plan.sg.operators
+    by_op = collections.defaultdict(lambda: [0, 0.0])
+    with threads.limit(1):
+        for (run, args), oi in zip(plan.steps, plan.step_ops):
+            best = float("inf")
+            for _ in range(reps):
+                t = time.perf_counter()
+                run(*args)
+                best = min(best, time.perf_counter() - t)
+            entry = by_op[ops[oi].opcode.name]
+            entry[0] += 1
+            entry[1] += best
+    return dict(by_op)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=os.environ.get("EDGELITE_MODELS",
+                                                       str(REPO_ROOT.parent / "shared" / "models")))
+    ap.add_argument("--only", help="one model name (of the float model)")
+    ap.add_argument("--blocks", type=int, default=15)
+    ap.add_argument("--seconds", type=float, default=0.2, help="length of one block")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    folder = Path(args.models)
+    print("| model | float | int8 | int8/float | LiteRT int8 | int8/LiteRT |")
+    print("|---|---|---|---|---|---|")
+    profiles = {}
+    for name in ([args.only] if args.only else PAIRS):
+        runners = {"float": _interpreter(folder / f"{name}.tflite"),
+                   "int8": _interpreter(folder / f"{name}_int8.tflite"),
+                   "litert": _interpreter(folder / f"{name}_int8.tflite", litert=True)}
+        med = latencies(runners, args.blocks, args.seconds)
+        f, q, lt = med["float"], med["int8"], med["litert"]
+        unit, k = ("ms", 1e3) if f > 1e-3 else ("µs", 1e6)
+        print(f"| {name} | {f * k:.2f} {unit} | {q * k:.2f} {unit} | {q / f:.2f}× | "
+              f"{lt * k:.2f} {unit} | {q / lt:.1f}× |")
+        if args.profile:
+            profiles[name] = (profile(runners["float"], args.reps),
+                              profile(runners["int8"], args.reps))
+    for name, (pf, pq) in profiles.items():
+        print(f"\n{name}: per-op sums (best of {args.reps}), µs")
+        print("| op | float steps | float | int8 steps | int8 |")
+        print("|---|---|---|---|---|")
+        for op in sorted(set(pf) | set(pq), key=lambda o: -pq.get(o, [0, 0])[1]):
+            a, b = pf.get(op, [0, 0.0]), pq.get(op, [0, 0.0])
+            print(f"| {op} | {a[0]} | {a[1] * 1e6:.0f} | {b[0]} | {b[1] * 1e6:.0f} |")
+        print(f"| total | | {sum(v[1] for v in pf.values()) * 1e6:.0f} | "
+              f"| {sum(v[1] for v in pq.values()) * 1e6:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
