@@ -17,7 +17,8 @@ from __future__ import annotations
 from ..base import Delegate, DelegateError, Partition
 from .device import open_device
 from .graph import Builder
-from .ops import OPS, build_gathered, fuse_activations
+from .fuse import plan as plan_fusions
+from .ops import OPS, build_gathered
 
 PRECISIONS = ("fp32", "fp16")
 
@@ -57,10 +58,14 @@ class OpenCLDelegate(Delegate):
     def prepare(self, partition: Partition):
         g = Builder(self.dev, self.precision == "fp16", self.stats,
                     half_weights=self.weights == "fp16")
-        g.fused, aliased = fuse_activations(partition.nodes, partition.outputs)
+        g.fusion = plan_fusions(partition.nodes, partition.outputs)
+        g.fused = g.fusion.clamps
         for node, cpu_run in zip(partition.nodes, partition.cpu_runs):
             build = OPS[node.op][1]
-            if node.index in aliased:  # its producer clamps: same values, same buffer
+            g.node = node
+            if node.index in g.fusion.skipped:
+                continue
+            if node.index in g.fusion.aliased:  # its producer clamps: same values, same buffer
                 g.alias(node.outputs[0], node.inputs[0])
             elif build is build_gathered:
                 build(node, g, cpu_run)

@@ -1,9 +1,13 @@
-// CONV_2D and FULLY_CONNECTED as tiled matrix products, NHWC: out[M, N] = A[M, K] . W[K, NP].
-// Each work-item computes TM rows x (NV vectors of VW) columns in registers. W and the bias
-// are packed at prepare to NP columns (N rounded up to VW * NV), zeros beyond N.
+// CONV_2D and FULLY_CONNECTED as tiled matrix products, NHWC: out[M, N] = A[M, K] . W[K, N].
+// Each work-item computes TM rows x (NV vectors of VW) columns in registers. The weights are
+// packed at prepare in panels of PANEL = VW * NV columns, each panel [K, PANEL] contiguous (a
+// work-item streams one panel front to back), zeros beyond N; the bias is padded likewise.
 //   gemm:   A is a [M, lda] matrix (1x1 convolutions with stride 1, fully connected layers)
 //   conv2d: A is the im2col of an NHWC input, read in place (any kernel, stride, dilation,
-//           padding); K = KH * KW * C in (ky, kx, c) order, as the packed weights.
+//           padding); K = KH * KW * C in (ky, kx, c) order, as the packed weights. A work-item
+//           computes TM neighbouring output pixels of one output row.
+// Epilogue: bias, then with RES a residual [M, RC] added (RC <= N; zeros beyond RC, a fused
+// channel PAD), then the clamp.
 
 #ifndef TM
 #define TM 4
@@ -11,83 +15,132 @@
 #ifndef NV
 #define NV 1
 #endif
+#ifndef MT
+#define MT 1
+#endif
+#define PANEL (VW * NV)
+
+#ifdef RES
+#define RES_ARGS , __global const T* restrict res, int rc
+#else
+#define RES_ARGS
+#endif
+
+// Row m, columns [n, n + VW) of the residual, zeros from column rc on.
+inline floatV residual(__global const T* res, int rc, int m, int n)
+{
+#if VW == 1
+    return n < rc ? LD(res, (size_t)m * rc + n) : 0.0f;
+#else
+    if (n + VW <= rc) return LDV(res, (size_t)m * rc + n);
+    float t[VW];
+    for (int l = 0; l < VW; l++) t[l] = n + l < rc ? LD(res, (size_t)m * rc + n + l) : 0.0f;
+    return CAT(vload, VW)(0, t);
+#endif
+}
 
 #define ACC_INIT(acc, bias, n0) \
     _Pragma("unroll") for (int j = 0; j < NV; j++) { \
         floatV b_ = LDWV(bias, n0 + j * VW); \
         _Pragma("unroll") for (int i = 0; i < TM; i++) acc[i][j] = b_; }
 
-#define ACC_STORE(acc, out, m0, n0, M, N, lo, hi) \
+#ifdef RES
+#define EPILOGUE(v, m, n) CLAMP((v) + residual(res, rc, (m), (n)), lo, hi)
+#else
+#define EPILOGUE(v, m, n) CLAMP((v), lo, hi)
+#endif
+
+// Rows m0 .. m0 + rows - 1 of the tile to out[m, :N].
+#define ACC_STORE(acc, out, m0, rows, n0, N) \
     _Pragma("unroll") for (int i = 0; i < TM; i++) { \
         int m_ = m0 + i; \
-        if (m_ < M) { \
+        if (i < rows) { \
             _Pragma("unroll") for (int j = 0; j < NV; j++) { \
                 int n_ = n0 + j * VW; \
-                floatV v_ = CLAMP(acc[i][j], lo, hi); \
-                if (n_ + VW <= N) STV(v_, out, (size_t)m_ * N + n_); \
-                else if (n_ < N) ST_TAIL(v_, out + (size_t)m_ * N + n_, N - n_); } } }
+                if (n_ < N) { \
+                    floatV v_ = EPILOGUE(acc[i][j], m_, n_); \
+                    if (n_ + VW <= N) STV(v_, out, (size_t)m_ * N + n_); \
+                    else ST_TAIL(v_, out + (size_t)m_ * N + n_, N - n_); } } } }
+
+// acc[i][:] += x_i[k] * panel[k, :] for k < K; x_i = rows[i], panel advanced past K rows.
+#define ACC_PANEL(acc, rows, wk, K) \
+    for (int k_ = 0; k_ < (K); k_++, wk += PANEL) { \
+        floatV b_[NV]; \
+        _Pragma("unroll") for (int j = 0; j < NV; j++) b_[j] = LDWV(wk, j * VW); \
+        _Pragma("unroll") for (int i = 0; i < TM; i++) { \
+            floatV x_ = (floatV)(LD(rows[i], k_)); \
+            _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x_, b_[j], acc[i][j]); } }
 
 __kernel void gemm(__global const T* restrict a, __global const TW_* restrict w,
                    __global const TW_* restrict bias, __global T* restrict out,
-                   int M, int K, int N, int NP, int lda, float lo, float hi)
+                   int M, int K, int N, int lda, float lo, float hi RES_ARGS)
 {
-    const int n0 = get_global_id(0) * (VW * NV);
-    const int m0 = get_global_id(1) * TM;
-    if (n0 >= N || m0 >= M) return;
-    floatV acc[TM][NV];
-    ACC_INIT(acc, bias, n0);
-    __global const T* row[TM];
-    _Pragma("unroll") for (int i = 0; i < TM; i++) row[i] = a + (size_t)min(m0 + i, M - 1) * lda;
-    __global const TW_* wk = w + n0;
-    for (int k = 0; k < K; k++, wk += NP) {
-        floatV b[NV];
-        _Pragma("unroll") for (int j = 0; j < NV; j++) b[j] = LDWV(wk, j * VW);
-        _Pragma("unroll") for (int i = 0; i < TM; i++) {
-            floatV x = (floatV)(LD(row[i], k));
-            _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x, b[j], acc[i][j]);
-        }
+    const int n0 = get_global_id(0) * PANEL;
+    if (n0 >= N) return;
+    for (int mt = 0; mt < MT; mt++) {
+        const int m0 = (get_global_id(1) * MT + mt) * TM;
+        if (m0 >= M) return;
+        floatV acc[TM][NV];
+        ACC_INIT(acc, bias, n0);
+        __global const T* rows[TM];
+        _Pragma("unroll") for (int i = 0; i < TM; i++)
+            rows[i] = a + (size_t)min(m0 + i, M - 1) * lda;
+        __global const TW_* wk = w + (size_t)n0 * K;
+        ACC_PANEL(acc, rows, wk, K);
+        ACC_STORE(acc, out, m0, M - m0, n0, N);
     }
-    ACC_STORE(acc, out, m0, n0, M, N, lo, hi);
 }
 
 __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict w,
                      __global const TW_* restrict bias, __global T* restrict out,
                      int H, int W, int C, int Ho, int Wo, int KH, int KW, int sh, int sw,
-                     int dh, int dw, int pt, int pl, int M, int N, int NP, float lo, float hi)
+                     int dh, int dw, int pt, int pl, int N, float lo, float hi RES_ARGS)
 {
-    const int n0 = get_global_id(0) * (VW * NV);
-    const int m0 = get_global_id(1) * TM;
-    if (n0 >= N || m0 >= M) return;
+    const int n0 = get_global_id(0) * PANEL;
+    const int ox0 = get_global_id(1) * TM;
+    const int row = get_global_id(2);  // b * Ho + oy
+    if (n0 >= N || ox0 >= Wo) return;
+    const int b = row / Ho, oy = row % Ho;
+    const int iy0 = oy * sh - pt, ix0 = ox0 * sw - pl;
+    const int kwc = KW * C;
     floatV acc[TM][NV];
     ACC_INIT(acc, bias, n0);
-    int iy0[TM], ix0[TM], img[TM];
-    _Pragma("unroll") for (int i = 0; i < TM; i++) {
-        int m = min(m0 + i, M - 1);
-        int b = m / (Ho * Wo), r = m % (Ho * Wo);
-        iy0[i] = (r / Wo) * sh - pt;
-        ix0[i] = (r % Wo) * sw - pl;
-        img[i] = b * H;
-    }
-    __global const TW_* wk = w + n0;
+    // Every tap of every pixel of the tile inside the row, and the KW * C values a pixel
+    // reads from it contiguous: one plain loop per kernel row.
+    const bool inside = dw == 1 && ix0 >= 0 && ix0 + (TM - 1) * sw + KW - 1 < W;
+    __global const TW_* wk = w + (size_t)n0 * KH * kwc;
     for (int ky = 0; ky < KH; ky++) {
+        const int iy = iy0 + ky * dh;
+        if (iy < 0 || iy >= H) {
+            wk += (size_t)kwc * PANEL;
+            continue;
+        }
+        __global const T* src = in + (size_t)(b * H + iy) * W * C;
+        if (inside) {
+            __global const T* rows[TM];
+            _Pragma("unroll") for (int i = 0; i < TM; i++) rows[i] = src + (ix0 + i * sw) * C;
+            ACC_PANEL(acc, rows, wk, kwc);
+            continue;
+        }
         for (int kx = 0; kx < KW; kx++) {
-            __global const T* src[TM];
+            __global const T* rows[TM];
             float keep[TM];  // 0 for taps in the padding: they read pixel 0 and add nothing
             _Pragma("unroll") for (int i = 0; i < TM; i++) {
-                int iy = iy0[i] + ky * dh, ix = ix0[i] + kx * dw;
-                bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
-                keep[i] = inside ? 1.0f : 0.0f;
-                src[i] = in + (inside ? ((size_t)(img[i] + iy) * W + ix) * C : 0);
+                int ix = ix0 + i * sw + kx * dw;
+                bool in_row = ix >= 0 && ix < W;
+                keep[i] = in_row ? 1.0f : 0.0f;
+                rows[i] = src + (in_row ? ix * C : 0);
             }
-            for (int c = 0; c < C; c++, wk += NP) {
-                floatV b[NV];
-                _Pragma("unroll") for (int j = 0; j < NV; j++) b[j] = LDWV(wk, j * VW);
+            for (int c = 0; c < C; c++, wk += PANEL) {
+                floatV b_[NV];
+                _Pragma("unroll") for (int j = 0; j < NV; j++) b_[j] = LDWV(wk, j * VW);
                 _Pragma("unroll") for (int i = 0; i < TM; i++) {
-                    floatV x = (floatV)(LD(src[i], c) * keep[i]);
-                    _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x, b[j], acc[i][j]);
+                    floatV x_ = (floatV)(LD(rows[i], c) * keep[i]);
+                    _Pragma("unroll") for (int j = 0; j < NV; j++)
+                        acc[i][j] = fma(x_, b_[j], acc[i][j]);
                 }
             }
         }
     }
-    ACC_STORE(acc, out, m0, n0, M, N, lo, hi);
+    ACC_STORE(acc, out, row * Wo + ox0, Wo - ox0, n0, N);
 }

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .fuse import Fusion
+
+# Bytes past every buffer's end: a kernel's last vector may read on (and ignore) up to 15
+# values past a tensor whose channels are not a multiple of its vector width.
+SLACK = 64
+
 
 class TensorRef:
     """A placeholder for a tensor's device buffer in a launch's arguments."""
@@ -34,7 +40,9 @@ class Builder:
         self.uses: dict = {}       # tensor index -> [first launch, last launch]
         self.constants: list = []  # keeps constant buffers alive
         self._const_of: dict = {}  # tensor index -> its constant buffer
-        self.fused: dict = {}      # node index -> (lo, hi) of a RELU folded into it
+        self.fusion = Fusion()     # what fuse.py folded together in this partition
+        self.fused: dict = {}      # node index -> (lo, hi) narrowing its clamp (fusion.clamps)
+        self.node = None           # the node being built: named by its launches
 
     # -- what ops call -----------------------------------------------------------------------
 
@@ -59,8 +67,9 @@ class Builder:
             a = a.astype(self.storage)
         a = np.ascontiguousarray(a)
         mf = self.cl.mem_flags
-        buf = self.cl.Buffer(self.dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                             hostbuf=a if a.nbytes else np.zeros(1, a.dtype))
+        host = np.zeros(a.nbytes + SLACK, np.uint8)
+        host[:a.nbytes] = a.reshape(-1).view(np.uint8)
+        buf = self.cl.Buffer(self.dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host)
         self.constants.append(buf)
         return buf
 
@@ -99,7 +108,8 @@ class Builder:
             if isinstance(a, TensorRef):
                 self.tensor(self.infos[a.index])
         self.launches.append((program, kernel, defines, tuple(global_size),
-                              None if local_size is None else tuple(local_size), args))
+                              None if local_size is None else tuple(local_size), args,
+                              self.node))
 
     def _root(self, index: int) -> int:
         while index in self.alias_of:
@@ -123,8 +133,9 @@ class Builder:
         def buffer(index):
             return buffers[self._root(index)]
 
-        calls = []
-        for program, name, defines, gsize, lsize, args in self.launches:
+        calls, labels = [], []
+        for program, name, defines, gsize, lsize, args, node in self.launches:
+            labels.append((node, name, gsize))
             kernel = cl.Kernel(dev.program(program, defines), name)
             kernel.set_args(*[buffer(a.index) if isinstance(a, TensorRef) else a for a in args])
             calls.append((kernel, gsize, lsize))
@@ -159,6 +170,7 @@ class Builder:
         # OpenCL kernels do not hold their argument buffers: the step does.
         run.buffers = (buffers, list(self.constants))
         run.launches = len(calls)
+        run.calls, run.labels = calls, labels  # for profiling: benchmarks/bench_opencl.py
         return run
 
     def _staging(self, info):
@@ -195,7 +207,7 @@ class Builder:
                 size, buf = pick[0], pick[1]
             else:
                 size = sizes[root]
-                buf = self.cl.Buffer(self.dev.context, mf.READ_WRITE, size)
+                buf = self.cl.Buffer(self.dev.context, mf.READ_WRITE, size + SLACK)
             out[root] = buf
             live.append((size, buf, last))
         return out

@@ -12,7 +12,7 @@ MAX_INDEX = 1 << 24  # gather tables are computed in float32: positions must be 
 
 def clamp(node, g=None) -> tuple:
     """(lo, hi) of the node's fused activation (TFLite's float kernels only clamp), narrowed
-    by a RELU-family node the delegate fused into it."""
+    by what the delegate fused into it (fuse.py: a RELU-family node, a residual ADD's clamp)."""
     code = int(getattr(node.options, "fused_activation_function", 0) or 0) \
         if node.options is not None else 0
     lo, hi = _CLAMPS.get(code, (-INF, INF))
@@ -20,39 +20,6 @@ def clamp(node, g=None) -> tuple:
         flo, fhi = g.fused[node.index]
         lo, hi = max(lo, flo), min(hi, fhi)
     return lo, hi
-
-
-# Ops whose kernels end in a clamp, and the RELU family a following node can fold into it.
-CLAMPING = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "MAX_POOL_2D",
-            "AVERAGE_POOL_2D", "CONCATENATION", "ADD", "SUB", "MUL", "DIV", "MAXIMUM",
-            "MINIMUM", "PRELU", "SQUARED_DIFFERENCE", "POW"}
-RELUS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
-         "RELU_0_TO_1": (0.0, 1.0)}
-
-
-def fuse_activations(nodes: list, outputs: list) -> tuple:
-    """({producer node index: (lo, hi)}, {relu node index}) for each RELU-family node whose
-    input only it reads, written by a clamping node of the same partition (and not needed
-    outside it): the producer clamps, the RELU becomes an alias of its output."""
-    producer = {t.index: n for n in nodes for t in n.outputs}
-    readers: dict = {}
-    for n in nodes:
-        for t in n.inputs:
-            if t is not None:
-                readers[t.index] = readers.get(t.index, 0) + 1
-    needed = {t.index for t in outputs}
-    fused, aliased = {}, set()
-    for n in nodes:
-        if n.op not in RELUS or n.inputs[0] is None:
-            continue
-        t = n.inputs[0].index
-        p = producer.get(t)
-        if p is None or p.op not in CLAMPING or readers.get(t) != 1 or t in needed \
-                or p.index in fused or len(p.outputs) != 1:
-            continue
-        fused[p.index] = RELUS[n.op]
-        aliased.add(n.index)
-    return fused, aliased
 
 
 def _size(shape) -> int:

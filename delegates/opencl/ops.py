@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .helpers import MAX_INDEX, _float_io, _rank4, _size, _width, clamp, nd
-from .helpers import fuse_activations  # noqa: F401  (the delegate takes it from here)
 from .ops_conv import (_build_pool, build_batch_matmul, build_conv_2d, build_depthwise_conv_2d,
                        build_fully_connected, build_transpose_conv,
                        support_batch_matmul, support_conv_2d, support_depthwise_conv_2d,

@@ -11,25 +11,54 @@ from .helpers import _float_io, _rank4, _size, _width, clamp, nd
 # -- convolutions and matrix products ----------------------------------------------------------
 
 def _tiles(n: int, rows: int, cpu: bool) -> tuple:
-    """(VW, NV, TM) of the gemm/conv2d kernels for n output columns."""
-    if n >= 32:
-        return 16, 2, 6 if cpu else 4
-    if n >= 16:
-        return 16, 1, 8
-    if n >= 8:
-        return 8, 1, 8
-    return 4, 1, 8
+    """(VW, NV, TM) of the gemm/conv2d kernels for n output columns and `rows` rows (output
+    pixels of a row for conv2d). Measured on PoCL (AVX-512): two 16-wide vectors of columns
+    beat one or three even where the second is partly padding (24, 28 channels); one for 9-16
+    columns; TM rows as many as the registers hold, the count that wastes fewest rows."""
+    if n > 16:
+        vw, nv, tms = 16, 2, range(10, 5, -1) if cpu else (4,)
+    else:
+        vw, nv, tms = 16 if n > 8 else 8 if n > 4 else 4, 1, range(12, 7, -1) if cpu else (8,)
+    tm = min(tms, key=lambda t: -(-rows // t) * t)
+    return vw, nv, min(tm, max(rows, 1))
+
+
+def _row_tiles(tiles: int, cpu: bool) -> int:
+    """Row tiles per gemm work-item (MT): on a CPU several, so that the per-item costs (ids,
+    row pointers, the panel's first misses) are paid less often; at least 32 items remain."""
+    mt = 1
+    while cpu and mt < 16 and tiles // (mt * 2) >= 32:
+        mt *= 2
+    return mt
 
 
 def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
+    """Weights [K, n] as panels of vw * nv columns, each [K, vw * nv] contiguous (zeros beyond
+    n), and the bias padded to whole panels."""
     step = vw * nv
-    np_ = -(-n // step) * step
-    wp = np.zeros((w_kn.shape[0], np_), np.float32)
+    panels = -(-n // step)
+    wp = np.zeros((w_kn.shape[0], panels * step), np.float32)
     wp[:, :n] = w_kn
-    bp = np.zeros(np_, np.float32)
+    wp = wp.reshape(w_kn.shape[0], panels, step).transpose(1, 0, 2)
+    bp = np.zeros(panels * step, np.float32)
     if bias is not None:
         bp[:n] = np.asarray(bias, np.float32).reshape(-1)
-    return g.weights(wp), g.weights(bp), np_
+    return g.weights(wp), g.weights(bp)
+
+
+def _epilogue(node, g, args: list, defines: dict):
+    """The output tensor a conv writes, adding a fused residual ADD's operand to its launch."""
+    fused = g.fusion.residual.get(node.index)
+    if fused is not None:
+        res, channels = fused
+        args += [g.value(res), np.int32(channels)]
+        defines["RES"] = 1
+    return g.fusion.output.get(node.index, node.outputs[0])
+
+
+def _input(node, g):
+    """(tensor read, extra top padding, extra left padding): a fused zero PAD's input."""
+    return g.fusion.input_pad.get(node.index, (node.inputs[0], 0, 0))
 
 
 def support_conv_2d(node):
@@ -42,7 +71,7 @@ def support_conv_2d(node):
 
 
 def build_conv_2d(node, g):
-    x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    x, w = node.inputs[0], node.inputs[1]
     b = node.inputs[2] if len(node.inputs) > 2 else None
     o = node.options
     n, h, wd, c = x.shape
@@ -51,23 +80,31 @@ def build_conv_2d(node, g):
     dh, dw = int(o.dilation_h_factor or 1), int(o.dilation_w_factor or 1)
     ho, pt = conv_output(int(o.padding or 0), h, kh, sh, dh)
     wo, pl = conv_output(int(o.padding or 0), wd, kw, sw, dw)
+    src, top, left = _input(node, g)
+    h, wd, pt, pl = src.shape[1], src.shape[2], pt + top, pl + left
     lo, hi = clamp(node, g)
-    m = n * ho * wo
-    vw, nv, tm = _tiles(co, m, g.dev.is_cpu)
+    gemm = kh == kw == 1 and sh == sw == 1 and pt == pl == 0 and (h, wd) == (ho, wo)
+    vw, nv, tm = _tiles(co, n * ho * wo if gemm else wo, g.dev.is_cpu)
     w_kn = np.asarray(w.data, np.float32).transpose(1, 2, 3, 0).reshape(kh * kw * c, co)
-    wbuf, bbuf, np_ = _packed(g, w_kn, None if b is None else b.data, co, vw, nv)
+    wbuf, bbuf = _packed(g, w_kn, None if b is None else b.data, co, vw, nv)
     defines = {"VW": vw, "NV": nv, "TM": tm}
-    gsize, lsize = nd(g, (np_ // (vw * nv), -(-m // tm)), (1, 1) if g.dev.is_cpu else None)
     i32, f32 = np.int32, np.float32
-    if kh == kw == 1 and sh == sw == 1 and pt == pl == 0:
-        g.launch("gemm", "gemm", gsize, lsize,
-                 [g.value(x), wbuf, bbuf, g.tensor(out), i32(m), i32(c), i32(co), i32(np_),
-                  i32(c), f32(lo), f32(hi)], defines)
-    else:
-        g.launch("gemm", "conv2d", gsize, lsize,
-                 [g.value(x), wbuf, bbuf, g.tensor(out), i32(h), i32(wd), i32(c), i32(ho),
-                  i32(wo), i32(kh), i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt),
-                  i32(pl), i32(m), i32(co), i32(np_), f32(lo), f32(hi)], defines)
+    panels = -(-co // (vw * nv))
+    if gemm:
+        m = n * ho * wo
+        args = [g.value(src), wbuf, bbuf, None, i32(m), i32(c), i32(co), i32(c), f32(lo),
+                f32(hi)]
+        args[3] = g.tensor(_epilogue(node, g, args, defines))
+        mt = defines["MT"] = _row_tiles(-(-m // tm), g.dev.is_cpu)
+        gsize, lsize = nd(g, (panels, -(-m // (tm * mt))), (1, 1) if g.dev.is_cpu else None)
+        g.launch("gemm", "gemm", gsize, lsize, args, defines)
+        return
+    args = [g.value(src), wbuf, bbuf, None, i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(kh),
+            i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl), i32(co), f32(lo),
+            f32(hi)]
+    args[3] = g.tensor(_epilogue(node, g, args, defines))
+    gsize, lsize = nd(g, (panels, -(-wo // tm), n * ho), (1, 1, 1) if g.dev.is_cpu else None)
+    g.launch("gemm", "conv2d", gsize, lsize, args, defines)
 
 
 def support_fully_connected(node):
@@ -85,21 +122,34 @@ def build_fully_connected(node, g):
     rows = _size(x.shape) // depth
     lo, hi = clamp(node, g)
     vw, nv, tm = _tiles(units, rows, g.dev.is_cpu)
-    if rows < tm:
-        tm = max(rows, 1)
-    wbuf, bbuf, np_ = _packed(g, np.asarray(w.data, np.float32).T, None if b is None else b.data,
-                              units, vw, nv)
-    gsize, lsize = nd(g, (np_ // (vw * nv), -(-rows // tm)), (1, 1) if g.dev.is_cpu else None)
+    wbuf, bbuf = _packed(g, np.asarray(w.data, np.float32).T, None if b is None else b.data,
+                         units, vw, nv)
+    panels = -(-units // (vw * nv))
+    mt = _row_tiles(-(-rows // tm), g.dev.is_cpu)
+    gsize, lsize = nd(g, (panels, -(-rows // (tm * mt))), (1, 1) if g.dev.is_cpu else None)
     i32, f32 = np.int32, np.float32
     g.launch("gemm", "gemm", gsize, lsize,
              [g.value(x), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth), i32(units),
-              i32(np_), i32(depth), f32(lo), f32(hi)], {"VW": vw, "NV": nv, "TM": tm})
+              i32(depth), f32(lo), f32(hi)], {"VW": vw, "NV": nv, "TM": tm, "MT": mt})
 
 
 def support_depthwise_conv_2d(node):
     if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
         return "the bias must be a constant"
     return _float_io(node, const_inputs=(1,)) or _rank4(node)
+
+
+def _channel_width(c: int) -> int:
+    """Channels per work-item of the depthwise and pool kernels: 16 from 16 channels on (a
+    partial last vector is cheaper than narrow ones), else the widest power of two <= c."""
+    return 16 if c >= 16 else 8 if c >= 8 else 4 if c >= 4 else 2 if c >= 2 else 1
+
+
+def _pad_to(a: np.ndarray, n: int) -> np.ndarray:
+    """`a` with its last axis zero-padded to n."""
+    out = np.zeros(a.shape[:-1] + (n,), np.float32)
+    out[..., :a.shape[-1]] = a
+    return out
 
 
 def build_depthwise_conv_2d(node, g):
@@ -112,18 +162,22 @@ def build_depthwise_conv_2d(node, g):
     dh, dw = int(o.dilation_h_factor or 1), int(o.dilation_w_factor or 1)
     ho, pt = conv_output(int(o.padding or 0), h, kh, sh, dh)
     wo, pl = conv_output(int(o.padding or 0), wd, kw, sw, dw)
+    src, top, left = _input(node, g)
+    h, wd, pt, pl = src.shape[1], src.shape[2], pt + top, pl + left
     dm = co // cin
-    vw = _width(co) if dm == 1 else 1
+    vw = _channel_width(co) if dm == 1 else 1
+    cp = -(-co // vw) * vw
     tw = 4
     lo, hi = clamp(node, g)
-    bias = np.zeros(co, np.float32) if b is None else np.asarray(b.data, np.float32)
+    weights = _pad_to(np.asarray(w.data, np.float32).reshape(kh * kw, co), cp)
+    bias = _pad_to(np.zeros(co, np.float32) if b is None else np.asarray(b.data, np.float32), cp)
     i32, f32 = np.int32, np.float32
-    gsize, lsize = nd(g, (co // vw, -(-wo // tw), n * ho))
+    gsize, lsize = nd(g, (cp // vw, -(-wo // tw), n * ho))
     g.launch("depthwise", "depthwise", gsize, lsize,
-             [g.value(x), g.weights(np.asarray(w.data, np.float32).reshape(kh * kw, co)),
-              g.weights(bias), g.tensor(out), i32(h), i32(wd), i32(co), i32(cin), i32(ho),
-              i32(wo), i32(kh), i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl),
-              f32(lo), f32(hi)], {"VW": vw, "TW": tw, "DM": dm})
+             [g.value(src), g.weights(weights), g.weights(bias), g.tensor(out), i32(h), i32(wd),
+              i32(co), i32(cin), i32(ho), i32(wo), i32(pt), i32(pl), f32(lo), f32(hi)],
+             {"VW": vw, "TW": tw, "DM": dm, "KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh,
+              "DW": dw})
 
 
 def support_pool(node):
@@ -139,14 +193,15 @@ def _build_pool(is_max):
         sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
         ho, pt = conv_output(int(o.padding or 0), h, kh, sh)
         wo, pl = conv_output(int(o.padding or 0), wd, kw, sw)
-        vw, tw = _width(c), 4
+        vw, tw = _channel_width(c), 4
         lo, hi = clamp(node, g)
         i32, f32 = np.int32, np.float32
-        gsize, lsize = nd(g, (c // vw, -(-wo // tw), n * ho))
+        gsize, lsize = nd(g, (-(-c // vw), -(-wo // tw), n * ho))
         g.launch("depthwise", "pool", gsize, lsize,
-                 [g.value(x), g.tensor(out), i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(kh),
-                  i32(kw), i32(sh), i32(sw), i32(pt), i32(pl), f32(lo), f32(hi)],
-                 {"VW": vw, "TW": tw, "IS_MAX": int(is_max)})
+                 [g.value(x), g.tensor(out), i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(pt),
+                  i32(pl), f32(lo), f32(hi)],
+                 {"VW": vw, "TW": tw, "IS_MAX": int(is_max), "KH": kh, "KW": kw, "SH": sh,
+                  "SW": sw})
     return build
 
 

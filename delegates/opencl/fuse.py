@@ -1,0 +1,158 @@
+"""Fusions over a partition's nodes before its kernels are built: fewer launches, fewer passes
+over memory. On a CPU OpenCL device (PoCL) every launch costs microseconds and every pass
+streams a tensor through the caches, so small elementwise kernels cost more than their work.
+
+- A RELU-family node folds into the clamp of the node that produces its input.
+- ADD(conv, r) folds into the CONV_2D's epilogue: the conv adds `r` before its clamp, which
+  becomes the ADD's, and writes the ADD's output. `r` may be a PAD that only appends zero
+  channels (BlazeFace's residuals): the epilogue reads the unpadded tensor, zeros beyond it.
+- A zero PAD of height and width folds into the CONV_2D / DEPTHWISE_CONV_2D reading it: the
+  convolution reads the unpadded tensor with its padding offsets grown (taps outside it add 0).
+
+A node is fused only when nothing else reads the tensor that disappears, it is not needed
+outside the partition, and every tensor the epilogue reads is written before the conv runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .helpers import INF, clamp
+
+# Ops whose kernels end in a clamp, and the RELU family a following node can fold into it.
+CLAMPING = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "MAX_POOL_2D",
+            "AVERAGE_POOL_2D", "CONCATENATION", "ADD", "SUB", "MUL", "DIV", "MAXIMUM",
+            "MINIMUM", "PRELU", "SQUARED_DIFFERENCE", "POW"}
+RELUS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
+         "RELU_0_TO_1": (0.0, 1.0)}
+PADDED_CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+@dataclass
+class Fusion:
+    """What the builders of a partition's nodes do differently."""
+
+    clamps: dict = field(default_factory=dict)     # node -> (lo, hi) narrowing its clamp
+    aliased: set = field(default_factory=set)      # RELU nodes: output = input's buffer
+    skipped: set = field(default_factory=set)      # nodes folded into another: nothing to do
+    residual: dict = field(default_factory=dict)   # conv node -> (tensor, channels) to add
+    output: dict = field(default_factory=dict)     # conv node -> the tensor it writes instead
+    input_pad: dict = field(default_factory=dict)  # conv node -> (unpadded input, top, left)
+
+
+class _Graph:
+    """Producers, readers and positions of a partition's tensors."""
+
+    def __init__(self, nodes, outputs):
+        self.position = {n.index: k for k, n in enumerate(nodes)}
+        self.producer = {t.index: n for n in nodes for t in n.outputs}
+        self.readers: dict = {}
+        for n in nodes:
+            for t in n.inputs:
+                if t is not None:
+                    self.readers.setdefault(t.index, []).append(n)
+        self.needed = {t.index for t in outputs}
+
+    def only_reader(self, info, node) -> bool:
+        """`node` is the one reader of `info`, which is not needed outside the partition."""
+        return info.index not in self.needed and \
+            [r.index for r in self.readers.get(info.index, [])] == [node.index]
+
+    def written_before(self, info, node) -> bool:
+        p = self.producer.get(info.index)
+        return p is None or self.position[p.index] < self.position[node.index]
+
+
+def plan(nodes: list, outputs: list) -> Fusion:
+    """The fusions of a partition's nodes (in execution order); `outputs`: its output tensors."""
+    graph = _Graph(nodes, outputs)
+    f = Fusion()
+    _activations(nodes, graph, f)
+    _residual_adds(nodes, graph, f)
+    _spatial_pads(nodes, graph, f)
+    return f
+
+
+def _activations(nodes, graph, f) -> None:
+    for n in nodes:
+        if n.op not in RELUS or n.inputs[0] is None:
+            continue
+        t = n.inputs[0]
+        p = graph.producer.get(t.index)
+        if p is None or p.op not in CLAMPING or not graph.only_reader(t, n) \
+                or p.index in f.clamps or len(p.outputs) != 1:
+            continue
+        f.clamps[p.index] = RELUS[n.op]
+        f.aliased.add(n.index)
+
+
+def _zero_pad(node):
+    """The [rank, 2] paddings of a PAD / PADV2 that fills with 0, else None."""
+    if node.op not in ("PAD", "PADV2") or node.inputs[1] is None or node.inputs[1].data is None:
+        return None
+    if node.op == "PADV2" and len(node.inputs) > 2 and node.inputs[2] is not None:
+        value = node.inputs[2].data
+        if value is None or np.any(np.asarray(value) != 0):
+            return None
+    pads = np.asarray(node.inputs[1].data).reshape(-1, 2)
+    if node.inputs[0].type_name != "float32" or np.any(pads < 0):
+        return None
+    return pads
+
+
+def _channel_pad_source(info, add, graph):
+    """(tensor, channels) when `info` is a zero PAD's output that only appends channels and
+    only `add` reads: the epilogue reads the PAD's input instead."""
+    pad = graph.producer.get(info.index)
+    pads = None if pad is None else _zero_pad(pad)
+    if pads is None or not graph.only_reader(info, add) or len(pads) < 2 \
+            or np.any(pads[:-1] != 0) or pads[-1, 0] != 0:
+        return None
+    return pad, pad.inputs[0]
+
+
+def _residual_adds(nodes, graph, f) -> None:
+    for add in nodes:
+        if add.op != "ADD" or len(add.inputs) != 2 or None in add.inputs:
+            continue
+        out = add.outputs[0]
+        for k in (0, 1):
+            a, r = add.inputs[k], add.inputs[1 - k]
+            conv = graph.producer.get(a.index)
+            if conv is None or conv.op != "CONV_2D" or a.index == r.index \
+                    or not graph.only_reader(a, add) or conv.index in f.clamps \
+                    or conv.index in f.residual or clamp(conv) != (-INF, INF) \
+                    or tuple(a.shape) != tuple(out.shape) or r.data is not None:
+                continue
+            if tuple(r.shape) != tuple(out.shape):
+                continue
+            pad, source = None, r
+            found = _channel_pad_source(r, add, graph)
+            if found is not None:
+                pad, source = found
+            if not graph.written_before(source, conv):
+                continue
+            lo, hi = clamp(add)
+            flo, fhi = f.clamps.get(add.index, (-INF, INF))
+            f.clamps[conv.index] = (max(lo, flo), min(hi, fhi))
+            f.residual[conv.index] = (source, int(source.shape[-1]))
+            f.output[conv.index] = out
+            f.skipped.add(add.index)
+            if pad is not None:
+                f.skipped.add(pad.index)
+            break
+
+
+def _spatial_pads(nodes, graph, f) -> None:
+    for conv in nodes:
+        if conv.op not in PADDED_CONVS or conv.inputs[0] is None:
+            continue
+        x = conv.inputs[0]
+        pad = graph.producer.get(x.index)
+        pads = None if pad is None or pad.index in f.skipped else _zero_pad(pad)
+        if pads is None or len(pads) != 4 or np.any(pads[0] != 0) or np.any(pads[3] != 0) \
+                or not graph.only_reader(x, conv):
+            continue
+        f.input_pad[conv.index] = (pad.inputs[0], int(pads[1, 0]), int(pads[2, 0]))
+        f.skipped.add(pad.index)

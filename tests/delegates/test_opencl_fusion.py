@@ -1,0 +1,97 @@
+"""The OpenCL delegate's fusions (delegates/opencl/fuse.py) change launches, never results:
+zero PADs read in place by the convolution after them, residual ADDs (and a channel PAD of
+their operand, and the RELU after them) in the producing conv's epilogue, and no fusion where
+the operand is written after the conv or the conv's output is needed elsewhere."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgelite.delegates import placement
+from edgelite.interpreter import Interpreter
+from tests.delegates.graphs import Graph
+from tests.delegates.test_opencl_ops import TOLERANCE, assert_matches
+
+RNG = np.random.default_rng(7)
+
+
+def _w(*shape):
+    return RNG.standard_normal(shape).astype(np.float32) * 0.3
+
+
+def _conv(g, x, cin, cout, k=1, **options):
+    options = {"padding": 0, "stride_h": 1, "stride_w": 1, **options}
+    return g.op("CONV_2D", [x, g.const(_w(cout, k, k, cin)), g.const(_w(cout))], **options)
+
+
+def _depthwise(g, x, c, k=3, **options):
+    options = {"padding": 0, "stride_h": 1, "stride_w": 1, "depth_multiplier": 1, **options}
+    return g.op("DEPTHWISE_CONV_2D", [x, g.const(_w(1, k, k, c)), g.const(_w(c))], **options)
+
+
+def _pad(g, x, pads):
+    return g.op("PAD", [x, g.const(np.int32(pads))])
+
+
+def _launches(it) -> int:
+    return sum(getattr(run, "launches", 0) for run, _ in it._runtime.plans[0].steps)
+
+
+def _check(content, shape, delegate, launches):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    outs = []
+    for delegates in ([], [delegate]):
+        it = Interpreter(model_content=content, experimental_delegates=delegates)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        outs.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
+    assert all(p["where"] == delegate.name for p in placement(it) if p["where"] != "folded")
+    assert_matches(outs[1], outs[0], TOLERANCE["fp32"])
+    assert _launches(it) == launches
+
+
+def test_spatial_pads_are_read_in_place(opencl):
+    """PAD -> DEPTHWISE (VALID, stride 2) and PAD -> CONV_2D 3x3: two launches, not four."""
+    g = Graph()
+    x = g.input((1, 9, 11, 20))
+    y = _depthwise(g, _pad(g, x, [[0, 0], [1, 2], [0, 1], [0, 0]]), 20, padding=1,
+                   stride_h=2, stride_w=2)
+    g.output(_conv(g, _pad(g, y, [[0, 0], [2, 1], [1, 1], [0, 0]]), 20, 24, k=3, padding=1))
+    _check(g.save(), (1, 9, 11, 20), opencl("fp32"), launches=2)
+
+
+def test_residual_add_channel_pad_and_relu_fold_into_the_conv(opencl):
+    """BlazeFace's block: ADD(conv(depthwise(x)), PAD(x) with 4 more channels) -> RELU, and
+    MobileNetV2's: ADD(conv(y), y): one launch per convolution."""
+    g = Graph()
+    x = g.input((1, 8, 10, 24))
+    y = _conv(g, _depthwise(g, x, 24), 24, 28)
+    y = g.op("RELU", [g.op("ADD", [y, _pad(g, x, [[0, 0], [0, 0], [0, 0], [0, 4]])])])
+    z = g.op("ADD", [y, _conv(g, y, 28, 28)], fused_activation_function=3)
+    g.output(z)
+    _check(g.save(), (1, 8, 10, 24), opencl("fp32"), launches=3)
+
+
+def test_no_fusion_when_the_operand_comes_later_or_the_conv_output_is_read(opencl):
+    g = Graph()
+    x = g.input((1, 6, 6, 16))
+    a = _conv(g, x, 16, 16)
+    b = g.op("TANH", [x])                  # written after the conv: the ADD stays
+    g.output(g.op("ADD", [a, b]))
+    c = _conv(g, x, 16, 16)
+    g.output(g.op("ADD", [c, x]))
+    g.output(c)                            # the conv's own output is needed: the ADD stays
+    _check(g.save(), (1, 6, 6, 16), opencl("fp32"), launches=5)
+
+
+@pytest.mark.parametrize("channels", [3, 20, 28, 42])
+def test_channel_counts_off_the_vector_width(channels, opencl):
+    """Depthwise and pools read a last partial vector of channels past the tensor's end."""
+    g = Graph()
+    x = g.input((1, 7, 5, channels))
+    y = _depthwise(g, x, channels, k=5)
+    y = g.op("MAX_POOL_2D", [y], padding=0, stride_h=2, stride_w=2, filter_height=2,
+             filter_width=2)
+    g.output(_conv(g, y, channels, channels, k=3, stride_h=2, stride_w=2))
+    _check(g.save(), (1, 7, 5, channels), opencl("fp32"), launches=3)
