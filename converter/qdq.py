@@ -81,13 +81,12 @@ def _params(b, n, x_rank: int, int_dtype=None):
     else:
         dtype = int_dtype or _output_dtype(n)
         zero_point = np.zeros(scale.shape, dtype)
-    if scale.ndim > 1 or zero_point.shape != scale.shape:
+    if scale.ndim > 1 or zero_point.ndim > 1 or zero_point.size != scale.size:
         raise n.fail(f"scale {list(scale.shape)} and zero point {list(zero_point.shape)} must be "
                      "scalars or one matching 1-D array")
-    axis = None
-    if scale.size > 1:   # a 1-D scale of one value is per tensor (as onnxruntime reads it)
-        axis = int(n.attr("axis", 1)) % max(x_rank, 1)
-    return scale, zero_point, axis
+    if scale.size == 1:   # a 1-D scale of one value is per tensor (as onnxruntime reads it)
+        return scale.reshape(()), zero_point.reshape(()), None
+    return scale, zero_point, int(n.attr("axis", 1)) % max(x_rank, 1)
 
 
 def _output_dtype(n) -> str:

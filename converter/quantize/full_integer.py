@@ -109,7 +109,7 @@ class _Quantizer:
     def choose(self) -> None:
         for i, op in enumerate(self.sg.operators):
             reason = self._why_float(op)
-            if reason is None and i in self.keep_float:
+            if reason != "untouched" and i in self.keep_float:
                 reason = self.keep_float[i]
             self.is_int.append(reason is None)
             if reason and reason != "untouched":

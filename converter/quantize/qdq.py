@@ -163,6 +163,9 @@ def weight_records(proto, base_dir: str = "") -> list:
             continue
         scale = np.asarray(scale, np.float32)
         axis = int(attrs.get("axis", 1)) % max(x.ndim, 1) if scale.size > 1 else None
+        if axis is None:
+            scale = scale.reshape(())
+            zp = None if zp is None else np.asarray(zp).reshape(())
         if node.op_type == "QuantizeLinear":
             zp = np.zeros(scale.shape, np.uint8) if zp is None else zp
             consts[node.output[0]] = quantize_array(x, scale, zp, axis)

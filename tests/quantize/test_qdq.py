@@ -459,3 +459,66 @@ def test_constants_quantized_in_the_graph():
     fc = next(op for op in sg.operators if op.op == "FULLY_CONNECTED")
     np.testing.assert_array_equal(c.model.constant(sg, fc.inputs[1]), q)
     np.testing.assert_array_equal(sg.tensors[fc.inputs[1]].quantization.scale, scale)
+
+
+# -- a small convnet quantized by onnxruntime's quantize_static ----------------------------------
+
+def float_convnet():
+    """Conv-Relu, MaxPool, a residual block (Conv-Relu, Conv, Add, Relu), GlobalAveragePool,
+    Flatten, Gemm: a float model for onnxruntime's quantizer."""
+    rng = np.random.default_rng(8)
+    g = Graph(8)
+    x = g.input("x", [1, 3, 12, 12])
+
+    def conv(name, src, c_in, c_out, relu):
+        w = g.const(f"{name}_w", rng.normal(0, 0.5 / np.sqrt(c_in), (c_out, c_in, 3, 3))
+                    .astype(F))
+        b = g.const(f"{name}_b", rng.normal(0, 0.1, c_out).astype(F))
+        y = g.node("Conv", [src, w, b], name, pads=[1, 1, 1, 1])
+        return g.node("Relu", [y], f"{name}_relu") if relu else y
+
+    y = g.node("MaxPool", [conv("c1", x, 3, 8, True)], "pool", kernel_shape=[2, 2],
+               strides=[2, 2])
+    r = conv("c3", conv("c2", y, 8, 8, True), 8, 8, False)
+    y = g.node("Relu", [g.node("Add", [y, r], "res")], "res_relu")
+    y = g.node("Flatten", [g.node("GlobalAveragePool", [y], "gap")], "flat")
+    w = g.const("fc_w", rng.normal(0, 0.4, (5, 8)).astype(F))
+    b = g.const("fc_b", rng.normal(0, 0.1, 5).astype(F))
+    return g.model([g.node("Gemm", [y, w, b], "logits", transB=1)])
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("activations", ["QInt8", "QUInt8"])
+def test_onnxruntime_quantized_convnet(tmp_path, per_channel, activations):
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+
+    rng = np.random.default_rng(9)
+    calibration = [rng.uniform(0, 1, (1, 3, 12, 12)).astype(F) for _ in range(16)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.samples = iter({"x": x} for x in calibration)
+
+        def get_next(self):
+            return next(self.samples, None)
+
+    src, dst = tmp_path / "float.onnx", tmp_path / "qdq.onnx"
+    onnx.save(float_convnet(), str(src))
+    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ,
+                    per_channel=per_channel, activation_type=getattr(QuantType, activations),
+                    weight_type=QuantType.QInt8)
+    c = convert(dst)
+    assert float_ops(c) == [], ops_of(c)
+    assert {"CONV_2D": 3, "FULLY_CONNECTED": 1, "ADD": 1} .items() <= integer_ops(c).items()
+    assert not any("match no" in n for n in c.quantization.notes), c.quantization.notes
+    worst, scale = 0.0, _output_scale(onnx.load(str(dst)))
+    for x in [rng.uniform(0, 1, (1, 3, 12, 12)).astype(F) for _ in range(8)]:
+        feeds = to_tflite([x], c)
+        ours = run_edgelite(c.content, feeds)
+        np.testing.assert_array_equal(run_litert(c.content, feeds)[0], ours[0])
+        ref = onnxruntime_run(str(dst), {"x": x})[0]
+        worst = max(worst, float(np.abs(dequantized_outputs(c, ours)[0] - ref).max()))
+    print(f"\nonnxruntime-quantized convnet ({activations}, per channel {per_channel}): "
+          f"max |edgelite - onnxruntime| {worst:.4g} = {worst / scale:.2f} LSB")
+    assert worst <= 3 * scale + 1e-6
