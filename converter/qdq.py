@@ -25,7 +25,9 @@ from .editor import Editor
 from .lower import const_input, lowers
 
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
-# Integer types whose QuantizeLinear / DequantizeLinear of activations become TFLite ops.
+# Integer types whose QuantizeLinear / DequantizeLinear of activations become TFLite ops, and
+# those that then become integer ops (int16 pairs stay fake quantization, QUANTIZE/DEQUANTIZE).
+LOWERED_TYPES = ("int8", "uint8", "int16")
 ACTIVATION_TYPES = ("int8", "uint8")
 # Ops whose outputs hold only values of their data input (moved, copied, selected, or zero
 # padding): an input on a quantization grid leaves the output on it.
@@ -115,8 +117,9 @@ def quantize_linear(b, n):
     if value is not None:
         return b.const(quantize_array(value, scale, zero_point, axis))
     dtype = zero_point.dtype.name
-    if dtype not in ACTIVATION_TYPES:
-        raise n.fail(f"quantizing an activation to {dtype} is not supported (int8, uint8)")
+    if dtype not in LOWERED_TYPES:
+        raise n.fail(f"quantizing an activation to {dtype} is not supported (int8, uint8, "
+                     "int16)")
     if axis is not None:
         raise n.fail("per-axis quantization of an activation is not supported")
     if b.dtype(x) != "float32":
@@ -135,14 +138,18 @@ def dequantize_linear(b, n):
     if value is not None:
         return b.const(dequantize_array(value, scale, zero_point, axis))
     dtype = b.dtype(x)
-    if dtype not in ACTIVATION_TYPES:
-        raise n.fail(f"dequantizing a {dtype} activation is not supported (int8, uint8)")
+    if dtype not in LOWERED_TYPES:
+        raise n.fail(f"dequantizing a {dtype} activation is not supported (int8, uint8, "
+                     "int16)")
     if axis is not None:
         raise n.fail("per-axis dequantization of an activation is not supported")
     tensor = b.sg.tensors[x]
     wanted = activation_params(scale, zero_point.astype(dtype))
     if tensor.quantization is None and x in b.sg.inputs:
         tensor.quantization = wanted        # an integer model input: its parameters
+    elif tensor.quantization is None:
+        raise n.fail(f"{tensor.name!r} has no quantization parameters: only a QuantizeLinear's "
+                     "output or an integer model input can be dequantized")
     elif not same_params(tensor.quantization, wanted):
         raise n.fail(f"it reads {tensor.name!r} with other parameters than the QuantizeLinear "
                      "that wrote it (a Q -> DQ pair must share scale and zero point)")

@@ -25,7 +25,7 @@ from edgelite.schema import Model, remove_dead
 
 from ..qdq import (ACTIVATION_TYPES, DATA_INPUT, QDQ_OPS, VALUE_MOVING, along, dequantize_array,
                    quantize_array)
-from .rules import rule
+from .rules import data_inputs, rule
 
 NOTE = "parameters from the ONNX model's QuantizeLinear / DequantizeLinear nodes (QDQ)"
 LEFT_FLOAT = "its output is not quantized in the QDQ model"
@@ -62,7 +62,26 @@ def pair_ranges(model: Model) -> dict:
         if g is not None:
             scale, zp = g
             ranges.setdefault(t, ((-128 - zp) * scale, (127 - zp) * scale))
+    _share_output_ranges(model, ranges)
     return ranges
+
+
+def _share_output_ranges(model: Model, ranges: dict) -> None:
+    """A shared op's (CONCATENATION's) inputs that only it reads take its output's range, so
+    its output keeps the QDQ model's grid and each input is requantized onto it once."""
+    sg = model.subgraphs[0]
+    readers: dict = {}
+    for op in sg.operators:
+        for t in set(op.inputs):
+            readers[t] = readers.get(t, 0) + 1
+    for op in sg.operators:
+        r = rule(op.op)
+        if r is None or r.output != "shared" or op.outputs[0] not in ranges:
+            continue
+        for k in data_inputs(op, r):
+            t = op.inputs[k]
+            if t in ranges and readers.get(t) == 1 and t not in sg.outputs:
+                ranges[t] = ranges[op.outputs[0]]
 
 
 def left_float(model: Model, ranges: dict) -> dict:

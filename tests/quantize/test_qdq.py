@@ -229,7 +229,9 @@ class Graph:
     def qdq(self, x, lo, hi):
         """x through a Q -> DQ pair for the range [lo, hi]."""
         scale = F((hi - lo) / 255.0)
-        if self.act == TensorProto.UINT8:
+        if self.act == TensorProto.INT16:
+            scale, zp = F(max(-lo, hi) / 32767), np.int16(0)
+        elif self.act == TensorProto.UINT8:
             zp = np.uint8(np.clip(np.round(-lo / scale), 0, 255))
         else:
             zp = np.int8(np.clip(np.round(-128 - lo / scale), -128, 127))
@@ -345,7 +347,7 @@ def concat_model(batch=1):
     g = Graph(7)
     a = g.qdq(g.input("a", [batch, 2, 5, 5]), -1.0, 1.0)
     b = g.qdq(g.input("b", [batch, 3, 5, 5]), -0.5, 2.0)
-    cat = g.qdq(g.node("Concat", [a, b], "cat", axis=1), -1.2, 2.2)
+    cat = g.qdq(g.node("Concat", [a, b], "cat", axis=1), -0.8, 1.8)   # clips both
     w, ws = g.weight("w", g.rng.normal(0, 0.4, (4, 5, 1, 1)), 0)
     bias = g.bias("bias", g.rng.normal(0, 0.3, 4).astype(F), g.scales[cat], ws)
     return g.model([g.qdq(g.node("Conv", [cat, w, bias], "conv"), -3.0, 3.0)])
@@ -370,6 +372,38 @@ CASES = {
 }
 
 
+def test_same_and_fixed_outputs_requantized_to_the_qdq_parameters():
+    """MAX_POOL_2D, RESHAPE and SOFTMAX keep TFLite's output parameters (their input's, or
+    1/256 and -128); a QUANTIZE after each requantizes to the QDQ model's; SIN stays float."""
+    c = convert(pool_reshape_model())
+    sg = c.model.subgraphs[0]
+    producer = {t: op for op in sg.operators for t in op.outputs}
+    params = lambda t: (float(sg.tensors[t].quantization.scale[0]),  # noqa: E731
+                        int(sg.tensors[t].quantization.zero_point[0]))
+    for op in sg.operators:
+        if op.op in ("MAX_POOL_2D", "RESHAPE"):
+            assert params(op.outputs[0]) == params(op.inputs[0])
+        if op.op == "SOFTMAX":
+            assert params(op.outputs[0]) == (1 / 256, -128)
+    requantized = [producer[op.inputs[0]].op for op in sg.operators
+                   if op.op == "QUANTIZE" and sg.tensors[op.inputs[0]].dtype == "int8"]
+    assert requantized == ["MAX_POOL_2D", "RESHAPE", "SOFTMAX"]
+    assert c.quantization.requantized == 3
+    assert float_ops(c) == ["SIN"]
+    assert "SIN" in " ".join(c.quantization.lines())
+
+
+def test_concatenation_keeps_the_qdq_output_grid():
+    """Its inputs are requantized onto the output's QDQ grid (not onto the union of ranges)."""
+    c = convert(concat_model())
+    sg = c.model.subgraphs[0]
+    cat = next(op for op in sg.operators if op.op == "CONCATENATION")
+    out = sg.tensors[cat.outputs[0]].quantization
+    assert np.isclose(out.scale[0], 2.6 / 255)
+    assert all(sg.tensors[t].quantization.scale[0] == out.scale[0] for t in cat.inputs)
+    assert c.quantization.requantized == 2    # one per input, none after
+
+
 def random_feeds(proto, seed=0, n=1) -> list:
     rng = np.random.default_rng(seed)
     feeds = []
@@ -388,6 +422,7 @@ def test_small_qdq_graphs(name):
     for op, n in expected.items():
         assert integer_ops(c).get(op, 0) >= n, (name, ops_of(c))
     assert not {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"} & set(float_ops(c))
+    _assert_qdq_weight_scales(proto, c)
     names = [i.name for i in proto.graph.input]
     worst = 0.0
     for feeds in random_feeds(proto, n=8):
@@ -402,6 +437,21 @@ def test_small_qdq_graphs(name):
     out_scale = _output_scale(proto)
     print(f"\n{name}: max |edgelite - onnxruntime| {worst:.4g} = {worst / out_scale:.2f} LSB")
     assert worst <= 2 * out_scale + 1e-6
+
+
+def _assert_qdq_weight_scales(proto, conversion) -> None:
+    """Every weight keeps the scales of its DequantizeLinear, along TFLite's channel axis."""
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    weights = {tuple(inits[n.input[1]].reshape(-1)) for n in proto.graph.node
+               if n.op_type == "DequantizeLinear" and inits.get(n.input[0], np.zeros(0)).dtype
+               == np.int8}
+    sg = conversion.model.subgraphs[0]
+    for op in sg.operators:
+        if op.op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            q = sg.tensors[op.inputs[1]].quantization
+            assert tuple(q.scale) in weights, op.op
+            if q.scale.size > 1:
+                assert q.quantized_dimension == (3 if op.op == "DEPTHWISE_CONV_2D" else 0)
 
 
 def _output_scale(proto) -> float:
@@ -522,3 +572,20 @@ def test_onnxruntime_quantized_convnet(tmp_path, per_channel, activations):
     print(f"\nonnxruntime-quantized convnet ({activations}, per channel {per_channel}): "
           f"max |edgelite - onnxruntime| {worst:.4g} = {worst / scale:.2f} LSB")
     assert worst <= 3 * scale + 1e-6
+
+
+def test_int16_pairs_stay_fake_quantization():
+    """16-bit QDQ (opset 21) converts, with its pairs as float QUANTIZE / DEQUANTIZE ops around
+    float ops: what onnxruntime computes, no integer op."""
+    g = Graph(10, TensorProto.INT16)
+    x = g.qdq(g.input("x", [1, 4, 9, 9]), -1.0, 1.5)
+    w, ws = g.weight("w", g.rng.normal(0, 0.4, (6, 4, 3, 3)), 0)
+    y = g.qdq(g.node("Conv", [x, w], "conv", pads=[1, 1, 1, 1]), -4.0, 4.0)
+    proto = g.model([y], opset=21)
+    c = convert(proto)
+    assert integer_ops(c) == {} and "CONV_2D" in float_ops(c)
+    feeds = random_feeds(proto)[0]
+    ours = run_edgelite(c.content, to_tflite(feeds, c))
+    np.testing.assert_array_equal(run_litert(c.content, to_tflite(feeds, c))[0], ours[0])
+    ref = onnxruntime_run(proto, {"x": feeds[0]})[0]
+    np.testing.assert_allclose(dequantized_outputs(c, ours)[0], ref, atol=4 / 32767 * 1.01)
