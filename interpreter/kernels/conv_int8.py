@@ -113,6 +113,12 @@ def _conv_geometry(node, x_shape, kh, kw, opts):
     return (sh, sw), (dh, dw), (oh, ow), (pt, pl)
 
 
+def _dot_rows(rows: np.ndarray, wmat: np.ndarray, near: np.ndarray) -> np.ndarray:
+    """The GEMM's sums at flat output indices `near` (exact: float32-exact integers)."""
+    p, ch = np.divmod(near, wmat.shape[1])
+    return np.einsum("ij,ji->i", rows[p], wmat[:, ch]).astype(np.int64)
+
+
 @register("CONV_2D", "int8", "uint8")
 def conv_2d(node):
     node.expect_inputs(2, 3)
@@ -201,11 +207,57 @@ def conv_2d(node):
                     part = np.ascontiguousarray(
                         c.reshape(p, kh, kw, cin)[..., g * cg:(g + 1) * cg]).reshape(p, k)
                     np.matmul(part, wm, out=acc_f[:p, g * per_group:(g + 1) * per_group])
-            requant(acc_f[:p], flat[start:start + p], work)
+            if groups == 1:
+                # The sums of the few it redoes, exact again from the patches.
+                requant(acc_f[:p], flat[start:start + p], work,
+                        lambda near: _dot_rows(c, wmats[0], near))
+            else:
+                requant(acc_f[:p], flat[start:start + p], work)
 
     if len(node.inputs) == 2:
         return lambda x, w_, out: run(x, w_, None, out)
     return run
+
+
+class _Phase:
+    """Column phase b of the padded input (padded columns b, b + sw, ...) as a depthwise
+    convolution reads it: the input's columns copied in (as float, channels repeated `mult`
+    times), the border set to the input zero point (the buffer is shared, so on every run)."""
+
+    def __init__(self, b, x_shape, need_h, need_w, sw, pad, mult):
+        n, h, w, cin = x_shape
+        pt, pl = pad
+        width = len(range(b, need_w, sw))
+        self.shape = (n, need_h, width, cin * mult)
+        rows = max(0, min(h, need_h - pt))
+        first = (b - pl) % sw                 # the first input column in this phase
+        q0 = (pl + first) // sw               # where it lands
+        count = max(0, min(len(range(first, w, sw)), width - q0))
+        self.mult = mult
+        self.rows = (pt, pt + rows)
+        self.cols = (q0, q0 + count)
+        self.source = (slice(None), slice(0, rows), slice(first, first + sw * count, sw))
+        self.empty = rows == 0 or count == 0
+
+    def fill(self, plane, x, zx) -> None:
+        (r0, r1), (q0, q1) = self.rows, self.cols
+        if self.empty:
+            plane.fill(zx)
+            return
+        if r0:
+            plane[:, :r0] = zx
+        if r1 < plane.shape[1]:
+            plane[:, r1:] = zx
+        if q0:
+            plane[:, r0:r1, :q0] = zx
+        if q1 < plane.shape[2]:
+            plane[:, r0:r1, q1:] = zx
+        dest = plane[:, r0:r1, q0:q1]
+        src = x[self.source]
+        if self.mult > 1:
+            dest = dest.reshape(dest.shape[:-1] + (-1, self.mult))
+            src = src[..., None]
+        np.copyto(dest, src, casting="unsafe")
 
 
 @register("DEPTHWISE_CONV_2D", "int8", "uint8")
@@ -235,23 +287,30 @@ def depthwise_conv_2d(node):
     wc = w[0].astype(np.int64) - _weight_zero_point(node)          # (kh, kw, cout)
     bias = _bias(node, 2, cout) - zx * wc.reshape(-1, cout).sum(0)
     acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * (128 if key == "int8" else 255)
-    ftype = _float_type(acc_bound)
+    # The float weights carry the requantization scale (one pass fewer), the sums then being
+    # within (taps + 2) roundings of sum |x w R| of the exact product.
+    real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
+    error = (kh * kw + 2) * 2.0 ** -24 * (1 + 2.0 ** -20) * acc_bound * real
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias, tile=ow,
+                          scaled_error=error)
+    scaled = requant.fast
+    if scaled:
+        ftype, taps = np.float32, wc * real
+    else:
+        ftype, taps = _float_type(acc_bound), wc
+        requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
+                              acc_bound if ftype == np.float32 else None, tile=ow)
     sh, sw = stride
     dh, dw = dilation
 
-    # The float input, padded with zx, channels repeated `mult` times (a shared work buffer:
-    # run refills its border).
-    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
-    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    rows, cols = min(h, need_h - pad[0]), min(wd, need_w - pad[1])
-    border = [(slice(0, pad[0]), slice(None)), (slice(pad[0] + rows, None), slice(None)),
-              (slice(None), slice(0, pad[1])), (slice(None), slice(pad[1] + cols, None))]
     # Taps as views whose innermost axis is a whole output row (ow * cout values), so numpy runs
     # long inner loops. With stride_w > 1 consecutive outputs' pixels are sw apart: the input is
-    # split into sw column phases (phase b holds padded columns b, b + sw, ...); tap column
-    # j * dw + sw * x is then position (j * dw) // sw + x of phase (j * dw) % sw.
-    phase_shapes = [] if sw == 1 else \
-        [(n, need_h, len(range(b, need_w, sw)), cout) for b in range(sw)]
+    # copied into sw column phases (phase b holds padded columns b, b + sw, ...; borders hold
+    # zx; channels repeated `mult` times); tap column j * dw + sw * x is then position
+    # (j * dw) // sw + x of phase (j * dw) % sw.
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    phases = [_Phase(b, x.shape, need_h, need_w, sw, pad, mult) for b in range(sw)]
     row = ow * cout
     tap_groups = []                   # (phase, first offset, offset step, taps weights)
     for b in range(sw):
@@ -259,54 +318,57 @@ def depthwise_conv_2d(node):
         if js:
             offsets = [(j * dw) // sw for j in js]
             step = offsets[1] - offsets[0] if len(js) > 1 else 0
-            weights = np.stack([np.stack([np.tile(wc[i, j].astype(ftype), ow) for j in js])
+            weights = np.stack([np.stack([np.tile(taps[i, j].astype(ftype), ow) for j in js])
                                 for i in range(kh)])
             tap_groups.append((b, offsets[0], step, weights))
-    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
-                          acc_bound if ftype == np.float32 else None)
-    specs = [((n, need_h, need_w, cout), ftype), ((n, oh, row), ftype), ((n, oh, row), ftype)]
-    buffers = Scratch.of(node).reserve(specs + [(shape, ftype) for shape in phase_shapes]
+    specs = [((n, oh, row), ftype), ((n, oh, row), ftype)]
+    buffers = Scratch.of(node).reserve(specs + [(p.shape, ftype) for p in phases]
                                        + requant.specs)
     item = np.dtype(ftype).itemsize
+    tap_rows, tap_cols = np.arange(kh) * dh - pad[0], np.arange(kw) * dw - pad[1]
     bound = []
 
     def bind():
-        """The taps as strided views [kh, taps, n, oh, row] of the (phase) buffers."""
-        xp, acc, part, *rest = buffers()
-        phases, work = ([xp] if sw == 1 else rest[:sw]), rest[0 if sw == 1 else sw:]
+        """The taps as strided views [kh, taps, n, oh, row] of the phase buffers."""
+        acc, part, *rest = buffers()
+        planes, work = rest[:sw], rest[sw:]
         groups = []
         for b, first, step, weights in tap_groups:
-            base = phases[b].reshape(n, need_h, -1)[:, :, first * cout:]
+            base = planes[b].reshape(n, need_h, -1)[:, :, first * cout:]
             s0, s1, _ = base.strides
             view = as_strided(base, (kh, weights.shape[1], n, oh, row),
                               (dh * s1, step * cout * item, s0, sh * s1, item), writeable=False)
             groups.append((view, weights))
-        interior = xp[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
-        # Split channels on the contiguous buffer, then slice: a view, never a copy.
-        interior_m = xp.reshape(n, need_h, need_w, cin, mult)[:, pad[0]:pad[0] + rows,
-                                                              pad[1]:pad[1] + cols]
-        bound.extend([xp, interior, interior_m, phases, groups, acc, part,
-                      acc.reshape(n * oh * ow, cout), work])
+        bound.extend([planes, groups, acc, part, acc.reshape(n * oh * ow, cout), work])
+
+    def exact_acc(x, near):
+        """The exact sums at flat output indices `near`, from the input itself."""
+        pix, c = np.divmod(near, cout)
+        b, pix = np.divmod(pix, oh * ow)
+        y, xo = np.divmod(pix, ow)
+        r = (y * sh)[:, None, None] + tap_rows[None, :, None]
+        q = (xo * sw)[:, None, None] + tap_cols[None, None, :]
+        inside = (r >= 0) & (r < h) & (q >= 0) & (q < wd)
+        vals = x[b[:, None, None], np.clip(r, 0, h - 1), np.clip(q, 0, wd - 1),
+                 (c // mult)[:, None, None]]
+        vals = np.where(inside, vals.astype(np.int64), zx)
+        return (vals * wc[:, :, c].transpose(2, 0, 1)).sum((1, 2))
 
     def run(x, w_, b_, out):
         if not bound:
             bind()
-        xp, interior, interior_m, phases, groups, acc, part, acc2, work = bound
-        for r, c in border:
-            xp[:, r, c] = zx
-        if mult == 1:
-            np.copyto(interior, x[:, :rows, :cols], casting="unsafe")
-        else:
-            np.copyto(interior_m, x[:, :rows, :cols, :, None], casting="unsafe")
-        if sw > 1:
-            for b, phase in enumerate(phases):
-                np.copyto(phase, xp[:, :, b::sw])
+        planes, groups, acc, part, acc2, work = bound
+        for phase, plane in zip(phases, planes):
+            phase.fill(plane, x, zx)
         view, weights = groups[0]
         np.einsum("ijnyk,ijk->nyk", view, weights, out=acc)
         for view, weights in groups[1:]:
             np.einsum("ijnyk,ijk->nyk", view, weights, out=part)
             np.add(acc, part, out=acc)
-        requant(acc2, out.reshape(acc2.shape), work)
+        if scaled:
+            requant.scaled(acc2, out.reshape(acc2.shape), work, lambda near: exact_acc(x, near))
+        else:
+            requant(acc2, out.reshape(acc2.shape), work, lambda near: exact_acc(x, near))
 
     if len(node.inputs) == 2:
         return lambda x, w_, out: run(x, w_, None, out)

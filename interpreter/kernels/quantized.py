@@ -245,23 +245,25 @@ class Requantizer:
             self._prepare_fast(scaled_error)
         # The work buffers __call__ takes (see Scratch): shapes and dtypes.
         if self.fast:
-            self.specs = [((size,), np.float32), ((size,), np.float32),
+            self.specs = [((size,), np.float32), ((size,), np.uint8),
                           ((-(-size // 8) * 8,), np.bool_)]
         else:
             self.specs = [((size,), np.int64), ((size,), np.bool_)] + \
                 ([((size,), np.int64)] if self.some_right else [])
 
     def _prepare_fast(self, scaled_error) -> bool:
+        # s holds the result + `lift` >= 0: a truncating cast to uint8 floors it.
+        lift = 128 if self.lo < 0 else 0
         if np.any(self.shift > 0) or np.any(self.multiplier <= 0) or \
-                self.lo < -256 or self.hi > 255:
+                self.lo + lift < 0 or self.hi + lift > 255:
             return False
         real = self.multiplier.astype(np.float64) * np.exp2(self.shift.astype(np.float64) - 31)
         delta = np.where(self.right > 0, np.exp2(-(self.right.astype(np.float64) + 1)), 0.0)
-        base = self.zero_point + 0.5 + delta
+        base = self.zero_point + lift + 0.5 + delta
         if not self.bias_in_acc:
             base = base + self.bias.astype(np.float64) * real
         # Outputs beyond t_max are clipped whatever the rounding (every step is monotonic).
-        t_max = max(abs(self.lo), abs(self.hi)) + 2.0
+        t_max = max(abs(self.lo + lift), abs(self.hi + lift)) + 2.0
         if scaled_error is None:
             # |fl(a fl(R)) - a R| <= 2^-23 |a R| (1 + 2^-24), |a R| <= t_max + |base|.
             product = 2.0 ** -23 * (1 + 2.0 ** -20) * (t_max + np.abs(base) + 1)
@@ -282,13 +284,17 @@ class Requantizer:
         width = float(np.max(shift + error))
         if self.lo < self.zero_point:
             width += 2 * float(delta.max())
+        # floor(s) != floor(fl(s - w)) flags every fraction below `width`: w has room for
+        # the rounding of s - w (s < 256: a grid of 2^-16 at most).
+        width += 2.0 ** -15
         if width > 1 / 4:
             return False
         self.real = real.astype(np.float32)
         self.offset = offset
         self.real_rows = np.tile(self.real, self.tile)
         self.offset_rows = np.tile(self.offset, self.tile)
-        self.bounds = np.float32(self.lo + 0.5), np.float32(self.hi + 0.5)
+        self.lift = lift
+        self.bounds = np.float32(self.lo + lift + 0.5), np.float32(self.hi + lift + 0.5)
         self.width = np.nextafter(np.float32(width), np.float32(1))
         # exact() as one floor shift: (a M + k - [a M < -2^30] neg) >> (31 + r).
         self.k = np.int64(1 << 30) + np.where(self.right > 0, np.int64(1) << (30 + self.right), 0)
@@ -320,17 +326,24 @@ class Requantizer:
             return (n // row, row), self.real_rows, self.offset_rows
         return (n // self.channels, self.channels), self.real, self.offset
 
-    def __call__(self, acc: np.ndarray, out: np.ndarray, work: list) -> None:
-        """acc: (p, channels) exact integers as float32/float64, at most `shape`'s size (kept
-        unchanged); out: the contiguous (p, channels) output; work: buffers as `specs` says."""
+    def __call__(self, acc: np.ndarray, out: np.ndarray, work: list, exact_acc=None) -> None:
+        """acc: (p, channels) exact integers as float32/float64, at most `shape`'s size;
+        out: the contiguous (p, channels) output; work: buffers as `specs` says. With
+        `exact_acc(flat indices) -> int64 accumulators` the fast path overwrites `acc` (a
+        contiguous float32 array) and asks it for the few it redoes; otherwise `acc` is kept."""
         n = acc.size
         if self.fast:
             shape, real, offset = self._rows(n)
-            s = work[0][:n]
+            if exact_acc is None:
+                s = work[0][:n]
+                np.multiply(acc.reshape(shape), real, out=s.reshape(shape))
+                exact_acc = acc.reshape(-1).__getitem__
+            else:
+                s = acc.reshape(-1)
+                np.multiply(s.reshape(shape), real, out=s.reshape(shape))
             s2 = s.reshape(shape)
-            np.multiply(acc.reshape(shape), real, out=s2)
             np.add(s2, offset, out=s2)
-            self._finish(s, out, work, acc.reshape(-1).__getitem__)
+            self._finish(s, out, work, exact_acc)
             return
         a = work[0][:n].reshape(acc.shape)
         np.copyto(a, acc, casting="unsafe")
@@ -352,8 +365,8 @@ class Requantizer:
         np.copyto(out, a, casting="unsafe")
 
     def scaled(self, products: np.ndarray, out: np.ndarray, work: list, exact_acc) -> None:
-        """products: float32 (p, channels) approximations of acc * real (within the
-        `scaled_error` given to the constructor; kept unchanged); exact_acc(flat indices) ->
+        """products: contiguous float32 (p, channels) approximations of acc * real (within
+        the `scaled_error` given to the constructor; overwritten); exact_acc(flat indices) ->
         the exact int64 accumulators there (without bias), for the few near a rounding edge."""
         n = products.size
         if not self.fast:
@@ -362,22 +375,25 @@ class Requantizer:
             flat[:] = self.exact(exact_acc(every), every % self.channels)
             return
         shape, _, offset = self._rows(n)
-        s = work[0][:n]
-        np.add(products.reshape(shape), offset, out=s.reshape(shape))
+        s = products.reshape(-1)
+        np.add(s.reshape(shape), offset, out=s.reshape(shape))
         self._finish(s, out, work, exact_acc)
 
     def _finish(self, s, out, work, exact_acc) -> None:
-        """out = floor(clip(s)); the elements whose fraction is below `width` are redone
-        exactly."""
+        """out = floor(clip(s)) - lift; the elements whose fraction is below `width` (their
+        floor moves when `width` is subtracted) are redone exactly."""
         n = s.size
-        floor = work[1][:n]
+        below = work[1][:n]
         flags = work[2]
         clip_(s, *self.bounds)
-        np.floor(s, out=floor)
         flat = out.reshape(-1)
-        np.copyto(flat, floor, casting="unsafe")
-        np.subtract(s, floor, out=s)
-        np.less(s, self.width, out=flags[:n])
+        raw = flat.view(np.uint8)
+        np.copyto(raw, s, casting="unsafe")
+        np.subtract(s, self.width, out=s)
+        np.copyto(below, s, casting="unsafe")
+        np.not_equal(raw, below, out=flags[:n])
+        if self.lift:
+            np.bitwise_xor(raw, np.uint8(self.lift), out=raw)
         n8 = -(-n // 8) * 8
         if n8 > n:
             flags[n:n8] = False
