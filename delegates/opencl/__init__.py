@@ -14,6 +14,8 @@ on deep random-weight nets, see tests/delegates).
 """
 from __future__ import annotations
 
+import weakref
+
 from ..base import Delegate, DelegateError, Partition
 from .device import open_device
 from .graph import Builder
@@ -40,6 +42,8 @@ class OpenCLDelegate(Delegate):
             if value not in PRECISIONS:
                 raise DelegateError(f"{what} {value!r}: use one of {PRECISIONS}")
         self.dev = open_device(self.options.get("device"))
+        # interpreter runtime -> its packed weights, reused when prepare runs again (resize)
+        self._packed = weakref.WeakKeyDictionary()
 
     def device_name(self) -> str:
         return f"OpenCL ({self.dev.name}, {self.precision})"
@@ -56,8 +60,10 @@ class OpenCLDelegate(Delegate):
         return entry[0](node)
 
     def prepare(self, partition: Partition):
+        runtime = partition.nodes[0].runtime
+        packed = self._packed.setdefault(runtime, {}) if runtime is not None else None
         g = Builder(self.dev, self.precision == "fp16", self.stats,
-                    half_weights=self.weights == "fp16")
+                    half_weights=self.weights == "fp16", packed=packed)
         g.fusion = plan_fusions(partition.nodes, partition.outputs)
         g.fused = g.fusion.clamps
         for node, cpu_run in zip(partition.nodes, partition.cpu_runs):

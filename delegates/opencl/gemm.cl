@@ -71,14 +71,25 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
             floatV x_ = (floatV)(LD(rows[i], k_)); \
             _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x_, b_[j], acc[i][j]); } }
 
+// Work-item ids: (panel, group of MT row tiles), or with PANEL_MAJOR (group, panel): the items
+// of one panel run one after another, so a panel is read from memory once (layers whose
+// weights outweigh their input: few rows, many weights).
+#ifdef PANEL_MAJOR
+#define PANEL_ID get_global_id(1)
+#define GROUP_ID get_global_id(0)
+#else
+#define PANEL_ID get_global_id(0)
+#define GROUP_ID get_global_id(1)
+#endif
+
 __kernel void gemm(__global const T* restrict a, __global const TW_* restrict w,
                    __global const TW_* restrict bias, __global T* restrict out,
                    int M, int K, int N, int lda, float lo, float hi RES_ARGS)
 {
-    const int n0 = get_global_id(0) * PANEL;
+    const int n0 = PANEL_ID * PANEL;
     if (n0 >= N) return;
     for (int mt = 0; mt < MT; mt++) {
-        const int m0 = (get_global_id(1) * MT + mt) * TM;
+        const int m0 = (GROUP_ID * MT + mt) * TM;
         if (m0 >= M) return;
         floatV acc[TM][NV];
         ACC_INIT(acc, bias, n0);

@@ -10,11 +10,33 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgelite.interpreter.kernels.registry import KernelError
+
 from .fuse import Fusion
 
 # Bytes past every buffer's end: a kernel's last vector may read on (and ignore) up to 15
 # values past a tensor whose channels are not a multiple of its vector width.
 SLACK = 64
+
+
+class PartitionError(KernelError, RuntimeError):
+    """A partition failed while running: names the operator whose kernel failed (a
+    KernelError, so the interpreter passes it on as it is; a RuntimeError, as LiteRT's)."""
+
+
+def _failure(error, label, labels) -> PartitionError:
+    """The error for `error` raised while enqueueing `label`'s kernel, or (label None) while
+    moving tensors or waiting for the queue, when the failing kernel is not known."""
+    what = f"{type(error).__name__}: {error}"
+    if label is not None:
+        node, kernel, _ = label
+        return PartitionError(f"subgraph {node.subgraph} operator {node.index} ({node.op}) "
+                              f"on OpenCL: kernel {kernel} failed: {what}")
+    nodes = {n.index: n for n, *_ in labels if n is not None}
+    ops = ", ".join(f"{i} ({n.op})" for i, n in sorted(nodes.items()))
+    sub = next(iter(nodes.values())).subgraph if nodes else "?"
+    return PartitionError(f"subgraph {sub}: an OpenCL partition failed while moving tensors or "
+                          f"running (one of operators {ops}): {what}")
 
 
 class TensorRef:
@@ -27,8 +49,9 @@ class TensorRef:
 
 
 class Builder:
-    def __init__(self, dev, half: bool, stats, half_weights: bool = True):
+    def __init__(self, dev, half: bool, stats, half_weights: bool = True, packed=None):
         self.dev = dev
+        self.packed_cache = {} if packed is None else packed  # see `packed`
         self.half_weights = half and half_weights
         self.cl = dev.cl
         self.half = half
@@ -39,6 +62,7 @@ class Builder:
         self.alias_of: dict = {}   # tensor index -> tensor index whose buffer it uses
         self.uses: dict = {}       # tensor index -> [first launch, last launch]
         self.constants: list = []  # keeps constant buffers alive
+        self.uploaded = 0          # bytes of constants this partition uploaded (not reused)
         self._const_of: dict = {}  # tensor index -> its constant buffer
         self.fusion = Fusion()     # what fuse.py folded together in this partition
         self.fused: dict = {}      # node index -> (lo, hi) narrowing its clamp (fusion.clamps)
@@ -67,6 +91,7 @@ class Builder:
             a = a.astype(self.storage)
         a = np.ascontiguousarray(a)
         mf = self.cl.mem_flags
+        self.uploaded += a.nbytes
         host = np.zeros(a.nbytes + SLACK, np.uint8)
         host[:a.nbytes] = a.reshape(-1).view(np.uint8)
         buf = self.cl.Buffer(self.dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host)
@@ -76,6 +101,22 @@ class Builder:
     def weights(self, array):
         """A constant that kernels read as weights (half in fp16 unless weights stay float)."""
         return self.const(array, np.float16 if self.half_weights else np.float32)
+
+    def packed(self, node, role: str, params: tuple, source: np.ndarray, make):
+        """`make()` (weights packed and uploaded), or what it returned when this node of the
+        same interpreter was last prepared with the same `params`: resizing an input re-runs
+        prepare, and an op's weights do not change with the input's shape. A sample of
+        `source` (the weights before packing) guards the reuse."""
+        flat = np.asarray(source).reshape(-1)
+        sample = flat[::max(flat.size // 4096, 1)].copy()
+        key = (node.subgraph, node.index, role, tuple(np.shape(source)), params)
+        hit = self.packed_cache.get(key)
+        if hit is not None and np.array_equal(hit[0], sample):
+            self.constants.extend(b for b in hit[1] if b is not None)
+            return hit[1]
+        result = make()
+        self.packed_cache[key] = (sample, result)
+        return result
 
     def value(self, info):
         """An op's input: its constant buffer (uploaded once) or its device tensor."""
@@ -148,17 +189,23 @@ class Builder:
         bytes_out = sum(t.dtype.itemsize * int(np.prod(t.shape)) for t in outputs)
 
         def run(*arrays):
-            for (buf, staging), host in zip(ins, arrays):
-                if staging is not None:
-                    np.copyto(staging, host, casting="unsafe")
-                    host = staging
-                enqueue_copy(queue, buf, host, is_blocking=False)
-            for kernel, gsize, lsize in calls:
-                enqueue_kernel(queue, kernel, gsize, lsize)
-            for (buf, staging), host in zip(outs, arrays[nin:]):
-                enqueue_copy(queue, staging if staging is not None else host, buf,
-                             is_blocking=False)
-            queue.finish()
+            call = None
+            try:
+                for (buf, staging), host in zip(ins, arrays):
+                    if staging is not None:
+                        np.copyto(staging, host, casting="unsafe")
+                        host = staging
+                    enqueue_copy(queue, buf, host, is_blocking=False)
+                for call in calls:
+                    enqueue_kernel(queue, *call)
+                call = None
+                for (buf, staging), host in zip(outs, arrays[nin:]):
+                    enqueue_copy(queue, staging if staging is not None else host, buf,
+                                 is_blocking=False)
+                queue.finish()
+            except Exception as e:
+                raise _failure(e, labels[calls.index(call)] if call is not None else None,
+                               labels) from e
             for (buf, staging), host in zip(outs, arrays[nin:]):
                 if staging is not None:
                     np.copyto(host, staging, casting="unsafe")
@@ -171,6 +218,7 @@ class Builder:
         run.buffers = (buffers, list(self.constants))
         run.launches = len(calls)
         run.calls, run.labels = calls, labels  # for profiling: benchmarks/bench_opencl.py
+        run.uploaded = self.uploaded
         return run
 
     def _staging(self, info):

@@ -23,13 +23,24 @@ def _tiles(n: int, rows: int, cpu: bool) -> tuple:
     return vw, nv, min(tm, max(rows, 1))
 
 
-def _row_tiles(tiles: int, cpu: bool) -> int:
-    """Row tiles per gemm work-item (MT): on a CPU several, so that the per-item costs (ids,
-    row pointers, the panel's first misses) are paid less often; at least 32 items remain."""
+def _launch_gemm(g, args: list, defines: dict, m: int, k: int, panels: int) -> None:
+    """The gemm kernel over m rows and `panels` weight panels. On a CPU a work-item takes MT
+    row tiles, so that its fixed costs (ids, row pointers, the panel's first misses) are paid
+    less often (at least 32 items remain); where the weights outweigh the input the items of
+    one panel run back to back (PANEL_MAJOR), so each panel leaves memory once, not once per
+    row tile."""
+    cpu = g.dev.is_cpu
+    tiles = -(-m // defines["TM"])
     mt = 1
     while cpu and mt < 16 and tiles // (mt * 2) >= 32:
         mt *= 2
-    return mt
+    defines["MT"] = mt
+    dims = (panels, -(-tiles // mt))
+    if cpu and panels * defines["VW"] * defines["NV"] > m and panels > 1 and dims[1] > 1:
+        defines["PANEL_MAJOR"] = 1
+        dims = dims[::-1]
+    gsize, lsize = nd(g, dims, (1, 1) if cpu else None)
+    g.launch("gemm", "gemm", gsize, lsize, args, defines)
 
 
 def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
@@ -85,8 +96,9 @@ def build_conv_2d(node, g):
     lo, hi = clamp(node, g)
     gemm = kh == kw == 1 and sh == sw == 1 and pt == pl == 0 and (h, wd) == (ho, wo)
     vw, nv, tm = _tiles(co, n * ho * wo if gemm else wo, g.dev.is_cpu)
-    w_kn = np.asarray(w.data, np.float32).transpose(1, 2, 3, 0).reshape(kh * kw * c, co)
-    wbuf, bbuf = _packed(g, w_kn, None if b is None else b.data, co, vw, nv)
+    wbuf, bbuf = g.packed(node, "panels", (vw, nv), w.data, lambda: _packed(
+        g, np.asarray(w.data, np.float32).transpose(1, 2, 3, 0).reshape(kh * kw * c, co),
+        None if b is None else b.data, co, vw, nv))
     defines = {"VW": vw, "NV": nv, "TM": tm}
     i32, f32 = np.int32, np.float32
     panels = -(-co // (vw * nv))
@@ -95,9 +107,7 @@ def build_conv_2d(node, g):
         args = [g.value(src), wbuf, bbuf, None, i32(m), i32(c), i32(co), i32(c), f32(lo),
                 f32(hi)]
         args[3] = g.tensor(_epilogue(node, g, args, defines))
-        mt = defines["MT"] = _row_tiles(-(-m // tm), g.dev.is_cpu)
-        gsize, lsize = nd(g, (panels, -(-m // (tm * mt))), (1, 1) if g.dev.is_cpu else None)
-        g.launch("gemm", "gemm", gsize, lsize, args, defines)
+        _launch_gemm(g, args, defines, m, c, panels)
         return
     args = [g.value(src), wbuf, bbuf, None, i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(kh),
             i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl), i32(co), f32(lo),
@@ -122,15 +132,13 @@ def build_fully_connected(node, g):
     rows = _size(x.shape) // depth
     lo, hi = clamp(node, g)
     vw, nv, tm = _tiles(units, rows, g.dev.is_cpu)
-    wbuf, bbuf = _packed(g, np.asarray(w.data, np.float32).T, None if b is None else b.data,
-                         units, vw, nv)
+    wbuf, bbuf = g.packed(node, "panels", (vw, nv), w.data, lambda: _packed(
+        g, np.asarray(w.data, np.float32).T, None if b is None else b.data, units, vw, nv))
     panels = -(-units // (vw * nv))
-    mt = _row_tiles(-(-rows // tm), g.dev.is_cpu)
-    gsize, lsize = nd(g, (panels, -(-rows // (tm * mt))), (1, 1) if g.dev.is_cpu else None)
     i32, f32 = np.int32, np.float32
-    g.launch("gemm", "gemm", gsize, lsize,
-             [g.value(x), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth), i32(units),
-              i32(depth), f32(lo), f32(hi)], {"VW": vw, "NV": nv, "TM": tm, "MT": mt})
+    _launch_gemm(g, [g.value(x), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth), i32(units),
+                     i32(depth), f32(lo), f32(hi)], {"VW": vw, "NV": nv, "TM": tm},
+                 rows, depth, panels)
 
 
 def support_depthwise_conv_2d(node):
@@ -169,12 +177,14 @@ def build_depthwise_conv_2d(node, g):
     cp = -(-co // vw) * vw
     tw = 4
     lo, hi = clamp(node, g)
-    weights = _pad_to(np.asarray(w.data, np.float32).reshape(kh * kw, co), cp)
-    bias = _pad_to(np.zeros(co, np.float32) if b is None else np.asarray(b.data, np.float32), cp)
+    wbuf, bbuf = g.packed(node, "depthwise", (cp,), w.data, lambda: (
+        g.weights(_pad_to(np.asarray(w.data, np.float32).reshape(kh * kw, co), cp)),
+        g.weights(_pad_to(np.zeros(co, np.float32) if b is None else
+                          np.asarray(b.data, np.float32), cp))))
     i32, f32 = np.int32, np.float32
     gsize, lsize = nd(g, (cp // vw, -(-wo // tw), n * ho))
     g.launch("depthwise", "depthwise", gsize, lsize,
-             [g.value(src), g.weights(weights), g.weights(bias), g.tensor(out), i32(h), i32(wd),
+             [g.value(src), wbuf, bbuf, g.tensor(out), i32(h), i32(wd),
               i32(co), i32(cin), i32(ho), i32(wo), i32(pt), i32(pl), f32(lo), f32(hi)],
              {"VW": vw, "TW": tw, "DM": dm, "KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh,
               "DW": dw})

@@ -163,3 +163,52 @@ def test_device_choice_and_program_reuse(opencl, monkeypatch):
     assert again.dev is delegate.dev
     _run(content, x, [again])
     assert delegate.dev.builds == builds
+
+
+def test_resize_reuses_the_packed_weights(opencl):
+    """A resized input prepares the partition again: same results as the CPU, and the
+    weights are not packed and uploaded a second time."""
+    rng = np.random.default_rng(3)
+    g = Graph()
+    x = g.input((1, 8, 8, 6))
+    y = g.op("CONV_2D", [x, g.const(rng.standard_normal((24, 3, 3, 6)).astype(np.float32)),
+                         g.const(np.zeros(24, np.float32))], padding=0, stride_h=1, stride_w=1)
+    y = g.op("DEPTHWISE_CONV_2D", [y, g.const(rng.standard_normal((1, 3, 3, 24)).astype(
+        np.float32)), g.const(np.ones(24, np.float32))], padding=0, stride_h=2, stride_w=2,
+        depth_multiplier=1)
+    g.output(g.op("MEAN", [y, g.const(np.int32([1, 2]))], keep_dims=False))
+    content = g.save()
+    delegate = opencl("fp32")
+    it = Interpreter(model_content=content, experimental_delegates=[delegate])
+    uploaded = []
+    for shape in ((1, 8, 8, 6), (1, 13, 11, 6)):
+        it.resize_tensor_input(it.get_input_details()[0]["index"], shape)
+        it.allocate_tensors()
+        uploaded.append(sum(getattr(run, "uploaded", 0)
+                            for run, _ in it._runtime.plans[0].steps))
+        xv = rng.standard_normal(shape).astype(np.float32)
+        it.set_tensor(it.get_input_details()[0]["index"], xv)
+        it.invoke()
+        ref = Interpreter(model_content=content)
+        ref.resize_tensor_input(ref.get_input_details()[0]["index"], shape)
+        ref.allocate_tensors()
+        ref.set_tensor(ref.get_input_details()[0]["index"], xv)
+        ref.invoke()
+        out = it.get_output_details()[0]["index"]
+        assert_matches([it.get_tensor(out)], [ref.get_tensor(out)], TOLERANCE["fp32"])
+    assert uploaded[0] >= 24 * 9 * 6 * 4 and uploaded[1] < 64, uploaded
+
+
+def test_a_failing_kernel_is_named(opencl):
+    """An error inside a partition names the operator whose kernel failed, not the
+    partition's first one."""
+    from edgelite.delegates.opencl.graph import PartitionError
+    delegate = opencl("fp32")
+    it, _ = _run(_split_graph(), np.zeros((1, 10, 12, 8), np.float32), [delegate])
+    run = next(r for r, _ in it._runtime.plans[0].steps if getattr(r, "calls", None)
+               and len(r.calls) == 3)  # partition 1: depthwise, add, mean
+    kernel, gsize, _ = run.calls[2]
+    run.calls[2] = (kernel, (7,) + gsize[1:], (2,) + (1,) * (len(gsize) - 1))  # 7 % 2 != 0
+    with pytest.raises(PartitionError, match=r"operator 5 \(MEAN\) on OpenCL: kernel "
+                                             r"reduce_mid failed"):
+        it.invoke()
