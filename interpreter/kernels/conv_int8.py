@@ -325,7 +325,17 @@ def depthwise_conv_2d(node):
     buffers = Scratch.of(node).reserve(specs + [(p.shape, ftype) for p in phases]
                                        + requant.specs)
     item = np.dtype(ftype).itemsize
-    tap_rows, tap_cols = np.arange(kh) * dh - pad[0], np.arange(kw) * dw - pad[1]
+    # For the exact sums of a few outputs: each output pixel's input pixel per tap (flat over
+    # n, h, w), -1 in the padding; the weights per channel.
+    tap_y = np.arange(oh)[:, None] * sh + np.arange(kh) * dh - pad[0]            # (oh, kh)
+    tap_x = np.arange(ow)[:, None] * sw + np.arange(kw) * dw - pad[1]            # (ow, kw)
+    inside = ((tap_y >= 0) & (tap_y < h))[:, None, :, None] & \
+        ((tap_x >= 0) & (tap_x < wd))[None, :, None, :]
+    pixel = tap_y[:, None, :, None] * wd + tap_x[None, :, None, :]              # (oh, ow, kh, kw)
+    sources = (np.arange(n)[:, None, None, None, None] * (h * wd)
+               + np.where(inside, pixel, -1 - np.arange(n)[:, None, None, None, None] * (h * wd)))
+    sources = sources.reshape(n * oh * ow, kh * kw).astype(np.int32)
+    tap_weights = wc.reshape(kh * kw, cout).T.copy()                              # (cout, taps)
     bound = []
 
     def bind():
@@ -344,15 +354,10 @@ def depthwise_conv_2d(node):
     def exact_acc(x, near):
         """The exact sums at flat output indices `near`, from the input itself."""
         pix, c = np.divmod(near, cout)
-        b, pix = np.divmod(pix, oh * ow)
-        y, xo = np.divmod(pix, ow)
-        r = (y * sh)[:, None, None] + tap_rows[None, :, None]
-        q = (xo * sw)[:, None, None] + tap_cols[None, None, :]
-        inside = (r >= 0) & (r < h) & (q >= 0) & (q < wd)
-        vals = x[b[:, None, None], np.clip(r, 0, h - 1), np.clip(q, 0, wd - 1),
-                 (c // mult)[:, None, None]]
-        vals = np.where(inside, vals.astype(np.int64), zx)
-        return (vals * wc[:, :, c].transpose(2, 0, 1)).sum((1, 2))
+        src = sources[pix]
+        vals = x.reshape(-1, cin)[src, (c // mult)[:, None] if mult > 1 else c[:, None]]
+        vals = np.where(src < 0, zx, vals.astype(np.int64))
+        return (vals * tap_weights[c]).sum(1)
 
     def run(x, w_, b_, out):
         if not bound:

@@ -296,24 +296,34 @@ class Requantizer:
         self.lift = lift
         self.bounds = np.float32(self.lo + lift + 0.5), np.float32(self.hi + lift + 0.5)
         self.width = np.nextafter(np.float32(width), np.float32(1))
-        # exact() as one floor shift: (a M + k - [a M < -2^30] neg) >> (31 + r).
-        self.k = np.int64(1 << 30) + np.where(self.right > 0, np.int64(1) << (30 + self.right), 0)
-        self.neg = np.where(self.right > 0, np.int64(1) << 31, 0)
-        self.total_shift = 31 + self.right
+        # _redo: TFLite's arithmetic as one floor shift per element (see the class doc):
+        # t = acc M + bias M + 2^30 (< 0 exactly when SRDHM's result is), then
+        # (t + half - [t < 0] neg) >> (31 + r) + zero point, half = 2^(30 + r) when r > 0.
+        half = np.where(self.right > 0, np.int64(1) << (30 + self.right), 0)
+        neg = np.where(self.right > 0, np.int64(1) << 31, 0)
+        self.redo_params = np.stack([self.multiplier, self.c1, neg, half, 31 + self.right], 1)
         return True
 
     def exact(self, acc, channel=slice(None)) -> np.ndarray:
-        """TFLite's arithmetic on integer accumulators of the given channels (by default,
-        `acc`'s last axis holds every channel); the bias is added unless the accumulators
-        hold it."""
+        """TFLite's arithmetic, step by step, on integer accumulators of the given channels
+        (by default, `acc`'s last axis holds every channel); the bias is added unless the
+        accumulators hold it."""
         acc = np.asarray(acc, np.int64) + self.add_bias[channel]
-        if self.fast:   # the same arithmetic, the two roundings as one (see the class doc)
-            am = acc * self.multiplier[channel]
-            num = am + self.k[channel] - (am < -(1 << 30)) * self.neg[channel]
-            y = (num >> self.total_shift[channel]) + self.zero_point
-        else:
-            y = mbqm(acc, self.multiplier[channel], self.shift[channel]) + self.zero_point
+        y = mbqm(acc, self.multiplier[channel], self.shift[channel]) + self.zero_point
         return np.clip(y, self.lo, self.hi)
+
+    def _redo(self, acc: np.ndarray, channel: np.ndarray) -> np.ndarray:
+        """`exact` in few numpy calls (fast path only): int64 accumulators of channels."""
+        m, c1, neg, half, total = self.redo_params[channel].T
+        t = acc.astype(np.int64) * m
+        t += c1
+        adjust = t < 0
+        t += half
+        t -= adjust * neg
+        t >>= total
+        t += self.zero_point
+        clip_(t, self.lo, self.hi)
+        return t
 
     def work(self) -> list:
         """Work buffers of its own, for callers without a Scratch."""
@@ -400,7 +410,7 @@ class Requantizer:
         words = flags[:n8].view(np.uint64)
         if words.max(initial=0):
             near = _flagged(flags[:n8], np.flatnonzero(words != 0))
-            flat[near] = self.exact(exact_acc(near), near % self.channels)
+            flat[near] = self._redo(exact_acc(near), near % self.channels)
 
 
 def _flagged(flags: np.ndarray, words: np.ndarray) -> np.ndarray:
