@@ -112,8 +112,8 @@ class Window:
             self.padded = PaddedInput(node, shape, max(rows, self.pt + 1),
                                       max(cols, self.pl + 1), self.pt, self.pl, fill=fill)
         self.buffer = None   # the padded input, set by copy_in
-        self._base = self._tap_base = None
-        self._view = self._taps = None
+        self._base = self._tap_base = self._item_base = None
+        self._view = self._taps = self._items = None
 
     def reserve(self, node, specs: list):
         """Work buffers [(shape, dtype)] that do not overlap the padded input: get() -> them."""
@@ -159,6 +159,26 @@ class Window:
     def out_view(self, out):
         n, ho, wo, c = self.shape
         return out if self.sw != 1 else out.reshape(n, ho, wo * c)
+
+    def row_items(self, x):
+        """Each window row (kw pixels x C channels, contiguous when dilation_w is 1) as one
+        opaque item: [kh, N, Ho, Wo]. Copying such items moves kw*C floats at a time (im2col:
+        ~1.5x faster than copying C floats at a time when C is small)."""
+        base = self.buffer if self.buffer is not None else x
+        if base is not self._item_base:
+            sn, sy, sx, _ = base.strides
+            self._item_base = base
+            self._items = _items(base, (self.kh,) + self.shape[:3],
+                                 (sy * self.dh, sn, sy * self.sh, sx * self.sw),
+                                 self.kw * self.shape[3] * base.itemsize)
+        return self._items
+
+
+def _items(base, shape, strides, nbytes):
+    """A view of `base` (C-contiguous) whose elements are the `nbytes` bytes at `strides`."""
+    raw = as_strided(base.reshape(-1).view(np.uint8), tuple(shape) + (nbytes,),
+                     tuple(strides) + (1,))
+    return raw.view(np.dtype((np.void, nbytes)))[..., 0]
 
 
 def _options(node):
@@ -292,6 +312,7 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
     p, og, k = n * ho * wo, o // groups, kh * kw * cg
     # A shared work buffer (see PaddedInput): run rewrites its column of ones.
     get_cols = win.reserve(node, [((p, groups, k + 1), F32)])
+    by_rows = groups == 1 and win.dw == 1   # window rows are contiguous in the input
     bound = []
     w_info, b_info = node.inputs[1], node.optional_input(2)
     const = w_info.data is not None and (b_info is None or b_info.data is not None)
@@ -304,15 +325,23 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
         dest = cols[:, :, :k].reshape(n, ho, wo, groups, kh, kw, cg) \
             .transpose(4, 5, 0, 1, 2, 3, 6)
         assert np.shares_memory(dest, cols)  # a view, so copies into it fill `cols`
-        bound.extend([cols, dest, cols[:, :, k]])
+        rows = None
+        if by_rows:   # [kh, N, Ho, Wo] items of kw*Cg floats
+            row = kw * cg * 4
+            rows = _items(cols, (kh, n, ho, wo), (row, ho * wo * (k + 1) * 4, wo * (k + 1) * 4,
+                                                  (k + 1) * 4), row)
+        bound.extend([cols, dest, rows, cols[:, :, k]])
 
     def run(x, w, bias, out):
         if not bound:
             bind()
-        cols, dest, ones = bound
+        cols, dest, rows, ones = bound
         if win.copy_in is not None:
             win.copy_in(x)
-        np.copyto(dest, win.view(x).reshape(kh, kw, n, ho, wo, groups, cg))
+        if rows is not None and (win.buffer is not None or x.flags.c_contiguous):
+            np.copyto(rows, win.row_items(x))
+        else:
+            np.copyto(dest, win.view(x).reshape(kh, kw, n, ho, wo, groups, cg))
         ones.fill(1.0)
         wg = wg_const if const else _im2col_weights(w, bias, groups)
         if groups == 1:
