@@ -257,4 +257,48 @@ def softmax(node):
         exponent = (bits_over_unit + 31 - out_bits)[:, None]
         y = rdbpot(srdhm(scale[:, None], exps[d]), exponent) + out_lo
         np.copyto(out.reshape(rows, depth), np.clip(y, out_lo, out_hi), casting="unsafe")
-    return run
+
+    if rows > 4:
+        return run
+    # Few rows (a classifier's output): per row, the output for each of the 256 differences
+    # as one small table, the reciprocal in Python integers.
+    diffs = np.empty((rows, depth), np.int16)
+    index = diffs.view(np.uint16)
+    out_dtype = node.outputs[0].dtype
+
+    def run_rows(x, out):
+        v = x.reshape(rows, depth)
+        o = out.reshape(rows, depth)
+        for r in range(rows):
+            np.subtract(v[r].max(), v[r], out=diffs[r], dtype=np.int16)
+            total = int(np.take(rescaled, index[r]).sum())
+            scale, bits_over_unit = _reciprocal_scalar(total)
+            table = rdbpot(srdhm(scale, exps), bits_over_unit + 31 - out_bits) + out_lo
+            table = np.clip(table, out_lo, out_hi).astype(out_dtype)
+            np.take(table, index[r], out=o[r])
+    return run_rows
+
+
+def _srdhm_scalar(a: int, b: int) -> int:
+    if a == b == -(1 << 31):
+        return INT32_MAX
+    return (a * b + (1 << 30)) >> 31
+
+
+def _shift_left_scalar(x: int, exponent: int) -> int:
+    threshold = (1 << (31 - exponent)) - 1
+    return INT32_MAX if x > threshold else -(1 << 31) if x < -threshold else x << exponent
+
+
+def _reciprocal_scalar(total: int) -> tuple:
+    """_reciprocal for one row, in Python integers."""
+    headroom_plus_one = 32 - max(total, 1).bit_length()          # clz
+    bits_over_unit = ACCUMULATION_INTEGER_BITS - headroom_plus_one
+    a = ((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
+    s = a + INT32_MAX
+    half_denominator = (s + 1) // 2 if s >= 0 else -((-s + 1) // 2)
+    x = 1515870810 + _srdhm_scalar(half_denominator, -1010580540)
+    for _ in range(3):
+        one_minus = (1 << 29) - _srdhm_scalar(half_denominator, x)
+        x = x + _shift_left_scalar(_srdhm_scalar(x, one_minus), 2)
+    return _shift_left_scalar(x, 1), bits_over_unit

@@ -20,6 +20,7 @@ from .quantized import EXACT_F32, Requantizer, Scratch, activation_range, channe
 from .registry import register
 
 CHUNK_BYTES = 1 << 21
+IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 
 
 def _weights(node, k: int, dtype_name: str, what: str) -> np.ndarray:
@@ -113,10 +114,11 @@ def _conv_geometry(node, x_shape, kh, kw, opts):
     return (sh, sw), (dh, dw), (oh, ow), (pt, pl)
 
 
-def _dot_rows(rows: np.ndarray, wmat: np.ndarray, near: np.ndarray) -> np.ndarray:
-    """The GEMM's sums at flat output indices `near` (exact: float32-exact integers)."""
-    p, ch = np.divmod(near, wmat.shape[1])
-    return np.einsum("ij,ji->i", rows[p], wmat[:, ch]).astype(np.int64)
+def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarray:
+    """The GEMM's sums at flat output indices `near` (exact: float32-exact integers), from
+    its patch rows and the weights as rows (channels, patch)."""
+    p, ch = np.divmod(near, wrows.shape[0])
+    return np.einsum("ij,ij->i", rows[p], wrows[ch]).astype(np.int64)
 
 
 @register("CONV_2D", "int8", "uint8")
@@ -160,6 +162,7 @@ def conv_2d(node):
         wmats = [np.concatenate([wmats[0], bias[None, :].astype(ftype)])]
     patch = kh * kw * cin                            # one pixel's patch (all groups)
     kc = patch + fold
+    wrows = np.ascontiguousarray(wmats[0].T) if groups == 1 else None
 
     source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, zx)
     # A 1x1 convolution at stride 1 reads the input rows as they are.
@@ -207,10 +210,10 @@ def conv_2d(node):
                     part = np.ascontiguousarray(
                         c.reshape(p, kh, kw, cin)[..., g * cg:(g + 1) * cg]).reshape(p, k)
                     np.matmul(part, wm, out=acc_f[:p, g * per_group:(g + 1) * per_group])
-            if groups == 1:
-                # The sums of the few it redoes, exact again from the patches.
+            if groups == 1 and p * cout >= IN_PLACE:
+                # In place; the sums of the few it redoes, exact again from the patches.
                 requant(acc_f[:p], flat[start:start + p], work,
-                        lambda near: _dot_rows(c, wmats[0], near))
+                        lambda near: _dot_rows(c, wrows, near))
             else:
                 requant(acc_f[:p], flat[start:start + p], work)
 

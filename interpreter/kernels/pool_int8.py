@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_, conv_output
-from .quantized import TYPE_RANGE, activation_range, mbqm, quant_params, quantize_multiplier
+from .quantized import EXACT_F32, TYPE_RANGE, Requantizer, activation_range, mbqm, quant_params, \
+    quantize_multiplier
 from .registry import register
 
 
@@ -146,12 +147,25 @@ def mean(node):
         k = max(0, min(count.bit_length() - 1, 32, 31 + shift))
         multiplier = (multiplier << k) // count
         shift -= k
+    if count == 0 or int(np.prod(shape, dtype=np.int64)) == 0:
+        def run_empty(x, axis_, out):
+            out[...] = 0
+        return run_empty
+    size = int(np.prod(shape, dtype=np.int64))
+    if count * 32768 < EXACT_F32:
+        # float32 sums are exact: the requantizer's fast path reads them.
+        sums = np.empty(shape, np.float32)
+        requant = Requantizer(multiplier, shift, z_out, lo, hi, (size, 1), -z_in * count,
+                              acc_bound=np.array([count * 32768]))
+        work = requant.work()
+
+        def run(x, axis_, out):
+            np.sum(x, axis=axes, dtype=np.float32, keepdims=keep, out=sums)
+            requant(sums.reshape(size, 1), out.reshape(size, 1), work)
+        return run
     sums = np.empty(shape, np.int64)
 
     def run(x, axis_, out):
-        if count == 0 or x.size == 0:
-            out[...] = 0
-            return
         np.sum(x, axis=axes, dtype=np.int64, keepdims=keep, out=sums)
         y = mbqm(sums - z_in * count, multiplier, shift) + z_out
         np.copyto(out, np.clip(y, lo, hi), casting="unsafe")

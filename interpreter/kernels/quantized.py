@@ -164,7 +164,7 @@ def all_values(type_name: str) -> np.ndarray:
 def lookup(table: np.ndarray):
     """run(x, out): out = table[x] for an 8-bit x (the table built over `all_values`)."""
     def run(x, out):
-        np.take(table, x.view(np.uint8), out=out, mode="clip")
+        np.take(table, x.view(np.uint8), out=out, mode="wrap")
     return run
 
 
@@ -183,7 +183,7 @@ def pair_lookup(table: np.ndarray, out_shape: tuple):
     def run(a, b, out):
         np.left_shift(a.view(np.uint8), eight, out=index, dtype=np.uint16)
         np.bitwise_or(index, b.view(np.uint8), out=index, dtype=np.uint16)
-        np.take(table, index, out=out, mode="clip")
+        np.take(table, index, out=out, mode="wrap")   # indices < 65536: no wrapping
     return run
 
 
@@ -409,7 +409,8 @@ class Requantizer:
             flags[n:n8] = False
         words = flags[:n8].view(np.uint64)
         if words.max(initial=0):
-            near = _flagged(flags[:n8], np.flatnonzero(words != 0))
+            near = flags[:n].nonzero()[0] if n < 1 << 17 else \
+                _flagged(flags[:n8], np.flatnonzero(words != 0))
             flat[near] = self._redo(exact_acc(near), near % self.channels)
 
 
