@@ -43,6 +43,9 @@ def transpose(id, out_shape, w_shape, x_shape, bias=True, **options):
 CASES = [
     conv("1x1", (1, 5, 6, 8), (4, 1, 1, 8)),
     conv("1x1_stride2_batch2", (2, 7, 6, 3), (5, 1, 1, 3), stride_w=2, stride_h=2, padding=1),
+    case("conv_2d_1x1_stride2_bias_as_input", "CONV_2D",
+         [In((1, 7, 6, 3)), f32(5, 1, 1, 3, scale=0.5), In((5,))], [f32(1, 7, 6, 3), f32(5)],
+         options=dict(stride_w=2, stride_h=2, fused_activation_function=1), **TOL),
     conv("3x3_same", (1, 6, 7, 3), (4, 3, 3, 3)),
     conv("3x3_valid", (1, 6, 7, 3), (4, 3, 3, 3), padding=1),
     conv("3x3_same_stride2", (1, 7, 8, 3), (4, 3, 3, 3), stride_w=2, stride_h=2),
@@ -52,6 +55,10 @@ CASES = [
     conv("dilated_valid", (1, 9, 8, 2), (3, 3, 2, 2), padding=1, dilation_w_factor=2),
     conv("grouped", (1, 6, 6, 6), (4, 3, 3, 3)),
     conv("grouped_1x1", (1, 4, 5, 8), (8, 1, 1, 2)),
+    conv("grouped_1x1_stride2", (1, 7, 6, 8), (6, 1, 1, 4), stride_w=2, stride_h=2),
+    # Large enough (P * O >= 2^18) for the bias to ride in the matmul (a column of ones).
+    conv("1x1_expansion_relu6_batch2", (2, 32, 64, 8), (64, 1, 1, 8),
+         fused_activation_function=3),
     *[conv(f"act_{name}", (1, 5, 5, 3), (4, 3, 3, 3), fused_activation_function=code)
       for name, code in ACTS.items()],
     *[conv(f"1x1_act_{name}", (1, 4, 4, 3), (4, 1, 1, 3), fused_activation_function=code)
