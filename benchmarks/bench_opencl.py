@@ -1,13 +1,19 @@
 """The OpenCL delegate vs edgelite's numpy path vs LiteRT, 1 thread each, and start-up times.
 
     python benchmarks/bench_opencl.py [--only mobilenet] [--precision fp32,fp16] [--seconds 2]
-                                      [--device cpu] [--no-startup] [--json OUT]
+                                      [--device cpu] [--no-startup] [--json OUT] [--profile]
 
 One thread each: OPENBLAS_NUM_THREADS=1 for numpy, POCL_MAX_PTHREAD_COUNT=1 for PoCL (one
 worker thread runs every work-group), num_threads=1 for LiteRT (XNNPACK). Both variables are
 set before numpy and pyopencl load. Latency: median of single invokes in alternating blocks with a
 pause before each block (as bench_models.py). Accuracy: max abs difference of the delegate's
 outputs from the numpy interpreter's, over max |numpy output|.
+
+--profile: per kernel launch of the first precision, from OpenCL profiling events (a queue of
+its own; the partition's launches re-enqueued as one batch, median of 20 batches): time by op
+and kernel, the launches that take longest, and the batch's wall time (launch overhead and the
+gaps between kernels are the difference). On PoCL an event's end may be stamped late, moving
+time to the next kernel: trust the totals more than single lines.
 
 Start-up: a fresh process loads the delegate and the model, prepares (program builds, weight
 packing and upload) and invokes once, with empty OpenCL caches (PoCL's POCL_CACHE_DIR and
@@ -154,6 +160,47 @@ def startup(path: Path, precision: str, device) -> dict:
         return out
 
 
+def profile(path: Path, precision: str, device, top: int = 12) -> str:
+    """A markdown report of the delegate's kernel launches on one model (see --profile)."""
+    import pyopencl as cl
+
+    from edgelite.delegates import load_delegate
+    from edgelite.interpreter import Interpreter
+    d = load_delegate("opencl", {"precision": precision, "device": device})
+    it = _prepared(Interpreter(model_path=str(path), experimental_delegates=[d]), _input(path))
+    queue = cl.CommandQueue(d.dev.context,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    lines = [f"#### {path.stem} ({precision})\n"]
+    for run, _ in it._runtime.plans[0].steps:
+        if not getattr(run, "calls", None):
+            continue
+        times, walls = [], []
+        for _ in range(20):
+            t = time.perf_counter()
+            events = [cl.enqueue_nd_range_kernel(queue, *call) for call in run.calls]
+            queue.finish()
+            walls.append(time.perf_counter() - t)
+            times.append([(e.profile.end - e.profile.start) * 1e-6 for e in events])
+        ms = np.median(np.array(times), axis=0)
+        by: dict = {}
+        for (node, kernel, _), t in zip(run.labels, ms):
+            key = (node.op if node is not None else "?", kernel)
+            n, total = by.get(key, (0, 0.0))
+            by[key] = (n + 1, total + t)
+        lines.append(f"{len(run.calls)} launches, kernels {ms.sum():.3f} ms, batch wall "
+                     f"{np.median(walls) * 1e3:.3f} ms\n")
+        lines.append("| op | kernel | launches | ms | share |\n|---|---|---:|---:|---:|")
+        for (op, kernel), (n, t) in sorted(by.items(), key=lambda kv: -kv[1][1]):
+            lines.append(f"| {op} | {kernel} | {n} | {t:.3f} | {t / ms.sum():.0%} |")
+        lines.append("\n| launch | operator | kernel | output | global size | ms |\n"
+                     "|---:|---|---|---|---|---:|")
+        for k in np.argsort(-ms)[:top]:
+            node, kernel, gsize = run.labels[k]
+            lines.append(f"| {k} | {node.index} {node.op} | {kernel} | "
+                         f"{'x'.join(map(str, node.outputs[0].shape))} | {gsize} | {ms[k]:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models")
@@ -163,6 +210,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--no-startup", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args(argv)
     folder = models_dir(args.models)
     precisions = args.precision.split(",")
@@ -200,6 +248,10 @@ def main(argv=None) -> None:
             print(f"| {r['model']} | {s['first']['total_s']:.2f} s | "
                   f"{s['cached']['total_s']:.2f} s | {s['first']['prepare_s']:.2f} s / "
                   f"{s['cached']['prepare_s']:.2f} s | {s['cached']['new_cache_files']} |")
+    if args.profile:
+        print(f"\n### Kernel launches ({precisions[0]})\n")
+        for name in names:
+            print(profile(folder / f"{name}.tflite", precisions[0], args.device))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

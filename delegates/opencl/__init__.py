@@ -64,7 +64,7 @@ class OpenCLDelegate(Delegate):
         packed = self._packed.setdefault(runtime, {}) if runtime is not None else None
         g = Builder(self.dev, self.precision == "fp16", self.stats,
                     half_weights=self.weights == "fp16", packed=packed)
-        g.fusion = plan_fusions(partition.nodes, partition.outputs)
+        g.fusion = plan_fusions(partition.nodes, partition.outputs, self.dev.is_cpu)
         g.fused = g.fusion.clamps
         for node, cpu_run in zip(partition.nodes, partition.cpu_runs):
             build = OPS[node.op][1]

@@ -58,6 +58,18 @@ typedef float TW_;
 #endif
 #endif
 
+// 16 values at p[i], whatever VW is: tensors (LD16) and weights (LDW16).
+#ifdef HALF
+#define LD16(p, i) vload_half16(0, (p) + (i))
+#else
+#define LD16(p, i) vload16(0, (p) + (i))
+#endif
+#if defined(HALF) && !defined(WEIGHTS_FLOAT)
+#define LDW16(p, i) vload_half16(0, (p) + (i))
+#else
+#define LDW16(p, i) vload16(0, (p) + (i))
+#endif
+
 // Store the first `count` (< VW) lanes of v at p[0..count).
 #if VW == 1
 #define ST_TAIL(v, p, count) ST((v), (p), 0)

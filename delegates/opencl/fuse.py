@@ -8,6 +8,8 @@ streams a tensor through the caches, so small elementwise kernels cost more than
   channels (BlazeFace's residuals): the epilogue reads the unpadded tensor, zeros beyond it.
 - A zero PAD of height and width folds into the CONV_2D / DEPTHWISE_CONV_2D reading it: the
   convolution reads the unpadded tensor with its padding offsets grown (taps outside it add 0).
+- On a CPU device, a DEPTHWISE_CONV_2D (depth multiplier 1) folds into the 1x1 CONV_2D that
+  reads its output (MobileNet's and BlazeFace's blocks): the depthwise tensor stays in L1.
 
 A node is fused only when nothing else reads the tensor that disappears, it is not needed
 outside the partition, and every tensor the epilogue reads is written before the conv runs.
@@ -39,6 +41,7 @@ class Fusion:
     residual: dict = field(default_factory=dict)   # conv node -> (tensor, channels) to add
     output: dict = field(default_factory=dict)     # conv node -> the tensor it writes instead
     input_pad: dict = field(default_factory=dict)  # conv node -> (unpadded input, top, left)
+    depthwise: dict = field(default_factory=dict)  # 1x1 conv node -> depthwise node before it
 
 
 class _Graph:
@@ -64,13 +67,16 @@ class _Graph:
         return p is None or self.position[p.index] < self.position[node.index]
 
 
-def plan(nodes: list, outputs: list) -> Fusion:
-    """The fusions of a partition's nodes (in execution order); `outputs`: its output tensors."""
+def plan(nodes: list, outputs: list, cpu: bool = False) -> Fusion:
+    """The fusions of a partition's nodes (in execution order); `outputs`: its output tensors;
+    `cpu`: the device is a CPU (PoCL)."""
     graph = _Graph(nodes, outputs)
     f = Fusion()
     _activations(nodes, graph, f)
     _residual_adds(nodes, graph, f)
     _spatial_pads(nodes, graph, f)
+    if cpu:
+        _depthwise_into_pointwise(nodes, graph, f)
     return f
 
 
@@ -156,3 +162,24 @@ def _spatial_pads(nodes, graph, f) -> None:
             continue
         f.input_pad[conv.index] = (pad.inputs[0], int(pads[1, 0]), int(pads[2, 0]))
         f.skipped.add(pad.index)
+
+
+def _pointwise(node) -> bool:
+    """A CONV_2D that is a plain matrix product: 1x1, stride 1, no dilation."""
+    o = node.options
+    return node.op == "CONV_2D" and tuple(node.inputs[1].shape[1:3]) == (1, 1) \
+        and int(o.stride_h or 1) == int(o.stride_w or 1) == 1 \
+        and int(o.dilation_h_factor or 1) == int(o.dilation_w_factor or 1) == 1
+
+
+def _depthwise_into_pointwise(nodes, graph, f) -> None:
+    for conv in nodes:
+        if not _pointwise(conv) or conv.index in f.input_pad or conv.inputs[1].shape[0] <= 8:
+            continue
+        x = conv.inputs[0]
+        dw = graph.producer.get(x.index)
+        if dw is None or dw.op != "DEPTHWISE_CONV_2D" or not graph.only_reader(x, conv) \
+                or dw.inputs[1].shape[3] != dw.inputs[0].shape[3]:
+            continue
+        f.depthwise[conv.index] = dw
+        f.skipped.add(dw.index)

@@ -104,7 +104,7 @@ __kernel void gemm(__global const T* restrict a, __global const TW_* restrict w,
 
 __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict w,
                      __global const TW_* restrict bias, __global T* restrict out,
-                     int H, int W, int C, int Ho, int Wo, int KH, int KW, int sh, int sw,
+                     int H, int W, int C, int Ho, int Wo, int kh, int kw, int sh, int sw,
                      int dh, int dw, int pt, int pl, int N, float lo, float hi RES_ARGS)
 {
     const int n0 = get_global_id(0) * PANEL;
@@ -113,14 +113,14 @@ __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict
     if (n0 >= N || ox0 >= Wo) return;
     const int b = row / Ho, oy = row % Ho;
     const int iy0 = oy * sh - pt, ix0 = ox0 * sw - pl;
-    const int kwc = KW * C;
+    const int kwc = kw * C;
     floatV acc[TM][NV];
     ACC_INIT(acc, bias, n0);
-    // Every tap of every pixel of the tile inside the row, and the KW * C values a pixel
+    // Every tap of every pixel of the tile inside the row, and the kw * C values a pixel
     // reads from it contiguous: one plain loop per kernel row.
-    const bool inside = dw == 1 && ix0 >= 0 && ix0 + (TM - 1) * sw + KW - 1 < W;
-    __global const TW_* wk = w + (size_t)n0 * KH * kwc;
-    for (int ky = 0; ky < KH; ky++) {
+    const bool inside = dw == 1 && ix0 >= 0 && ix0 + (TM - 1) * sw + kw - 1 < W;
+    __global const TW_* wk = w + (size_t)n0 * kh * kwc;
+    for (int ky = 0; ky < kh; ky++) {
         const int iy = iy0 + ky * dh;
         if (iy < 0 || iy >= H) {
             wk += (size_t)kwc * PANEL;
@@ -133,7 +133,7 @@ __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict
             ACC_PANEL(acc, rows, wk, kwc);
             continue;
         }
-        for (int kx = 0; kx < KW; kx++) {
+        for (int kx = 0; kx < kw; kx++) {
             __global const T* rows[TM];
             float keep[TM];  // 0 for taps in the padding: they read pixel 0 and add nothing
             _Pragma("unroll") for (int i = 0; i < TM; i++) {
@@ -155,3 +155,67 @@ __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict
     }
     ACC_STORE(acc, out, row * Wo + ox0, Wo - ox0, n0, N);
 }
+
+#ifdef KH
+// DEPTHWISE_CONV_2D (depth multiplier 1) and the 1x1 CONV_2D that reads its output, in one
+// pass: a work-item computes the depthwise output of TM neighbouring pixels of one row, all C
+// channels (16 a vector, clamped), into its scratch in local memory (L1-sized), then every
+// panel of the 1x1 convolution from there. The depthwise tensor never reaches memory. Window
+// (KH, KW), strides (SH, SW) and dilations (DH, DW) compile-time; depthwise weights
+// [KH * KW, CP] and bias [CP], CP = C rounded up to 16; 1x1 weights in panels of K = C.
+#ifndef DH
+#define DH 1
+#define DW 1
+#endif
+__kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* restrict wd,
+                             __global const TW_* restrict bd, __global const TW_* restrict w,
+                             __global const TW_* restrict bias, __global T* restrict out,
+                             __local float* restrict scratch, int H, int W, int C, int Ho,
+                             int Wo, int pt, int pl, float dlo, float dhi, int N, float lo,
+                             float hi RES_ARGS)
+{
+    const int ox0 = get_global_id(0) * TM;
+    const int row = get_global_id(1);  // b * Ho + oy
+    if (ox0 >= Wo) return;
+    const int b = row / Ho, oy = row % Ho;
+    const int CP = (C + 15) / 16 * 16;
+    __local float* tile = scratch + (get_local_id(1) * get_local_size(0) + get_local_id(0))
+                                    * TM * CP;
+    const int ix0 = ox0 * SW - pl;
+    const bool inside = ix0 >= 0 && ix0 + (TM - 1) * SW + (KW - 1) * DW < W;
+    for (int c0 = 0; c0 < C; c0 += 16) {
+        float16 d[TM];
+        const float16 init = LDW16(bd, c0);
+        _Pragma("unroll") for (int t = 0; t < TM; t++) d[t] = init;
+        _Pragma("unroll") for (int ky = 0; ky < KH; ky++) {
+            const int iy = oy * SH - pt + ky * DH;
+            if (iy < 0 || iy >= H) continue;
+            __global const T* src = in + (size_t)(b * H + iy) * W * C + c0;
+            _Pragma("unroll") for (int kx = 0; kx < KW; kx++) {
+                const float16 wv = LDW16(wd, (ky * KW + kx) * CP + c0);
+                _Pragma("unroll") for (int t = 0; t < TM; t++) {
+                    const int ix = ix0 + t * SW + kx * DW;
+                    if (inside || (ix >= 0 && ix < W))
+                        d[t] = fma(LD16(src, ix * C), wv, d[t]);
+                }
+            }
+        }
+        _Pragma("unroll") for (int t = 0; t < TM; t++)
+            vstore16(CLAMP(d[t], dlo, dhi), 0, tile + t * CP + c0);
+    }
+    for (int n0 = 0; n0 < N; n0 += PANEL) {
+        floatV acc[TM][NV];
+        ACC_INIT(acc, bias, n0);
+        __global const TW_* wk = w + (size_t)n0 * C;
+        for (int k = 0; k < C; k++, wk += PANEL) {
+            floatV b_[NV];
+            _Pragma("unroll") for (int j = 0; j < NV; j++) b_[j] = LDWV(wk, j * VW);
+            _Pragma("unroll") for (int i = 0; i < TM; i++) {
+                floatV x_ = (floatV)(tile[i * CP + k]);
+                _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x_, b_[j], acc[i][j]);
+            }
+        }
+        ACC_STORE(acc, out, row * Wo + ox0, Wo - ox0, n0, N);
+    }
+}
+#endif

@@ -82,6 +82,11 @@ def support_conv_2d(node):
 
 
 def build_conv_2d(node, g):
+    dw_node = g.fusion.depthwise.get(node.index)
+    if dw_node is not None:
+        if _build_depthwise_gemm(dw_node, node, g):
+            return
+        build_depthwise_conv_2d(dw_node, g)  # not fused after all: its launch goes here
     x, w = node.inputs[0], node.inputs[1]
     b = node.inputs[2] if len(node.inputs) > 2 else None
     o = node.options
@@ -160,34 +165,71 @@ def _pad_to(a: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+class _Depthwise:
+    """A DEPTHWISE_CONV_2D's geometry (a fused zero PAD's input read in place), its packed
+    weights and bias ([KH * KW, CP] and [CP], CP = channels rounded up to `vw`) and its
+    compile-time defines."""
+
+    def __init__(self, node, g, vw: int):
+        x, w = node.inputs[0], node.inputs[1]
+        b = node.inputs[2] if len(node.inputs) > 2 else None
+        o = node.options
+        n, h, wd, self.cin = x.shape
+        _, kh, kw, co = w.shape
+        sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
+        dh, dw = int(o.dilation_h_factor or 1), int(o.dilation_w_factor or 1)
+        self.ho, pt = conv_output(int(o.padding or 0), h, kh, sh, dh)
+        self.wo, pl = conv_output(int(o.padding or 0), wd, kw, sw, dw)
+        self.src, top, left = _input(node, g)
+        self.h, self.w, self.pt, self.pl = self.src.shape[1], self.src.shape[2], pt + top, \
+            pl + left
+        self.n, self.co, self.cp = n, co, -(-co // vw) * vw
+        self.lo, self.hi = clamp(node, g)
+        cp = self.cp
+        self.wbuf, self.bbuf = g.packed(node, "depthwise", (cp,), w.data, lambda: (
+            g.weights(_pad_to(np.asarray(w.data, np.float32).reshape(kh * kw, co), cp)),
+            g.weights(_pad_to(np.zeros(co, np.float32) if b is None else
+                              np.asarray(b.data, np.float32), cp))))
+        self.defines = {"KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh, "DW": dw}
+
+
 def build_depthwise_conv_2d(node, g):
-    x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
-    b = node.inputs[2] if len(node.inputs) > 2 else None
-    o = node.options
-    n, h, wd, cin = x.shape
-    _, kh, kw, co = w.shape
-    sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
-    dh, dw = int(o.dilation_h_factor or 1), int(o.dilation_w_factor or 1)
-    ho, pt = conv_output(int(o.padding or 0), h, kh, sh, dh)
-    wo, pl = conv_output(int(o.padding or 0), wd, kw, sw, dw)
-    src, top, left = _input(node, g)
-    h, wd, pt, pl = src.shape[1], src.shape[2], pt + top, pl + left
+    co, cin = node.inputs[1].shape[3], node.inputs[0].shape[3]
     dm = co // cin
     vw = _channel_width(co) if dm == 1 else 1
-    cp = -(-co // vw) * vw
+    d = _Depthwise(node, g, vw)
     tw = 4
-    lo, hi = clamp(node, g)
-    wbuf, bbuf = g.packed(node, "depthwise", (cp,), w.data, lambda: (
-        g.weights(_pad_to(np.asarray(w.data, np.float32).reshape(kh * kw, co), cp)),
-        g.weights(_pad_to(np.zeros(co, np.float32) if b is None else
-                          np.asarray(b.data, np.float32), cp))))
     i32, f32 = np.int32, np.float32
-    gsize, lsize = nd(g, (cp // vw, -(-wo // tw), n * ho))
+    gsize, lsize = nd(g, (d.cp // vw, -(-d.wo // tw), d.n * d.ho))
     g.launch("depthwise", "depthwise", gsize, lsize,
-             [g.value(src), wbuf, bbuf, g.tensor(out), i32(h), i32(wd),
-              i32(co), i32(cin), i32(ho), i32(wo), i32(pt), i32(pl), f32(lo), f32(hi)],
-             {"VW": vw, "TW": tw, "DM": dm, "KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh,
-              "DW": dw})
+             [g.value(d.src), d.wbuf, d.bbuf, g.tensor(node.outputs[0]), i32(d.h), i32(d.w),
+              i32(co), i32(cin), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), f32(d.lo),
+              f32(d.hi)], {"VW": vw, "TW": tw, "DM": dm, **d.defines})
+
+
+def _build_depthwise_gemm(dw_node, node, g) -> bool:
+    """The depthwise node `dw_node` and the 1x1 conv `node` reading its output as one launch
+    (fuse.py); False when its scratch would not fit the device's local memory."""
+    w, b = node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else None
+    co, c = w.shape[0], w.shape[3]
+    d = _Depthwise(dw_node, g, 16)
+    vw, nv, tm = _tiles(co, d.wo, True)
+    scratch = tm * d.cp * 4
+    if vw != 16 or scratch > g.dev.device.local_mem_size // 2:
+        return False
+    wbuf, bbuf = g.packed(node, "panels", (vw, nv), w.data, lambda: _packed(
+        g, np.asarray(w.data, np.float32).reshape(co, c).T, None if b is None else b.data,
+        co, vw, nv))
+    lo, hi = clamp(node, g)
+    defines = {"VW": vw, "NV": nv, "TM": tm, **d.defines}
+    i32, f32 = np.int32, np.float32
+    args = [g.value(d.src), d.wbuf, d.bbuf, wbuf, bbuf, None, g.cl.LocalMemory(scratch),
+            i32(d.h), i32(d.w), i32(c), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), f32(d.lo),
+            f32(d.hi), i32(co), f32(lo), f32(hi)]
+    args[5] = g.tensor(_epilogue(node, g, args, defines))
+    gsize, lsize = nd(g, (-(-d.wo // tm), d.n * d.ho), (1, 1))
+    g.launch("gemm", "depthwise_gemm", gsize, lsize, args, defines)
+    return True
 
 
 def support_pool(node):

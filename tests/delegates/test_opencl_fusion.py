@@ -63,14 +63,16 @@ def test_spatial_pads_are_read_in_place(opencl):
 
 def test_residual_add_channel_pad_and_relu_fold_into_the_conv(opencl):
     """BlazeFace's block: ADD(conv(depthwise(x)), PAD(x) with 4 more channels) -> RELU, and
-    MobileNetV2's: ADD(conv(y), y): one launch per convolution."""
+    MobileNetV2's: ADD(conv(y), y): one launch per 1x1 convolution (on a CPU device the
+    depthwise joins the 1x1 convolution after it)."""
     g = Graph()
     x = g.input((1, 8, 10, 24))
     y = _conv(g, _depthwise(g, x, 24), 24, 28)
     y = g.op("RELU", [g.op("ADD", [y, _pad(g, x, [[0, 0], [0, 0], [0, 0], [0, 4]])])])
     z = g.op("ADD", [y, _conv(g, y, 28, 28)], fused_activation_function=3)
     g.output(z)
-    _check(g.save(), (1, 8, 10, 24), opencl("fp32"), launches=3)
+    delegate = opencl("fp32")
+    _check(g.save(), (1, 8, 10, 24), delegate, launches=2 if delegate.dev.is_cpu else 3)
 
 
 def test_no_fusion_when_the_operand_comes_later_or_the_conv_output_is_read(opencl):
@@ -83,6 +85,35 @@ def test_no_fusion_when_the_operand_comes_later_or_the_conv_output_is_read(openc
     g.output(g.op("ADD", [c, x]))
     g.output(c)                            # the conv's own output is needed: the ADD stays
     _check(g.save(), (1, 6, 6, 16), opencl("fp32"), launches=5)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("c, n, k, stride, shape", [(20, 24, 3, 1, (1, 9, 13)),
+                                                   (42, 96, 3, 2, (2, 11, 12)),
+                                                   (96, 16, 5, 1, (1, 7, 7)),
+                                                   (144, 40, 5, 2, (1, 14, 9))])
+def test_depthwise_then_pointwise(c, n, k, stride, shape, precision, opencl):
+    """DEPTHWISE_CONV_2D (RELU6) -> 1x1 CONV_2D (+ residual when shapes allow), any channel
+    count, kernel, stride, partial row tiles, batches."""
+    delegate = opencl(precision)
+    g = Graph()
+    x = g.input(shape + (c,))
+    y = _depthwise(g, x, c, k=k, stride_h=stride, stride_w=stride, fused_activation_function=3)
+    y = _conv(g, y, c, n)
+    if stride == 1 and n == c:
+        y = g.op("ADD", [y, x])
+    g.output(y)
+    content = g.save()
+    xv = RNG.standard_normal(shape + (c,)).astype(np.float32)
+    outs = []
+    for delegates in ([], [delegate]):
+        it = Interpreter(model_content=content, experimental_delegates=delegates)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], xv)
+        it.invoke()
+        outs.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
+    assert_matches(outs[1], outs[0], TOLERANCE[precision])
+    assert _launches(it) == (1 if delegate.dev.is_cpu else 2)
 
 
 @pytest.mark.parametrize("channels", [3, 20, 28, 42])
