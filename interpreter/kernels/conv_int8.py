@@ -292,17 +292,20 @@ def depthwise_conv_2d(node):
     acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * (128 if key == "int8" else 255)
     # The float weights carry the requantization scale (one pass fewer), the sums then being
     # within (taps + 2) roundings of sum |x w R| of the exact product.
-    real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
-    error = (kh * kw + 2) * 2.0 ** -24 * (1 + 2.0 ** -20) * acc_bound * real
-    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias, tile=ow,
-                          scaled_error=error)
-    scaled = requant.fast
-    if scaled:
-        ftype, taps = np.float32, wc * real
-    else:
-        ftype, taps = _float_type(acc_bound), wc
-        requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
-                              acc_bound if ftype == np.float32 else None, tile=ow)
+    # Small outputs requantize exact integer sums in float64 (quantized.TINY).
+    ftype = _float_type(acc_bound)
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
+                          acc_bound if ftype == np.float32 else None, tile=ow)
+    scaled = False
+    if not requant.tiny:
+        real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
+        error = (kh * kw + 2) * 2.0 ** -24 * (1 + 2.0 ** -20) * acc_bound * real
+        scaled_requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
+                                     tile=ow, scaled_error=error)
+        scaled = scaled_requant.fast
+        if scaled:
+            requant = scaled_requant
+    ftype, taps = (np.float32, wc * real) if scaled else (ftype, wc)
     sh, sw = stride
     dh, dw = dilation
 

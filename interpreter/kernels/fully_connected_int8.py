@@ -13,7 +13,7 @@ import numpy as np
 
 from .common import clip_
 from .quantized import EXACT_F32, TYPE_RANGE, Requantizer, activation_range, channel_scales, f32, \
-    quant_params, quantize_multiplier
+    quant_params, quantize_multiplier, round_half_away_array
 from .registry import register
 
 
@@ -62,31 +62,39 @@ def fully_connected(node):
     bias = np.asarray(bias, np.int64).reshape(-1) - zx * wc.sum(1)
     lo, hi = activation_range(opts.fused_activation_function, out, node)
 
-    ftype = _exact_float(float(np.abs(wc).sum(1).max(initial=0)) * (128 if key == "int8" else 255))
+    acc_bound = float(np.abs(wc).sum(1).max(initial=0)) * (128 if key == "int8" else 255)
+    ftype = _exact_float(acc_bound)
+    # The bias as a last row of the weights (times a column of ones) while sums stay exact.
+    fold = ftype == np.float32 and acc_bound + float(np.abs(bias).max(initial=0)) < EXACT_F32
     wmat = np.ascontiguousarray(wc.T, dtype=ftype)
-    xf = np.empty((batch, depth), ftype)
+    if fold:
+        wmat = np.concatenate([wmat, bias[None, :].astype(ftype)])
+    xf = np.ones((batch, depth + fold), ftype)
     acc = np.empty((batch, units), ftype)
-    acc64 = np.empty((batch, units), np.float64)
-    frac = np.empty((batch, units), np.float64)
+    scaled = np.empty((batch, units), np.float64)
+    rounded = np.empty((batch, units), np.float64)
     bias_f = bias.astype(np.float64)
-    ge = np.empty((batch, units), np.bool_)
+    low, high = float(lo - zo), float(hi - zo)
 
     def run(x, w_, *rest):
-        out = rest[-1]
-        np.copyto(xf, x.reshape(batch, depth), casting="unsafe")
+        out = rest[-1].reshape(batch, units)
+        np.copyto(xf[:, :depth], x.reshape(batch, depth), casting="unsafe")
         np.matmul(xf, wmat, out=acc)
-        np.add(acc, bias_f, out=acc64)
-        np.multiply(acc64, effective, out=acc64)
-        # C's round(): halves away from zero, exactly.
-        np.trunc(acc64, out=frac)
-        np.subtract(acc64, frac, out=acc64)          # the fraction, exact
-        np.greater_equal(acc64, 0.5, out=ge)
-        np.add(frac, ge, out=frac)
-        np.less_equal(acc64, -0.5, out=ge)
-        np.subtract(frac, ge, out=frac)
-        np.add(frac, zo, out=frac)
-        clip_(frac, lo, hi)
-        np.copyto(out.reshape(batch, units), frac, casting="unsafe")
+        if fold:
+            np.multiply(acc, effective, out=scaled)
+        else:
+            np.add(acc, bias_f, out=scaled)
+            np.multiply(scaled, effective, out=scaled)
+        # C's round(): halves away from zero. rint rounds them to even; exact halves (where
+        # the two differ) are rare and redone.
+        np.rint(scaled, out=rounded)
+        np.subtract(scaled, rounded, out=scaled)
+        np.abs(scaled, out=scaled)
+        if scaled.max(initial=0.0) >= 0.5:
+            product = (acc if fold else acc + bias_f) * effective
+            np.copyto(rounded, round_half_away_array(product))
+        clip_(rounded, low, high)
+        np.add(rounded, zo, out=out, casting="unsafe")
     return run
 
 

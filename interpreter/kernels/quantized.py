@@ -21,6 +21,7 @@ TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
               "int32": (INT32_MIN, INT32_MAX)}
 NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
 EXACT_F32 = 1 << 24  # integers below this are exact in float32 (sums of products stay so)
+TINY = 1 << 14       # outputs up to this many requantize in float64 (exact, fewer numpy calls)
 
 
 # -- scalars: what Prepare functions compute --------------------------------------------------
@@ -243,8 +244,12 @@ class Requantizer:
         self.tile = max(1, int(tile))
         self.fast = (acc_bound is not None or scaled_error is not None) and \
             self._prepare_fast(scaled_error)
+        # Small outputs: exact in float64 (fewer numpy calls, nothing to redo).
+        self.tiny = acc_bound is not None and size <= TINY and self._prepare_tiny()
         # The work buffers __call__ takes (see Scratch): shapes and dtypes.
-        if self.fast:
+        if self.tiny:
+            self.specs = [((size,), np.float64), ((size,), np.bool_)]
+        elif self.fast:
             self.specs = [((size,), np.float32), ((size,), np.uint8),
                           ((-(-size // 8) * 8,), np.bool_)]
         else:
@@ -304,6 +309,27 @@ class Requantizer:
         self.redo_params = np.stack([self.multiplier, self.c1, neg, half, 31 + self.right], 1)
         return True
 
+    def _prepare_tiny(self) -> bool:
+        """float64 holds a R + zp + 1/2 + d - 2 d [a < 0] exactly (every term a multiple of
+        2^-(31 + r)) for every output inside the clamp range, so one floor gives TFLite's
+        result: no near-edge elements to redo."""
+        if np.any(self.shift > 0) or np.any(self.multiplier <= 0):
+            return False
+        real = self.multiplier.astype(np.float64) * np.exp2(self.shift.astype(np.float64) - 31)
+        delta = np.where(self.right > 0, np.exp2(-(self.right.astype(np.float64) + 1)), 0.0)
+        base = self.zero_point + 0.5 + delta + self.add_bias.astype(np.float64) * real
+        t_max = max(abs(self.lo), abs(self.hi)) + 2.0
+        units = np.exp2(31.0 + self.right.astype(np.float64))          # grid steps per unit
+        if np.any((t_max + np.abs(base) + 1) * units >= 2.0 ** 52) or \
+                np.any(np.abs(self.add_bias).astype(np.float64) * self.multiplier >= 2.0 ** 52):
+            return False
+        rows = lambda v: np.tile(np.asarray(v, np.float64), self.tile)    # noqa: E731
+        self.tiny_rows = (rows(real), rows(base), rows(-self.add_bias), rows(2 * delta))
+        self.tiny_vectors = (real, base, (-self.add_bias).astype(np.float64), 2 * delta)
+        # Negative `a` (rounded with -2d) matter unless they all clamp to lo.
+        self.tiny_negative = self.lo < self.zero_point
+        return True
+
     def exact(self, acc, channel=slice(None)) -> np.ndarray:
         """TFLite's arithmetic, step by step, on integer accumulators of the given channels
         (by default, `acc`'s last axis holds every channel); the bias is added unless the
@@ -342,6 +368,23 @@ class Requantizer:
         `exact_acc(flat indices) -> int64 accumulators` the fast path overwrites `acc` (a
         contiguous float32 array) and asks it for the few it redoes; otherwise `acc` is kept."""
         n = acc.size
+        if self.tiny:
+            row = self.tile * self.channels
+            shape, (real, base, limit, twice) = \
+                ((n // row, row), self.tiny_rows) if n % row == 0 else \
+                ((n // self.channels, self.channels), self.tiny_vectors)
+            a = acc.reshape(shape)
+            v = work[0][:n].reshape(shape)
+            np.multiply(a, real, out=v)
+            np.add(v, base, out=v)
+            if self.tiny_negative:
+                negative = work[1][:n].reshape(shape)
+                np.less(a, limit, out=negative)
+                np.subtract(v, twice, out=v, where=negative)
+            np.floor(v, out=v)
+            clip_(v, self.lo, self.hi)
+            np.copyto(out.reshape(shape), v, casting="unsafe")
+            return
         if self.fast:
             shape, real, offset = self._rows(n)
             if exact_acc is None:
