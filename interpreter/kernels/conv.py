@@ -38,22 +38,27 @@ class PaddedInput:
     padded inputs of all layers are one block that stays in cache), so `fill_from` rewrites
     the border on every run, which costs a few small fills."""
 
-    def __init__(self, node, shape, rows, cols, pt, pl, phases=1, repeat=1, fill=0.0):
+    def __init__(self, node, shape, rows, cols, pt, pl, phases=1, repeat=1, fill=0.0,
+                 first_row=0):
+        """`rows` x `cols` of the padded input (`pt` rows and `pl` columns of padding before
+        the input), from padded row `first_row` on (a band of a larger window)."""
         n, h, w, c = shape
         wq = -(-cols // phases)                       # columns of a phase
         self.shape = (phases, n, rows, wq, c * repeat)
         self.fill, self.repeat = fill, repeat
         self.copies = []       # (phase, the region the input fills, input slices)
         self.borders = []      # (phase, a region around it)
-        hi = min(h, rows - pt)
+        top0 = max(pt - first_row, 0)                 # buffer row of the first input row
+        y0 = first_row + top0 - pt                    # that input row
+        hi = min(h - y0, rows - top0)
         for b in range(phases):
             first = (b - pl) % phases                 # first input column of phase b
             q0 = (pl + first) // phases
             count = max(min(len(range(first, w, phases)), wq - q0), 0)
-            top, bottom = (pt, pt + hi) if hi > 0 and count > 0 else (rows, rows)
+            top, bottom = (top0, top0 + hi) if hi > 0 and count > 0 else (rows, rows)
             if top < bottom:
                 self.copies.append((b, (slice(top, bottom), slice(q0, q0 + count)),
-                                    (slice(None), slice(0, hi),
+                                    (slice(None), slice(y0, y0 + hi),
                                      slice(first, first + phases * count, phases))))
             for region in ((slice(0, top), slice(None)), (slice(bottom, rows), slice(None)),
                            (slice(top, bottom), slice(0, q0)),
@@ -406,27 +411,28 @@ def depthwise_conv_2d(node):
     if b is not None and tuple(b.shape) != (o,):
         raise node.fail(f"bias shape {list(b.shape)} does not match {o} output channels")
     sh, sw, dh, dw, padding = _options(node)
-    grid = TapGrid(node, x.shape, kh, kw, sh, sw, dh, dw, padding, mult)
-    ho, wo = grid.ho, grid.wo
+    grids = TapGrid.bands(node, x.shape, kh, kw, sh, sw, dh, dw, padding, mult)
+    ho, wo = grids[-1].end, grids[0].wo
     node.outputs[0].shape = (n, ho, wo, o)
     act = clamp_activation(node.options.fused_activation_function, node)
     tail = _epilogue(b, act, (n * ho, wo * o), wo)
-    weights = [np.empty((kh, len(cols), wo * o), F32) for cols in grid.columns]
+    weights = [np.empty((kh, len(cols), wo * o), F32) for cols in grids[0].columns]
     const_w = w.data
     if const_w is not None:
-        grid.tile_weights(weights, const_w)
-    partial = np.empty((n, ho, wo * o), F32) if len(weights) > 1 else None
+        grids[0].tile_weights(weights, const_w)
     rest = list(range(1, len(weights)))
 
     def run(x, w, bias, out):
         if const_w is None:
-            grid.tile_weights(weights, w)
-        views = grid.views(x)
+            grids[0].tile_weights(weights, w)
         acc = out.reshape(n, ho, wo * o)
-        np.einsum("ijnyk,ijk->nyk", views[0], weights[0], out=acc)
-        for g in rest:
-            np.einsum("ijnyk,ijk->nyk", views[g], weights[g], out=partial)
-            np.add(acc, partial, out=acc)
+        for grid in grids:
+            views, partial = grid.views(x)
+            band = acc[:, grid.start:grid.end]
+            np.einsum("ijnyk,ijk->nyk", views[0], weights[0], out=band)
+            for g in rest:
+                np.einsum("ijnyk,ijk->nyk", views[g], weights[g], out=partial)
+                np.add(band, partial, out=band)
         if tail is not None:
             tail(out, bias)
     return _with_optional_last(node, run, 3)
@@ -440,20 +446,37 @@ class TapGrid:
     stride_w s > 1 a row's values for consecutive outputs are s pixels apart: the input is
     copied into s column phases (phase b holds padded columns b, b+s, ...); the window columns
     j whose offset j*dilation falls in phase b are one view of that phase. `columns` lists the
-    window columns of each view.
+    window columns of each view. A grid covers the output rows [start, end): a large layer
+    with phases runs in bands whose phases stay in cache between the copy and the einsum.
     """
 
-    def __init__(self, node, shape, kh, kw, sh, sw, dh, dw, padding, repeat):
+    BAND_BYTES = 1280 << 10  # phase buffer of a band
+
+    @classmethod
+    def bands(cls, node, shape, kh, kw, sh, sw, dh, dw, padding, repeat) -> list:
+        """One grid for the whole output, or (phases above BAND_BYTES) one per band of rows."""
+        whole = cls(node, shape, kh, kw, sh, sw, dh, dw, padding, repeat, reserve=False)
+        per_row = sh * whole.cols * whole.c * 4            # phase bytes per output row
+        if sw == 1 or whole.end * per_row <= cls.BAND_BYTES * 4 // 3:
+            return [cls(node, shape, kh, kw, sh, sw, dh, dw, padding, repeat)]
+        step = max(1, cls.BAND_BYTES // per_row)
+        return [cls(node, shape, kh, kw, sh, sw, dh, dw, padding, repeat,
+                    band=(y, min(y + step, whole.end))) for y in range(0, whole.end, step)]
+
+    def __init__(self, node, shape, kh, kw, sh, sw, dh, dw, padding, repeat, band=None,
+                 reserve=True):
         n, h, w, c = shape
-        self.ho, pt = conv_output(padding, h, kh, sh, dh)
+        ho, pt = conv_output(padding, h, kh, sh, dh)
         self.wo, pl = conv_output(padding, w, kw, sw, dw)
-        if self.ho <= 0 or self.wo <= 0:
+        if ho <= 0 or self.wo <= 0:
             raise node.fail(f"a {kh}x{kw} window (dilation {dh}x{dw}) does not fit the "
                             f"{h}x{w} input")
+        self.start, self.end = band or (0, ho)
+        self.ho = self.end - self.start
         self.kh, self.sh, self.dh = kh, sh, dh
         self.c = c * repeat
         rows = (self.ho - 1) * sh + (kh - 1) * dh + 1
-        cols = (self.wo - 1) * sw + (kw - 1) * dw + 1
+        self.cols = cols = (self.wo - 1) * sw + (kw - 1) * dw + 1
         phases = {}                                   # phase -> [(window column, shift)]
         for j in range(kw):
             phases.setdefault(j * dw % sw, []).append((j, j * dw // sw))
@@ -461,20 +484,33 @@ class TapGrid:
         self.layout = [(b, taps[0][1], taps[1][1] - taps[0][1] if len(taps) > 1 else 1)
                        for b, taps in sorted(phases.items())]
         self.columns = [[j for j, _ in taps] for _, taps in sorted(phases.items())]
-        direct = sw == 1 and not (pt or pl or rows > h or cols > w or repeat > 1)
-        self.padded = None if direct else \
-            PaddedInput(node, shape, rows, cols, pt, pl, sw, repeat)
+        direct = sw == 1 and band is None and not (pt or pl or rows > h or cols > w or
+                                                   repeat > 1)
+        self.padded = None
+        self._work = None
+        if not reserve:
+            return
+        partial = [((n, self.ho, self.wo * self.c), F32)] if len(self.layout) > 1 else []
+        if direct:
+            self._work = Scratch.of(node).reserve(partial)
+        else:
+            self.padded = PaddedInput(node, shape, rows, cols, pt, pl, sw, repeat,
+                                      first_row=self.start * sh)
+            self._work = self.padded.reserve(partial)
         self._base = None
         self._views = None
 
     def views(self, x):
-        """Copy `x` into the phase buffer if there is one; the views [kh, taps, N, Ho, Wo*C]."""
+        """Copy `x` into the phase buffer if there is one; the views [kh, taps, N, Ho, Wo*C]
+        and a work buffer for the einsum of the views after the first."""
         base = x[None] if self.padded is None else self.padded.fill_from(x)
         key = x if self.padded is None else base
         if key is not self._base:
             self._base = key
-            self._views = [self._view(base, *spec, len(cols))
-                           for spec, cols in zip(self.layout, self.columns)]
+            work = self._work()
+            self._views = ([self._view(base, *spec, len(cols))
+                            for spec, cols in zip(self.layout, self.columns)],
+                           work[0] if work else None)
         return self._views
 
     def _view(self, base, phase, shift, step, taps):
