@@ -21,6 +21,7 @@ from .registry import register
 
 CHUNK_BYTES = 1 << 21
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
+SCALED_WIDTH = 5e-3      # the most outputs (fraction) near an edge for the scale in the weights
 
 
 def _weights(node, k: int, dtype_name: str, what: str) -> np.ndarray:
@@ -118,7 +119,8 @@ def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarr
     """The GEMM's sums at flat output indices `near` (exact: float32-exact integers), from
     its patch rows and the weights as rows (channels, patch)."""
     p, ch = np.divmod(near, wrows.shape[0])
-    return np.einsum("ij,ij->i", rows[p], wrows[ch]).astype(np.int64)
+    return np.einsum("ij,ij->i", np.take(rows, p, axis=0),
+                     np.take(wrows, ch, axis=0)).astype(np.int64)
 
 
 @register("CONV_2D", "int8", "uint8")
@@ -152,25 +154,42 @@ def conv_2d(node):
     ftype = _float_type(acc_bound)
     k = kh * kw * cg
     per_group = cout // groups
-    # One group with float32-exact sums: the bias is a last row of the weights, times a
-    # column of ones in the patches (exact while |acc| + |bias| < 2^24).
-    fold = groups == 1 and ftype == np.float32 and \
-        float((acc_bound + np.abs(bias)).max(initial=0)) < EXACT_F32
-    wmats = [np.ascontiguousarray(wc[g * per_group:(g + 1) * per_group].reshape(per_group, k).T,
-                                  dtype=ftype) for g in range(groups)]
-    if fold:
-        wmats = [np.concatenate([wmats[0], bias[None, :].astype(ftype)])]
     patch = kh * kw * cin                            # one pixel's patch (all groups)
-    kc = patch + fold
-    wrows = np.ascontiguousarray(wmats[0].T) if groups == 1 else None
-
     source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, zx)
     # A 1x1 convolution at stride 1 reads the input rows as they are.
     plain = kh == kw == 1 and stride == (1, 1) and source.direct
-    chunks = _chunks(n, oh, ow * max(kc * groups, cout))
+    chunks = _chunks(n, oh, ow * max((patch + 1) * groups, cout))
     most = max((r1 - r0) * ow for _, r0, r1 in chunks)
+    wint = wc.reshape(cout, k).T                                     # (k, cout)
+
+    # Exact integer sums: the bias may be a last row of the weights, times a column of ones in
+    # the patches (exact while |acc| + |bias| < 2^24; not for a few input channels read
+    # straight, where the strided copy costs more than the bias does in the requantizer).
+    fold = groups == 1 and ftype == np.float32 and not (plain and patch < 64) and \
+        float((acc_bound + np.abs(bias)).max(initial=0)) < EXACT_F32
     requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias,
                           acc_bound if ftype == np.float32 else None, tile=ow, bias_in_acc=fold)
+    scaled = False
+    if groups == 1 and ftype == np.float32 and not requant.tiny:
+        # Or the scale and the whole offset in the float weights (no multiply or add pass),
+        # while the GEMM's rounding leaves few outputs near an edge to redo.
+        real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
+        terms = acc_bound * real + np.abs(bias) * real + abs(zo) + 131
+        error = (patch + 3) * 2.0 ** -24 * (1 + 2.0 ** -20) * terms
+        other = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias, tile=ow,
+                            scaled_error=error)
+        if other.fast and other.width <= SCALED_WIDTH:
+            scaled, fold, requant = True, True, other
+    if scaled:
+        wmats = [np.concatenate([(wint * real).astype(np.float32), requant.offset[None, :]])]
+        wrows = np.concatenate([wint, np.zeros((1, cout), np.int64)]).T.astype(np.float32)
+    else:
+        wmats = [np.ascontiguousarray(wint[:, g * per_group:(g + 1) * per_group], dtype=ftype)
+                 for g in range(groups)]
+        if fold:
+            wmats = [np.concatenate([wmats[0], bias[None, :].astype(ftype)])]
+        wrows = np.ascontiguousarray(wmats[0].T) if groups == 1 else None
+    kc = patch + fold
     buffers = Scratch.of(node).reserve([((most, kc), ftype), ((most, cout), ftype)]
                                        + requant.specs)
     cache = {}
@@ -210,7 +229,10 @@ def conv_2d(node):
                     part = np.ascontiguousarray(
                         c.reshape(p, kh, kw, cin)[..., g * cg:(g + 1) * cg]).reshape(p, k)
                     np.matmul(part, wm, out=acc_f[:p, g * per_group:(g + 1) * per_group])
-            if groups == 1 and p * cout >= IN_PLACE:
+            if scaled:
+                requant.finish(acc_f[:p], flat[start:start + p], work,
+                               lambda near: _dot_rows(c, wrows, near))
+            elif groups == 1 and p * cout >= IN_PLACE:
                 # In place; the sums of the few it redoes, exact again from the patches.
                 requant(acc_f[:p], flat[start:start + p], work,
                         lambda near: _dot_rows(c, wrows, near))
@@ -360,10 +382,10 @@ def depthwise_conv_2d(node):
     def exact_acc(x, near):
         """The exact sums at flat output indices `near`, from the input itself."""
         pix, c = np.divmod(near, cout)
-        src = sources[pix]
-        vals = x.reshape(-1, cin)[src, (c // mult)[:, None] if mult > 1 else c[:, None]]
-        vals = np.where(src < 0, zx, vals.astype(np.int64))
-        return (vals * tap_weights[c]).sum(1)
+        src = np.take(sources, pix, axis=0)
+        flat = src * cin + ((c // mult)[:, None] if mult > 1 else c[:, None])
+        vals = np.where(src < 0, zx, np.take(x.reshape(-1), flat, mode="clip").astype(np.int64))
+        return np.einsum("ij,ij->i", vals, np.take(tap_weights, c, axis=0))
 
     def run(x, w_, b_, out):
         if not bound:

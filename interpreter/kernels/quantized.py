@@ -340,7 +340,7 @@ class Requantizer:
 
     def _redo(self, acc: np.ndarray, channel: np.ndarray) -> np.ndarray:
         """`exact` in few numpy calls (fast path only): int64 accumulators of channels."""
-        m, c1, neg, half, total = self.redo_params[channel].T
+        m, c1, neg, half, total = np.take(self.redo_params, channel, axis=0).T
         t = acc.astype(np.int64) * m
         t += c1
         adjust = t < 0
@@ -432,6 +432,12 @@ class Requantizer:
         np.add(s.reshape(shape), offset, out=s.reshape(shape))
         self._finish(s, out, work, exact_acc)
 
+    def finish(self, s: np.ndarray, out: np.ndarray, work: list, exact_acc) -> None:
+        """s: contiguous float32 (p, channels) approximations of acc * real + `offset` (the
+        caller's float weights carry both; within the `scaled_error` given; overwritten);
+        exact_acc as for `scaled`."""
+        self._finish(s.reshape(-1), out, work, exact_acc)
+
     def _finish(self, s, out, work, exact_acc) -> None:
         """out = floor(clip(s)) - lift; the elements whose fraction is below `width` (their
         floor moves when `width` is subtracted) are redone exactly."""
@@ -459,7 +465,7 @@ class Requantizer:
 
 def _flagged(flags: np.ndarray, words: np.ndarray) -> np.ndarray:
     """Flat indices of the set flags inside the given 8-byte words."""
-    block = flags.reshape(-1, 8)[words]
+    block = np.take(flags.reshape(-1, 8), words, axis=0)
     r, c = np.nonzero(block)
     return words[r] * 8 + c
 
