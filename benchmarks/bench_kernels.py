@@ -1,11 +1,14 @@
 """Micro-benchmarks of the float32 conv / depthwise / pool / fully-connected kernels on the layers
 of the shared real models: each step of a model's plan timed alone (best of N back-to-back runs,
-so warm caches), beside LiteRT's whole-model latency for scale.
+so warm caches).
 
     python benchmarks/bench_kernels.py [--models DIR] [--only NAME] [--ops CONV_2D,...] [--top 15]
+                                       [--sequence]
 
 Prints, per model, the time by op type and the slowest steps with their shapes and the
-multiply-add rate they reach (GMAC/s).
+multiply-add rate they reach (GMAC/s). With --sequence each step is also timed where it runs
+in a whole invoke (median over the runs): the difference from the warm time is what the step
+loses to caches the steps before it left cold (its input, weights and work buffers).
 """
 from __future__ import annotations
 
@@ -49,7 +52,20 @@ def macs(op: str, args: tuple) -> int:
     return 0
 
 
-def bench_model(path: Path, ref: Path, ops: set | None, top: int, reps: int) -> None:
+def in_sequence(steps: list, reps: int) -> list:
+    """Median seconds of each step timed inside whole invokes (the steps in plan order)."""
+    clock = time.perf_counter
+    times = np.zeros((reps, len(steps)))
+    for r in range(reps):
+        for i, (run, args) in enumerate(steps):
+            t = clock()
+            run(*args)
+            times[r, i] = clock() - t
+    return list(np.median(times, axis=0))
+
+
+def bench_model(path: Path, ref: Path, ops: set | None, top: int, reps: int,
+                sequence: bool = False) -> None:
     from edgelite.interpreter import Interpreter
     from edgelite.interpreter import threads
 
@@ -63,25 +79,31 @@ def bench_model(path: Path, ref: Path, ops: set | None, top: int, reps: int) -> 
     operators = plan.sg.operators
     rows = []
     with threads.limit(1):
-        for (run, args), oi in zip(plan.steps, plan.step_ops):
+        seq = in_sequence(plan.steps, max(reps, 30)) if sequence else [0.0] * len(plan.steps)
+        for (run, args), oi, t_seq in zip(plan.steps, plan.step_ops, seq):
             op = operators[oi].opcode.name
             if ops and op not in ops:
                 continue
             t = best_of(lambda: run(*args), reps)
             shapes = [None if a is None else tuple(a.shape) for a in args]
-            rows.append((t, op, shapes, macs(op, args)))
+            rows.append((t, op, shapes, macs(op, args), t_seq))
     total = sum(r[0] for r in rows)
-    print(f"\n{path.stem}: {len(rows)} steps, {total * 1e3:.2f} ms (sum of best-of-{reps})")
-    by_op = collections.defaultdict(lambda: [0, 0.0])
-    for t, op, _, _ in rows:
+    print(f"\n{path.stem}: {len(rows)} steps, {total * 1e3:.2f} ms (sum of best-of-{reps})"
+          + (f"; in sequence {sum(r[4] for r in rows) * 1e3:.2f} ms (sum of medians)"
+             if sequence else ""))
+    by_op = collections.defaultdict(lambda: [0, 0.0, 0.0])
+    for t, op, _, _, t_seq in rows:
         by_op[op][0] += 1
         by_op[op][1] += t
-    for op, (count, t) in sorted(by_op.items(), key=lambda kv: -kv[1][1]):
-        print(f"  {op:24s} {count:3d} steps {t * 1e3:8.3f} ms")
+        by_op[op][2] += t_seq
+    for op, (count, t, t_seq) in sorted(by_op.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {op:24s} {count:3d} steps {t * 1e3:8.3f} ms"
+              + (f"  in sequence {t_seq * 1e3:8.3f} ms" if sequence else ""))
     print(f"  slowest {top}:")
-    for t, op, shapes, m in sorted(rows, key=lambda r: -r[0])[:top]:
+    for t, op, shapes, m, t_seq in sorted(rows, key=lambda r: -r[0])[:top]:
         rate = f"{m / t / 1e9:6.1f} GMAC/s" if m else ""
-        print(f"    {t * 1e3:7.3f} ms {op:20s} {rate:14s} {shapes}")
+        cold = f"{t_seq * 1e3:7.3f} ms in sequence " if sequence else ""
+        print(f"    {t * 1e3:7.3f} ms {cold}{op:20s} {rate:14s} {shapes}")
 
 
 def main() -> None:
@@ -92,6 +114,8 @@ def main() -> None:
     ap.add_argument("--ops", help="comma-separated op types to time (default: all)")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--sequence", action="store_true",
+                    help="also time each step inside whole invokes (caches as they really are)")
     args = ap.parse_args()
     folder = Path(args.models)
     ops = set(args.ops.split(",")) if args.ops else None
@@ -100,7 +124,7 @@ def main() -> None:
         if not path.exists() or not ref.exists():
             print(f"{name}: not found in {folder}")
             continue
-        bench_model(path, ref, ops, args.top, args.reps)
+        bench_model(path, ref, ops, args.top, args.reps, args.sequence)
 
 
 if __name__ == "__main__":
