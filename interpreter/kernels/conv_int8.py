@@ -19,7 +19,7 @@ from .quantized import EXACT_F32, Requantizer, Scratch, activation_range, channe
     quant_params, quantize_multiplier, quantize_multipliers
 from .registry import register
 
-CHUNK_BYTES = 1 << 21
+CHUNK_BYTES = 1 << 23
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 SCALED_WIDTH = 5e-3      # the most outputs (fraction) near an edge for the scale in the weights
 
