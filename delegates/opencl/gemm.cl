@@ -187,16 +187,28 @@ __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* 
         float16 d[TM];
         const float16 init = LDW16(bd, c0);
         _Pragma("unroll") for (int t = 0; t < TM; t++) d[t] = init;
-        _Pragma("unroll") for (int ky = 0; ky < KH; ky++) {
+        // Rows and (off the row's interior) columns stay loops: fully unrolled, a 5x5 window
+        // over TM pixels takes the compiler seconds.
+        _Pragma("unroll 1") for (int ky = 0; ky < KH; ky++) {
             const int iy = oy * SH - pt + ky * DH;
             if (iy < 0 || iy >= H) continue;
             __global const T* src = in + (size_t)(b * H + iy) * W * C + c0;
-            _Pragma("unroll") for (int kx = 0; kx < KW; kx++) {
-                const float16 wv = LDW16(wd, (ky * KW + kx) * CP + c0);
+            __global const TW_* wy = wd + ky * KW * CP + c0;
+            if (inside) {
+                _Pragma("unroll") for (int kx = 0; kx < KW; kx++) {
+                    const float16 wv = LDW16(wy, kx * CP);
+                    _Pragma("unroll") for (int t = 0; t < TM; t++)
+                        d[t] = fma(LD16(src, (ix0 + t * SW + kx * DW) * C), wv, d[t]);
+                }
+                continue;
+            }
+            _Pragma("unroll 1") for (int kx = 0; kx < KW; kx++) {
+                const float16 wv = LDW16(wy, kx * CP);
                 _Pragma("unroll") for (int t = 0; t < TM; t++) {
                     const int ix = ix0 + t * SW + kx * DW;
-                    if (inside || (ix >= 0 && ix < W))
-                        d[t] = fma(LD16(src, ix * C), wv, d[t]);
+                    const bool ok = ix >= 0 && ix < W;
+                    const float16 x = LD16(src, (ok ? ix : 0) * C);
+                    d[t] = fma(ok ? x : (float16)(0.0f), wv, d[t]);
                 }
             }
         }
