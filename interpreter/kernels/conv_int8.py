@@ -319,7 +319,7 @@ def depthwise_conv_2d(node):
     requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
                           acc_bound if ftype == np.float32 else None, tile=ow)
     scaled = False
-    if not requant.tiny:
+    if not requant.tiny and ftype == np.float32:
         real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
         error = (kh * kw + 2) * 2.0 ** -24 * (1 + 2.0 ** -20) * acc_bound * real
         scaled_requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
@@ -364,6 +364,13 @@ def depthwise_conv_2d(node):
                + np.where(inside, pixel, -1 - np.arange(n)[:, None, None, None, None] * (h * wd)))
     sources = sources.reshape(n * oh * ow, kh * kw).astype(np.int32)
     tap_weights = wc.reshape(kh * kw, cout).T.copy()                              # (cout, taps)
+    tap_weights_f = tap_weights.astype(np.float32)
+    # At stride 1 the plane is the padded input: flat offsets of each output's first tap and
+    # of the taps from it.
+    plane_pixels = ((np.arange(n)[:, None, None] * need_h + np.arange(oh)[None, :, None] * sh)
+                    * need_w + np.arange(ow)[None, None, :]).reshape(-1) * cout
+    plane_taps = ((np.arange(kh)[:, None] * dh * need_w + np.arange(kw)[None, :] * dw)
+                  .reshape(-1) * cout)
     bound = []
 
     def bind():
@@ -380,8 +387,13 @@ def depthwise_conv_2d(node):
         bound.extend([planes, groups, acc, part, acc.reshape(n * oh * ow, cout), work])
 
     def exact_acc(x, near):
-        """The exact sums at flat output indices `near`, from the input itself."""
+        """The exact sums at flat output indices `near`: from the padded plane at stride 1,
+        else from the input itself."""
         pix, c = np.divmod(near, cout)
+        if sw == 1:
+            start = np.take(plane_pixels, pix) + c
+            vals = np.take(bound[0][0].reshape(-1), start[:, None] + plane_taps)
+            return np.einsum("ij,ij->i", vals, np.take(tap_weights_f, c, axis=0))
         src = np.take(sources, pix, axis=0)
         flat = src * cin + ((c // mult)[:, None] if mult > 1 else c[:, None])
         vals = np.where(src < 0, zx, np.take(x.reshape(-1), flat, mode="clip").astype(np.int64))

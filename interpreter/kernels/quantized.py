@@ -269,11 +269,14 @@ class Requantizer:
         base = self.zero_point + lift + 0.5 + delta
         if not self.bias_in_acc:
             base = base + self.bias.astype(np.float64) * real
-        # Outputs beyond t_max are clipped whatever the rounding (every step is monotonic).
+        # Outputs whose exact value lies outside [lo - 1, hi + 2] (lifted) are clipped whatever
+        # the rounding (consecutive values are R < 1 apart and every step is monotonic): only
+        # those inside need the error bound, and there |a R| <= `reach`.
         t_max = max(abs(self.lo + lift), abs(self.hi + lift)) + 2.0
+        reach = np.maximum(np.abs(self.lo + lift - 1 - base), np.abs(self.hi + lift + 2 - base))
         if scaled_error is None:
-            # |fl(a fl(R)) - a R| <= 2^-23 |a R| (1 + 2^-24), |a R| <= t_max + |base|.
-            product = 2.0 ** -23 * (1 + 2.0 ** -20) * (t_max + np.abs(base) + 1)
+            # |fl(a fl(R)) - a R| <= 2^-23 |a R| (1 + 2^-24).
+            product = 2.0 ** -23 * (1 + 2.0 ** -20) * reach
         else:
             product = np.broadcast_to(np.asarray(scaled_error, np.float64), real.shape)
         # s against a R + base + shift: the products' error and the sum's rounding; the
@@ -472,7 +475,7 @@ class Requantizer:
             flags[n:n8] = False
         words = flags[:n8].view(np.uint64)
         if words.max(initial=0):
-            near = flags[:n].nonzero()[0] if n < 1 << 17 else \
+            near = flags[:n].nonzero()[0] if n < 1 << 16 else \
                 _flagged(flags[:n8], np.flatnonzero(words != 0))
             flat[near] = self._redo(exact_acc(near), near % self.channels)
 
