@@ -470,18 +470,20 @@ class Requantizer:
         np.not_equal(raw, below, out=flags[:n])
         if self.lift:
             np.bitwise_xor(raw, np.uint8(self.lift), out=raw)
-        n8 = -(-n // 8) * 8
-        if n8 > n:
+        if n < 1 << 16:
+            near = flags[:n].nonzero()[0]
+        else:                   # by 8-byte words first: fewer to scan
+            n8 = -(-n // 8) * 8
             flags[n:n8] = False
-        words = flags[:n8].view(np.uint64)
-        if words.max(initial=0):
-            near = flags[:n].nonzero()[0] if n < 1 << 16 else \
-                _flagged(flags[:n8], np.flatnonzero(words != 0))
+            near = _flagged(flags[:n8], np.flatnonzero(flags[:n8].view(np.uint64) != 0))
+        if near.size:
             flat[near] = self._redo(exact_acc(near), near % self.channels)
 
 
 def _flagged(flags: np.ndarray, words: np.ndarray) -> np.ndarray:
     """Flat indices of the set flags inside the given 8-byte words."""
+    if not words.size:
+        return words
     block = np.take(flags.reshape(-1, 8), words, axis=0)
     r, c = np.nonzero(block)
     return words[r] * 8 + c
