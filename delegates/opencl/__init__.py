@@ -7,8 +7,13 @@ OpenCL device, PoCL's CPU device included (there it is edgelite's compiled CPU p
                              "max_partitions": 0, "min_nodes_per_partition": 1})
 
 Tensors stay on the device inside a partition; weights are packed and uploaded once, when the
-interpreter prepares. With "fp16" every tensor is stored as half (vload_half / vstore_half, which
-every device has) and arithmetic stays in float32: half arithmetic would need cl_khr_fp16.
+interpreter prepares (and kept when it prepares again, after resize_tensor_input). Before its
+kernels are built a partition's nodes are fused (fuse.py): RELUs, residual ADDs, zero PADs and,
+on CPU devices, depthwise convolutions fold into the convolution next to them, so one invoke
+is a few dozen launches and one wait; `benchmarks/bench_opencl.py --profile` times each launch.
+
+With "fp16" every tensor is stored as half (vload_half / vstore_half, which every device has)
+and arithmetic stays in float32: half arithmetic would need cl_khr_fp16.
 "weights": "fp32" keeps weights and biases in float32 under fp16 activations (half the error
 on deep random-weight nets, see tests/delegates).
 """
@@ -18,8 +23,8 @@ import weakref
 
 from ..base import Delegate, DelegateError, Partition
 from .device import open_device
-from .graph import Builder
 from .fuse import plan as plan_fusions
+from .graph import Builder
 from .ops import OPS, build_gathered
 
 PRECISIONS = ("fp32", "fp16")

@@ -81,7 +81,10 @@ __kernel void pool(__global const T* restrict in, __global T* restrict out,
     const int b = row / Ho, oy = row % Ho;
     floatV acc[TW];
     int count[TW];
-    _Pragma("unroll") for (int t = 0; t < TW; t++) { acc[t] = IS_MAX ? -INFINITY : 0.0f; count[t] = 0; }
+    _Pragma("unroll") for (int t = 0; t < TW; t++) {
+        acc[t] = IS_MAX ? -INFINITY : 0.0f;
+        count[t] = 0;
+    }
     for (int ky = 0; ky < KH; ky++) {
         int iy = oy * SH - pt + ky;
         if (iy < 0 || iy >= H) continue;

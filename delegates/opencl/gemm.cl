@@ -69,7 +69,8 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
         _Pragma("unroll") for (int j = 0; j < NV; j++) b_[j] = LDWV(wk, j * VW); \
         _Pragma("unroll") for (int i = 0; i < TM; i++) { \
             floatV x_ = (floatV)(LD(rows[i], k_)); \
-            _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x_, b_[j], acc[i][j]); } }
+            _Pragma("unroll") for (int j = 0; j < NV; j++) \
+                acc[i][j] = fma(x_, b_[j], acc[i][j]); } }
 
 // Work-item ids: (panel, group of MT row tiles), or with PANEL_MAJOR (group, panel): the items
 // of one panel run one after another, so a panel is read from memory once (layers whose
@@ -224,7 +225,8 @@ __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* 
             _Pragma("unroll") for (int j = 0; j < NV; j++) b_[j] = LDWV(wk, j * VW);
             _Pragma("unroll") for (int i = 0; i < TM; i++) {
                 floatV x_ = (floatV)(tile[i * CP + k]);
-                _Pragma("unroll") for (int j = 0; j < NV; j++) acc[i][j] = fma(x_, b_[j], acc[i][j]);
+                _Pragma("unroll") for (int j = 0; j < NV; j++)
+                    acc[i][j] = fma(x_, b_[j], acc[i][j]);
             }
         }
         ACC_STORE(acc, out, row * Wo + ox0, Wo - ox0, n0, N);

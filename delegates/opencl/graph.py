@@ -233,7 +233,8 @@ class Builder:
         sizes = {}
         for root in self.uses:
             info = self.infos[root]
-            sizes[root] = max(int(np.prod(info.shape, dtype=np.int64)) * self.dtype(info).itemsize, 1)
+            sizes[root] = max(int(np.prod(info.shape, dtype=np.int64))
+                              * self.dtype(info).itemsize, 1)
         for out, root in self.alias_of.items():
             info = self.infos[out]
             need = int(np.prod(info.shape, dtype=np.int64)) * self.dtype(info).itemsize

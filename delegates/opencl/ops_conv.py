@@ -6,7 +6,7 @@ import numpy as np
 
 from edgelite.interpreter.kernels.common import conv_output
 
-from .helpers import _float_io, _rank4, _size, _width, clamp, nd
+from .helpers import _float_io, _rank4, _size, clamp, nd
 
 # -- convolutions and matrix products ----------------------------------------------------------
 
@@ -23,7 +23,7 @@ def _tiles(n: int, rows: int, cpu: bool) -> tuple:
     return vw, nv, min(tm, max(rows, 1))
 
 
-def _launch_gemm(g, args: list, defines: dict, m: int, k: int, panels: int) -> None:
+def _launch_gemm(g, args: list, defines: dict, m: int, panels: int) -> None:
     """The gemm kernel over m rows and `panels` weight panels. On a CPU a work-item takes MT
     row tiles, so that its fixed costs (ids, row pointers, the panel's first misses) are paid
     less often (at least 32 items remain); where the weights outweigh the input the items of
@@ -112,7 +112,7 @@ def build_conv_2d(node, g):
         args = [g.value(src), wbuf, bbuf, None, i32(m), i32(c), i32(co), i32(c), f32(lo),
                 f32(hi)]
         args[3] = g.tensor(_epilogue(node, g, args, defines))
-        _launch_gemm(g, args, defines, m, c, panels)
+        _launch_gemm(g, args, defines, m, panels)
         return
     args = [g.value(src), wbuf, bbuf, None, i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(kh),
             i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl), i32(co), f32(lo),
@@ -143,7 +143,7 @@ def build_fully_connected(node, g):
     i32, f32 = np.int32, np.float32
     _launch_gemm(g, [g.value(x), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth), i32(units),
                      i32(depth), f32(lo), f32(hi)], {"VW": vw, "NV": nv, "TM": tm},
-                 rows, depth, panels)
+                 rows, panels)
 
 
 def support_depthwise_conv_2d(node):
@@ -280,9 +280,9 @@ def build_transpose_conv(node, g):
     i32, f32 = np.int32, np.float32
     gsize, lsize = nd(g, (co, wo, n * ho))
     g.launch("data", "transpose_conv", gsize, lsize,
-             [g.value(x), g.weights(w.data), g.weights(bias), g.tensor(out), i32(h), i32(wd), i32(c),
-              i32(ho), i32(wo), i32(co), i32(kh), i32(kw), i32(sh), i32(sw), i32(pt), i32(pl),
-              f32(lo), f32(hi)])
+             [g.value(x), g.weights(w.data), g.weights(bias), g.tensor(out), i32(h), i32(wd),
+              i32(c), i32(ho), i32(wo), i32(co), i32(kh), i32(kw), i32(sh), i32(sw), i32(pt),
+              i32(pl), f32(lo), f32(hi)])
 
 
 def _batch_stride(shape, batch):
