@@ -243,6 +243,7 @@ class Requantizer:
         self.rmask = (right > 0).astype(np.int64)
         self.tile = max(1, int(tile))
         self.redo64 = None
+        self.signed = False
         self.fast = (acc_bound is not None or scaled_error is not None) and \
             self._prepare_fast(scaled_error)
         # Small outputs: exact in float64 (fewer numpy calls, nothing to redo).
@@ -253,7 +254,8 @@ class Requantizer:
             self.specs = [((size,), np.float64), ((size,), np.bool_), ((size,), np.float64)]
         elif self.fast:
             self.specs = [((size,), np.float32), ((size,), np.uint8),
-                          ((-(-size // 8) * 8,), np.bool_)]
+                          ((-(-size // 8) * 8,), np.bool_)] + \
+                ([((size,), np.float32)] if self.signed else [])
         else:
             self.specs = [((size,), np.int64), ((size,), np.bool_)] + \
                 ([((size,), np.int64)] if self.some_right else [])
@@ -291,14 +293,22 @@ class Requantizer:
         # s - shift - error <= a R + base <= s: floor(s) is right unless frac(s) is below
         # shift + error. Negative `a` round with -2 delta: flag those too, unless they all
         # clamp to lo anyway (their result is at most the zero point).
+        # Negative `a` round with -2 delta: when they can land inside the clamp range, s takes
+        # that too, as s - 2 delta [s < zp + lift + 1/2] (a R < -delta exactly when SRDHM's
+        # result is negative; near that threshold both floors agree), one more rounding.
+        self.signed = self.lo < self.zero_point and bool(np.any(delta > 0))
+        if self.signed:
+            error = error + 2.0 ** -24 * (1 + 2.0 ** -20) * (t_max + 1)
         width = float(np.max(shift + error))
-        if self.lo < self.zero_point:
-            width += 2 * float(delta.max())
         # floor(s) != floor(fl(s - w)) flags every fraction below `width`: w has room for
         # the rounding of s - w (s < 256: a grid of 2^-16 at most).
-        width += 2.0 ** -15
-        if width > 1 / 4:
+        width += 2.0 ** -16
+        if width > 1 / 8 or (self.signed and 2 * float(delta.max()) + width > 1 / 2):
             return False
+        if self.signed:
+            self.sign_vector = (2 * delta).astype(np.float32)
+            self.sign_rows = np.tile(self.sign_vector, self.tile)
+            self.sign_below = np.float32(self.zero_point + lift + 0.5)
         self.real = real.astype(np.float32)
         self.offset = offset
         self.real_rows = np.tile(self.real, self.tile)
@@ -461,6 +471,14 @@ class Requantizer:
         n = s.size
         below = work[1][:n]
         flags = work[2]
+        if self.signed:
+            shape, _, _ = self._rows(n)
+            twice = self.sign_rows if shape[1] != self.channels else self.sign_vector
+            s2, negative, adjust = s.reshape(shape), flags[:n].reshape(shape), \
+                work[3][:n].reshape(shape)
+            np.less(s2, self.sign_below, out=negative)
+            np.multiply(negative, twice, out=adjust)
+            np.subtract(s2, adjust, out=s2)
         clip_(s, *self.bounds)
         flat = out.reshape(-1)
         raw = flat.view(np.uint8)
