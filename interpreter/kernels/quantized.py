@@ -22,6 +22,7 @@ TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
 NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
 EXACT_F32 = 1 << 24  # integers below this are exact in float32 (sums of products stay so)
 TINY = 1 << 14       # outputs up to this many requantize in float64 (exact, fewer numpy calls)
+SIGN_PASSES = 2 ** -7  # 2 delta from which negative sums get their own passes (see Requantizer)
 
 
 # -- scalars: what Prepare functions compute --------------------------------------------------
@@ -281,9 +282,16 @@ class Requantizer:
             product = 2.0 ** -23 * (1 + 2.0 ** -20) * reach
         else:
             product = np.broadcast_to(np.asarray(scaled_error, np.float64), real.shape)
-        # s against a R + base + shift: the products' error and the sum's rounding; the
+        # Negative `a` round with -2 delta. When they can land inside the clamp range, either
+        # s takes that too, as s - 2 delta [s < zp + lift + 1/2] (a R < -delta exactly when
+        # SRDHM's result is negative; near that threshold both floors agree), three passes
+        # and one more rounding; or the 2 delta band above each integer is flagged and redone,
+        # which costs less while the band is narrow (right shifts of 7 and more).
+        band = 2 * float(delta.max()) if self.lo < self.zero_point else 0.0
+        self.signed = band > SIGN_PASSES
+        # s against a R + base + shift: the products' error and the sums' roundings; the
         # offset's own rounding is part of `shift` (exact: the float32 offset minus base).
-        error = product + 2.0 ** -24 * (1 + 2.0 ** -20) * (t_max + 1)
+        error = product + (1 + self.signed) * 2.0 ** -24 * (1 + 2.0 ** -20) * (t_max + 1)
         offset = (base + error).astype(np.float32)
         low = offset.astype(np.float64) - base < error
         offset[low] = np.nextafter(offset[low], np.float32(np.inf))
@@ -291,15 +299,8 @@ class Requantizer:
         if np.any(shift < error):
             return False
         # s - shift - error <= a R + base <= s: floor(s) is right unless frac(s) is below
-        # shift + error. Negative `a` round with -2 delta: flag those too, unless they all
-        # clamp to lo anyway (their result is at most the zero point).
-        # Negative `a` round with -2 delta: when they can land inside the clamp range, s takes
-        # that too, as s - 2 delta [s < zp + lift + 1/2] (a R < -delta exactly when SRDHM's
-        # result is negative; near that threshold both floors agree), one more rounding.
-        self.signed = self.lo < self.zero_point and bool(np.any(delta > 0))
-        if self.signed:
-            error = error + 2.0 ** -24 * (1 + 2.0 ** -20) * (t_max + 1)
-        width = float(np.max(shift + error))
+        # shift + error (+ the band).
+        width = float(np.max(shift + error)) + (0.0 if self.signed else band)
         # floor(s) != floor(fl(s - w)) flags every fraction below `width`: w has room for
         # the rounding of s - w (s < 256: a grid of 2^-16 at most).
         width += 2.0 ** -16
@@ -477,7 +478,8 @@ class Requantizer:
             s2, negative, adjust = s.reshape(shape), flags[:n].reshape(shape), \
                 work[3][:n].reshape(shape)
             np.less(s2, self.sign_below, out=negative)
-            np.multiply(negative, twice, out=adjust)
+            np.copyto(adjust, negative)          # (a bool-float multiply is 3x slower)
+            np.multiply(adjust, twice, out=adjust)
             np.subtract(s2, adjust, out=s2)
         clip_(s, *self.bounds)
         flat = out.reshape(-1)
