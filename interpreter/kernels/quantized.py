@@ -255,7 +255,7 @@ class Requantizer:
             self.specs = [((size,), np.float64), ((size,), np.bool_), ((size,), np.float64)]
         elif self.fast:
             self.specs = [((size,), np.float32), ((size,), np.uint8),
-                          ((-(-size // 8) * 8,), np.bool_)] + \
+                          ((-(-size // 64) * 64,), np.bool_)] + \
                 ([((size,), np.float32)] if self.signed else [])
         else:
             self.specs = [((size,), np.int64), ((size,), np.bool_)] + \
@@ -490,22 +490,23 @@ class Requantizer:
         np.not_equal(raw, below, out=flags[:n])
         if self.lift:
             np.bitwise_xor(raw, np.uint8(self.lift), out=raw)
-        if n < 1 << 16:
+        if n < 1 << 17:
             near = flags[:n].nonzero()[0]
-        else:                   # by 8-byte words first: fewer to scan
-            n8 = -(-n // 8) * 8
-            flags[n:n8] = False
-            near = _flagged(flags[:n8], np.flatnonzero(flags[:n8].view(np.uint64) != 0))
+        else:                   # through 64-flag blocks (8 bytes, then 8 words): less to scan
+            n64 = -(-n // 64) * 64
+            flags[n:n64] = False
+            near = _flagged(flags[:n64])
         if near.size:
             flat[near] = self._redo(exact_acc(near), near % self.channels)
 
 
-def _flagged(flags: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """Flat indices of the set flags inside the given 8-byte words (a 2-D nonzero is slow)."""
-    if not words.size:
-        return words
-    inside = np.flatnonzero(np.take(flags.reshape(-1, 8), words, axis=0))
-    return np.take(words, inside >> 3) * 8 + (inside & 7)
+def _flagged(flags: np.ndarray) -> np.ndarray:
+    """Flat indices of the few set flags (length a multiple of 64): the 64-flag blocks with
+    any set first, found through 8-byte words (a nonzero over every flag scans 4x longer)."""
+    words = flags.view(np.uint64) != 0
+    blocks = np.flatnonzero(words.view(np.uint64) != 0)
+    inside = np.flatnonzero(np.take(flags.reshape(-1, 64), blocks, axis=0))
+    return np.take(blocks, inside >> 6) * 64 + (inside & 63)
 
 
 # -- shared work buffers -----------------------------------------------------------------------
