@@ -8,6 +8,11 @@ into the bias with precomputed weight sums: sum w (x - zx) = sum w x - zx sum w,
 holds zx, so padded taps add w zx - zx w = 0, as TFLite skips them. The requantization
 (quantized.Requantizer) reads the float accumulators; the temporaries live in the interpreter's
 shared Scratch. CONV_2D runs in blocks of output rows (im2col patches, GEMM, requantization).
+
+Where the rounding error stays small enough (few inputs per output; most depthwise layers),
+the float weights carry the requantization scale (and CONV_2D's ones column the whole offset),
+which saves the requantizer its multiply and add passes; the few outputs the error bound
+leaves near a rounding edge are recomputed exactly from the patches or the input.
 """
 from __future__ import annotations
 

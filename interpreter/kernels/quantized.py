@@ -199,21 +199,27 @@ class Requantizer:
     constant, (acc + bias) * m + 2^30 = acc * m + (bias * m + 2^30); the zero point folds into
     RoundingDivideByPOT's, ((y + half - [y < 0]) >> r) + zp = (y + half + (zp << r) - [y < 0]) >> r.
 
-    Fast path (float32 accumulators, exact integers below 2^24): for a = acc + bias, a right
-    shift r and R = m 2^-(31 + r), the two roundings of TFLite collapse into one floor, since
-    floor((floor(u) + k) / n) = floor((u + k) / n):
-        result = floor(a R + zp + 1/2 + d - 2 d [a < 0]),   d = 2^-(r + 1) (0 when r = 0).
-    float32 computes s = a R + zp + 1/2 + d + eps to within eps (bounded in prepare from the
-    output range: larger values are clipped anyway, and every step is monotonic), so floor(s)
-    is the result wherever frac(s) >= 2 eps (+ 2 d when negative `a` can land inside the clamp
-    range); those few elements are recomputed exactly. The passes: multiply, add, clip, floor,
-    cast, subtract, compare (and a cheap any-flag test), on rows of `tile` pixels so that the
-    per-channel vectors run as long rows. Exact while the accumulators fit int32, as in TFLite
-    (overflow there is undefined).
+    The two roundings of TFLite collapse into one floor, since floor((floor(u) + k) / n) =
+    floor((u + k) / n): for a = acc + bias, a right shift r and R = m 2^-(31 + r),
+        result = floor(a R + zp + 1/2 + d - 2 d [a R < -d]),   d = 2^-(r + 1) (0 when r = 0)
+    ([a R < -d] is exactly SRDHM's result being negative).
+
+    Small outputs (`tiny`, at most TINY of them): float64 holds that sum exactly over the clamp
+    range (every term is a multiple of 2^-(31 + r)), so one floor is the result.
+
+    Fast path (float32, exact integer accumulators below 2^24): s = a R + zp + 1/2 + d + shift
+    (plus 128 for int8, so that a truncating cast to uint8 floors it) is within `error` of that
+    value shifted, bounded in prepare over the clamp range only (outside it the monotonic steps
+    clip whatever the rounding); floor(s) is the result unless frac(s) < width = shift + error.
+    Those elements are found as floor(s) != floor(s - width) (a second truncating cast) and
+    redone exactly; `-2 d [..]` either gets three passes of its own (wide band) or widens the
+    flagged band (see _prepare_fast). The passes: multiply, add (per-channel vectors tiled to
+    rows of `tile` pixels, long inner loops), clip, cast, subtract, cast, compare, xor. Exact
+    while the accumulators fit int32, as in TFLite (overflow there is undefined).
 
     `bias_in_acc`: the caller's accumulators already hold the bias (a ones column in the GEMM).
-    `scaled`: the caller multiplies by `real` itself (folded into float weights) and passes
-    a bound on the error of its products; see `scaled()`."""
+    `scaled_error`: the caller multiplies by `real` itself (folded into float weights), within
+    that bound of acc * real; see `scaled()` and `finish()`."""
 
     def __init__(self, multiplier, shift, zero_point: int, lo: int, hi: int, shape: tuple,
                  bias=None, acc_bound=None, tile: int = 1, bias_in_acc: bool = False,
