@@ -26,7 +26,7 @@ from .registry import register
 
 CHUNK_BYTES = 1 << 23
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
-SCALED_WIDTH = 2.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
+SCALED_WIDTH = 4.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
 
 
 def _weights(node, k: int, dtype_name: str, what: str) -> np.ndarray:
