@@ -35,10 +35,13 @@ TOOL_NAME = "onnx_node_tests.py"
 
 def tool():
     """The shared `onnx_node_tests` module ($EDGELITE_SHARED_TOOLS, else ../shared/tools beside
-    the repository), or None."""
-    env = os.environ.get("EDGELITE_SHARED_TOOLS")
-    folder = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "tools"
-    if not (folder / TOOL_NAME).is_file():
+    the repository, else `tools` beside $EDGELITE_MODELS), or None."""
+    candidates = [os.environ.get("EDGELITE_SHARED_TOOLS"),
+                  Path(__file__).resolve().parents[1].parent / "shared" / "tools",
+                  os.environ.get("EDGELITE_MODELS") and Path(os.environ["EDGELITE_MODELS"]).parent
+                  / "tools"]
+    folder = next((Path(c) for c in candidates if c and (Path(c) / TOOL_NAME).is_file()), None)
+    if folder is None:
         return None
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
