@@ -104,3 +104,18 @@ def normalize_axis(node, axis: int, rank: int, what: str = "axis") -> int:
     if not -rank <= axis < rank:
         raise node.fail(f"{what} {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
+
+
+def matmul_shape(node, a_shape, b_shape) -> tuple:
+    """BATCH_MATMUL's shapes under the op's adj_x/adj_y options: (adj_x, adj_y, m, k, n, batch)
+    for a [..., m, k] x [..., k, n] product; fails naming the op when the inputs do not fit."""
+    adj_x = bool(getattr(node.options, "adj_x", False))
+    adj_y = bool(getattr(node.options, "adj_y", False))
+    if len(a_shape) < 2 or len(b_shape) < 2:
+        raise node.fail(f"inputs {list(a_shape)} and {list(b_shape)} must have rank >= 2")
+    m, k = (a_shape[-1], a_shape[-2]) if adj_x else (a_shape[-2], a_shape[-1])
+    kb, n = (b_shape[-1], b_shape[-2]) if adj_y else (b_shape[-2], b_shape[-1])
+    if k != kb:
+        raise node.fail(f"inner dimensions differ: {list(a_shape)} (adj_x={adj_x}) times "
+                        f"{list(b_shape)} (adj_y={adj_y})")
+    return adj_x, adj_y, m, k, n, broadcast_shape(node, a_shape[:-2], b_shape[:-2])

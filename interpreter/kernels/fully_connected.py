@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import SIGN_BIT, TANH, broadcast_shape
+from .common import SIGN_BIT, TANH, matmul_shape
 from .conv import F32, clamp_activation
 from .registry import register
 
@@ -62,16 +62,7 @@ def batch_matmul(node):
     for t in (x, y):
         if t.dtype != F32:
             raise node.fail(f"tensor {t.name!r} is {t.type_name}; this kernel takes float32")
-    if len(x.shape) < 2 or len(y.shape) < 2:
-        raise node.fail(f"inputs {list(x.shape)} and {list(y.shape)} must have rank >= 2")
-    adj_x = bool(getattr(node.options, "adj_x", False))
-    adj_y = bool(getattr(node.options, "adj_y", False))
-    m, kx = (x.shape[-1], x.shape[-2]) if adj_x else (x.shape[-2], x.shape[-1])
-    ky, n = (y.shape[-1], y.shape[-2]) if adj_y else (y.shape[-2], y.shape[-1])
-    if kx != ky:
-        raise node.fail(f"inner dimensions differ: {list(x.shape)} (adj_x={adj_x}) times "
-                        f"{list(y.shape)} (adj_y={adj_y})")
-    batch = broadcast_shape(node, x.shape[:-2], y.shape[:-2])
+    adj_x, adj_y, m, _, n, batch = matmul_shape(node, x.shape, y.shape)
     node.outputs[0].shape = tuple(batch) + (m, n)
 
     def run(x, y, out):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_
+from .common import clip_, matmul_shape
 from .quantized import EXACT_F32, TYPE_RANGE, Requantizer, activation_range, channel_scales, f32, \
     quant_params, quantize_multiplier, round_half_away_array
 from .registry import register
@@ -106,20 +106,7 @@ def batch_matmul(node):
         raise node.fail(f"int8 BATCH_MATMUL needs an int8 right-hand side, got {b.type_name}")
     if not (2 <= len(a.shape) <= 5 and 2 <= len(b.shape) <= 5):
         raise node.fail(f"inputs must have rank 2 to 5, got {list(a.shape)} and {list(b.shape)}")
-    opts = node.options
-    adj_x, adj_y = bool(getattr(opts, "adj_x", False)), bool(getattr(opts, "adj_y", False))
-    rows = a.shape[-1] if adj_x else a.shape[-2]
-    depth = a.shape[-2] if adj_x else a.shape[-1]
-    depth_b = b.shape[-1] if adj_y else b.shape[-2]
-    cols = b.shape[-2] if adj_y else b.shape[-1]
-    if depth != depth_b:
-        raise node.fail(f"inner dimensions differ: {list(a.shape)} x {list(b.shape)} "
-                        f"(adj_x={adj_x}, adj_y={adj_y})")
-    try:
-        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    except ValueError:
-        raise node.fail(f"batch dimensions of {list(a.shape)} and {list(b.shape)} do not "
-                        "broadcast") from None
+    adj_x, adj_y, rows, depth, cols, batch = matmul_shape(node, a.shape, b.shape)
     out = node.outputs[0]
     out.shape = tuple(batch) + (rows, cols)
     if out.type_name != "int8":

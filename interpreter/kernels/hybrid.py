@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_
+from .common import RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_, matmul_shape
 from .quantized import EXACT_F32, round_half_away_array
 from .registry import KERNELS, Node, TensorInfo, register
 
@@ -391,18 +391,8 @@ def batch_matmul(node):
     if len(x.shape) < 2 or w.ndim < 2:
         raise node.fail(f"inputs {list(x.shape)} and {list(w.shape)} must have rank >= 2")
     opts = node.options
-    adj_x, adj_y = bool(getattr(opts, "adj_x", False)), bool(getattr(opts, "adj_y", False))
+    adj_x, adj_y, m, k, n, batch = matmul_shape(node, x.shape, w.shape)
     wk = np.swapaxes(w, -1, -2) if adj_y else w                      # [..., K, N]
-    m, k = (x.shape[-1], x.shape[-2]) if adj_x else (x.shape[-2], x.shape[-1])
-    if wk.shape[-2] != k:
-        raise node.fail(f"inner dimensions differ: {list(x.shape)} (adj_x={adj_x}) times "
-                        f"{list(w.shape)} (adj_y={adj_y})")
-    n = wk.shape[-1]
-    try:
-        batch = np.broadcast_shapes(tuple(x.shape[:-2]), tuple(wk.shape[:-2]))
-    except ValueError:
-        raise node.fail(f"batch dimensions of {list(x.shape)} and {list(w.shape)} do not "
-                        "broadcast") from None
     node.outputs[0].shape = tuple(batch) + (m, n)
     per_channel = scales.size > 1
     if per_channel and scales.size != w.shape[axis]:
