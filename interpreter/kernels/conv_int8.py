@@ -106,6 +106,24 @@ class _PaddedSource:
         return self.buffer
 
 
+def _output_setup(node, key: str, kh: int, kw: int, cout: int, channel_axis: int) -> tuple:
+    """What CONV_2D and DEPTHWISE_CONV_2D share: the output's shape (set on the node) and type
+    check, the input and output zero points, the per-channel multipliers (weights' channels along
+    `channel_axis`) and the fused activation's integer range. Returns (stride, dilation, (oh, ow),
+    pad, zx, zo, multiplier, shift, lo, hi)."""
+    x = node.input(0)
+    stride, dilation, (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, node.options)
+    out = node.outputs[0]
+    out.shape = (x.shape[0], oh, ow, cout)
+    if out.type_name != key:
+        raise node.fail(f"output is {out.type_name}; expected {key}")
+    _, zx = quant_params(node, 0)
+    _, zo = quant_params(node, 0, output=True)
+    multiplier, shift = _multipliers(node, key, cout, channel_axis)
+    lo, hi = activation_range(node.options.fused_activation_function, out, node)
+    return stride, dilation, (oh, ow), pad, zx, zo, multiplier, shift, lo, hi
+
+
 def _conv_geometry(node, x_shape, kh, kw, opts):
     sh, sw = int(opts.stride_h), int(opts.stride_w)
     dh, dw = int(opts.dilation_h_factor or 1), int(opts.dilation_w_factor or 1)
@@ -142,16 +160,8 @@ def conv_2d(node):
     if cg <= 0 or cin % cg or cout % (cin // cg):
         raise node.fail(f"input has {cin} channels, weights {cg} per group for {cout} outputs")
     groups = cin // cg
-    opts = node.options
-    stride, dilation, (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, opts)
-    node.outputs[0].shape = (n, oh, ow, cout)
-    if node.outputs[0].type_name != key:
-        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
-
-    _, zx = quant_params(node, 0)
-    _, zo = quant_params(node, 0, output=True)
-    multiplier, shift = _multipliers(node, key, cout, 0)
-    lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
+    (stride, dilation, (oh, ow), pad, zx, zo, multiplier, shift, lo, hi) = \
+        _output_setup(node, key, kh, kw, cout, 0)
     wc = w.astype(np.int64) - _weight_zero_point(node)
     bias = _bias(node, 2, cout) - zx * wc.reshape(cout, -1).sum(1)
     x_max = 128 if key == "int8" else 255
@@ -304,16 +314,8 @@ def depthwise_conv_2d(node):
     if one != 1 or cout % cin:
         raise node.fail(f"weights {list(w.shape)} do not fit a depthwise conv of {cin} channels")
     mult = cout // cin
-    opts = node.options
-    stride, dilation, (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, opts)
-    node.outputs[0].shape = (n, oh, ow, cout)
-    if node.outputs[0].type_name != key:
-        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
-
-    _, zx = quant_params(node, 0)
-    _, zo = quant_params(node, 0, output=True)
-    multiplier, shift = _multipliers(node, key, cout, 3)
-    lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
+    (stride, dilation, (oh, ow), pad, zx, zo, multiplier, shift, lo, hi) = \
+        _output_setup(node, key, kh, kw, cout, 3)
     wc = w[0].astype(np.int64) - _weight_zero_point(node)          # (kh, kw, cout)
     bias = _bias(node, 2, cout) - zx * wc.reshape(-1, cout).sum(0)
     acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * (128 if key == "int8" else 255)
