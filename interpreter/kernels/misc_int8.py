@@ -19,7 +19,7 @@ import numpy as np
 
 from . import reduce, resize
 from .activations_int8 import exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1
-from .pool_int8 import _mean_axes
+from .pool_int8 import quantized_reduction
 from .quantized import INT32_MAX, INT32_MIN, TYPE_RANGE, mbqm, mbqm64, quant_params, \
     quantize_multiplier, rdbpot, saturating_shift_left, srdhm, wrap32
 from .registry import register
@@ -54,19 +54,7 @@ register("REDUCE_MIN", "int8", "uint8", "int16")(_same_quantization(reduce._redu
 
 @register("SUM", "int8", "uint8", "int16")
 def sum_(node):
-    node.expect_inputs(2)
-    x = node.input(0)
-    key = x.type_name
-    if node.outputs[0].type_name != key:
-        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
-    axes = _mean_axes(node, len(x.shape))
-    keep = bool(getattr(node.options, "keep_dims", False))
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
-    node.outputs[0].shape = shape
-    s_in, z_in = quant_params(node, 0)
-    s_out, z_out = quant_params(node, 0, output=True)
-    if key == "int16" and (z_in or z_out):
-        raise node.fail("int16 SUM needs zero points of 0")
+    x, key, axes, keep, shape, s_in, z_in, s_out, z_out = quantized_reduction(node, "SUM")
     multiplier, shift = quantize_multiplier(float(s_in) / float(s_out))
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     lo, hi = TYPE_RANGE[key]
@@ -95,20 +83,9 @@ def reduce_prod(node):
     q = node.input(0).quantization
     if q is None or q.scale.size == 0:
         return _raw_prod(node)
-    node.expect_inputs(2)
-    x = node.input(0)
-    key = x.type_name
-    if node.outputs[0].type_name != key:
-        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
+    x, key, axes, keep, shape, s_in, z_in, s_out, z_out = quantized_reduction(node,
+                                                                              "REDUCE_PROD")
     rank = len(x.shape)
-    axes = _mean_axes(node, rank)
-    keep = bool(getattr(node.options, "keep_dims", False))
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
-    node.outputs[0].shape = shape
-    s_in, z_in = quant_params(node, 0)
-    s_out, z_out = quant_params(node, 0, output=True)
-    if key == "int16" and (z_in or z_out):
-        raise node.fail("int16 REDUCE_PROD needs zero points of 0")
     kept = [i for i in range(rank) if i not in axes]
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     outputs = int(np.prod([x.shape[a] for a in kept], dtype=np.int64))

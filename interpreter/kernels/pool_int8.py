@@ -71,7 +71,6 @@ def max_pool_2d(node):
 @register("AVERAGE_POOL_2D", "int8", "uint8")
 def average_pool_2d(node):
     (n, c), kernel, stride, out_hw, pad, need, (rows, cols) = _pool_geometry(node)
-    x = node.input(0)
     lo, hi = activation_range(node.options.fused_activation_function, node.outputs[0], node)
     buffer = np.zeros((n,) + need + (c,), np.int32)          # padding adds nothing
     interior = buffer[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
@@ -120,25 +119,29 @@ def _mean_axes(node, rank: int) -> tuple:
     return tuple(sorted(axes))
 
 
-@register("MEAN", "int8", "uint8", "int16")
-def mean(node):
+def quantized_reduction(node, name: str) -> tuple:
+    """What the quantized MEAN / SUM / REDUCE_PROD share: checks, the reduced axes, keep_dims,
+    the output shape (set on the node) and the quantization of input and output.
+    Returns (x, key, axes, keep, shape, s_in, z_in, s_out, z_out)."""
     node.expect_inputs(2)
     x = node.input(0)
     key = x.type_name
     if node.outputs[0].type_name != key:
         raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
-    rank = len(x.shape)
-    axes = _mean_axes(node, rank)
+    axes = _mean_axes(node, len(x.shape))
     keep = bool(getattr(node.options, "keep_dims", False))
-    if keep:
-        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    else:
-        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
     node.outputs[0].shape = shape
     s_in, z_in = quant_params(node, 0)
     s_out, z_out = quant_params(node, 0, output=True)
     if key == "int16" and (z_in or z_out):
-        raise node.fail("int16 MEAN needs zero points of 0")
+        raise node.fail(f"int16 {name} needs zero points of 0")
+    return x, key, axes, keep, shape, s_in, z_in, s_out, z_out
+
+
+@register("MEAN", "int8", "uint8", "int16")
+def mean(node):
+    x, key, axes, keep, shape, s_in, z_in, s_out, z_out = quantized_reduction(node, "MEAN")
     multiplier, shift = quantize_multiplier(float(s_in) / float(s_out))
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     lo, hi = TYPE_RANGE[key]
