@@ -15,7 +15,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import clip_, matmul_shape
-from .conv_int8 import _PaddedSource, _chunks, _conv_geometry, _multipliers, _weights
+from .conv_int8 import _PaddedSource, _chunks, _conv_geometry, _multipliers, _weights, \
+    conv_inputs
 from .quantized import TYPE_RANGE, Requantizer, WideRequantizer, activation_range, \
     channel_scales, f32, quant_params, quantize_multiplier
 from .registry import register
@@ -77,12 +78,7 @@ def requantizer(multiplier, shift, lo, hi, rows: int, channels: int, bias, wide:
 
 @register("CONV_2D", "int16")
 def conv_2d(node):
-    node.expect_inputs(2, 3)
-    x = node.input(0)
-    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
-        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
-                        f"{list(node.input(1).shape)}")
-    w = _weights(node, 1, "int8", "weights")
+    x, w = conv_inputs(node, "int8")
     symmetric_weights(node)
     check_output(node)
     check_symmetric(node, 0)
@@ -141,12 +137,7 @@ def conv_2d(node):
 
 @register("DEPTHWISE_CONV_2D", "int16")
 def depthwise_conv_2d(node):
-    node.expect_inputs(2, 3)
-    x = node.input(0)
-    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
-        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
-                        f"{list(node.input(1).shape)}")
-    w = _weights(node, 1, "int8", "weights")
+    x, w = conv_inputs(node, "int8")
     symmetric_weights(node)
     check_output(node)
     check_symmetric(node, 0)

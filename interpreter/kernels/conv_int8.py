@@ -29,6 +29,17 @@ IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 SCALED_WIDTH = 4.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
 
 
+def conv_inputs(node, weight_type: str) -> tuple:
+    """(x, weights) of a CONV_2D / DEPTHWISE_CONV_2D: both 4-D, the weights a constant array of
+    `weight_type`; fails naming the op otherwise."""
+    node.expect_inputs(2, 3)
+    x = node.input(0)
+    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
+        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
+                        f"{list(node.input(1).shape)}")
+    return x, _weights(node, 1, weight_type, "weights")
+
+
 def _weights(node, k: int, dtype_name: str, what: str) -> np.ndarray:
     w = node.input(k)
     if w.type_name != dtype_name:
@@ -148,13 +159,8 @@ def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarr
 
 @register("CONV_2D", "int8", "uint8")
 def conv_2d(node):
-    node.expect_inputs(2, 3)
     key = node.input(0).type_name
-    x = node.input(0)
-    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
-        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
-                        f"{list(node.input(1).shape)}")
-    w = _weights(node, 1, key, "weights")
+    x, w = conv_inputs(node, key)
     cout, kh, kw, cg = w.shape
     n, h, wd, cin = x.shape
     if cg <= 0 or cin % cg or cout % (cin // cg):
@@ -302,13 +308,8 @@ class _Phase:
 
 @register("DEPTHWISE_CONV_2D", "int8", "uint8")
 def depthwise_conv_2d(node):
-    node.expect_inputs(2, 3)
     key = node.input(0).type_name
-    x = node.input(0)
-    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
-        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
-                        f"{list(node.input(1).shape)}")
-    w = _weights(node, 1, key, "weights")
+    x, w = conv_inputs(node, key)
     one, kh, kw, cout = w.shape
     n, h, wd, cin = x.shape
     if one != 1 or cout % cin:
