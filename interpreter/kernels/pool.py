@@ -47,6 +47,22 @@ def _in_bounds_counts(win, shape):
     return win.out_view(full)
 
 
+def _reduce_taps(win, x, out, ufunc):
+    """The window's taps of `x` folded with `ufunc` (add, maximum) into `out`'s view; returns
+    that view."""
+    if win.copy_in is not None:
+        win.copy_in(x)
+    taps = win.tap_list(x)
+    o = win.out_view(out)
+    if len(taps) == 1:
+        np.copyto(o, taps[0])
+    else:
+        ufunc(taps[0], taps[1], out=o)
+    for t in taps[2:]:
+        ufunc(o, t, out=o)
+    return o
+
+
 def _summing_pool(node, square: bool):
     win, act = _window(node)
     x_shape = node.input(0).shape
@@ -57,16 +73,7 @@ def _summing_pool(node, square: bool):
         if square:
             np.square(x, out=squares)
             x = squares
-        if win.copy_in is not None:
-            win.copy_in(x)
-        taps = win.tap_list(x)
-        o = win.out_view(out)
-        if len(taps) == 1:
-            np.copyto(o, taps[0])
-        else:
-            np.add(taps[0], taps[1], out=o)
-        for t in taps[2:]:
-            np.add(o, t, out=o)
+        o = _reduce_taps(win, x, out, np.add)
         np.divide(o, counts, out=o)
         if square:
             np.sqrt(o, out=o)
@@ -90,16 +97,7 @@ def max_pool_2d(node):
     win, act = _window(node)
 
     def run(x, out):
-        if win.copy_in is not None:
-            win.copy_in(x)
-        taps = win.tap_list(x)
-        o = win.out_view(out)
-        if len(taps) == 1:
-            np.copyto(o, taps[0])
-        else:
-            np.maximum(taps[0], taps[1], out=o)
-        for t in taps[2:]:
-            np.maximum(o, t, out=o)
+        o = _reduce_taps(win, x, out, np.maximum)
         if act is not None:
             act(o)
     return run
