@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import register
-from .rnn import rnn_activation
+from .rnn import bidirectional_outputs, rnn_activation
 
 GATES = "ifco"
 FW, BW = 1, 18                           # first weight input of each direction
@@ -146,16 +146,7 @@ def bidirectional_sequence_lstm(node):
     _, fw_out = _check_direction(node, FW, x.shape[2], batch, n_aux)
     _, bw_out = _check_direction(node, BW, aux.shape[2] if non_stacking else x.shape[2],
                                  batch, n_aux)
-    n_outs = 1 if merge else 2
-    if len(node.outputs) != n_outs:
-        raise node.fail(f"expected {n_outs} outputs (merge_outputs={merge}), got "
-                        f"{len(node.outputs)}")
-    lead = tuple(x.shape[:2])
-    if merge:
-        node.outputs[0].shape = lead + (fw_out + bw_out,)
-    else:
-        node.outputs[0].shape = lead + (fw_out,)
-        node.outputs[1].shape = lead + (bw_out,)
+    bidirectional_outputs(node, merge, tuple(x.shape[:2]), fw_out, bw_out)
     act = rnn_activation(node, opts.fused_activation_function)
     cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
     n_in = len(node.inputs)

@@ -24,6 +24,20 @@ def _signbit(v):
     v[...] = np.signbit(v)
 
 
+def bidirectional_outputs(node, merge: bool, lead: tuple, fw: int, bw: int) -> None:
+    """Set the outputs of a bidirectional sequence op: one [.., fw + bw] output when the
+    directions are merged, else one per direction."""
+    n_outs = 1 if merge else 2
+    if len(node.outputs) != n_outs:
+        raise node.fail(f"expected {n_outs} outputs (merge_outputs={merge}), got "
+                        f"{len(node.outputs)}")
+    if merge:
+        node.outputs[0].shape = lead + (fw + bw,)
+    else:
+        node.outputs[0].shape = lead + (fw,)
+        node.outputs[1].shape = lead + (bw,)
+
+
 def rnn_activation(node, code):
     """The in-place activation of TFLite's ApplyActivationToVector for fused code `code`. The
     format has no code 6 (SIGMOID exists only inside TFLite): LiteRT reads it as NONE."""
@@ -177,16 +191,7 @@ def bidirectional_sequence_rnn(node):
     _state(node, 8, (batch, bw_units))
     if use_aux and (aux is None or bw_aux_w is None):
         raise node.fail("aux weights need the auxiliary input and both directions' aux weights")
-    n_outs = 1 if merge else 2
-    if len(node.outputs) != n_outs:
-        raise node.fail(f"expected {n_outs} outputs (merge_outputs={merge}), got "
-                        f"{len(node.outputs)}")
-    lead = tuple(x.shape[:2])
-    if merge:
-        node.outputs[0].shape = lead + (fw_units + bw_units,)
-    else:
-        node.outputs[0].shape = lead + (fw_units,)
-        node.outputs[1].shape = lead + (bw_units,)
+    bidirectional_outputs(node, merge, tuple(x.shape[:2]), fw_units, bw_units)
     act = rnn_activation(node, opts.fused_activation_function)
 
     def run(*arrays):
