@@ -2,8 +2,9 @@
 
 Buffer 0 stays empty, buffer data is 16-byte aligned, op codes above 127 carry both code fields,
 every op that takes options gets an explicit table, op versions follow the features used, and a
-`min_runtime_version` metadata entry is added when the model has none. The same IR always gives
-the same bytes.
+`min_runtime_version` metadata entry is added when the model has none. Equal vectors and strings
+are written once and shared (a FlatBuffer is a DAG; readers cannot tell): per-channel zero points,
+shapes and names repeat a lot in quantized models. The same IR always gives the same bytes.
 """
 from __future__ import annotations
 
@@ -23,6 +24,27 @@ ALIGN = 16
 FLATBUFFER_LIMIT = 2 ** 31 - 2 ** 24
 # Metadata entry that marks a large-model file (TFLite's `tflite_metadata_buffer_location`).
 BUFFER_LOCATION = "buffer_location"
+
+
+class _SharingBuilder(flatbuffers.Builder):
+    """A Builder that writes each distinct vector and string once and points every later use
+    at it (offsets count from the buffer's end, so earlier objects stay valid targets)."""
+
+    def __init__(self, size: int):
+        super().__init__(size)
+        self._shared: dict = {}
+
+    def CreateNumpyVector(self, x):
+        key = ("v", x.dtype.str, x.tobytes())
+        if key not in self._shared:
+            self._shared[key] = super().CreateNumpyVector(x)
+        return self._shared[key]
+
+    def CreateString(self, s, encoding="utf-8", errors="strict"):
+        key = ("s", s if isinstance(s, bytes) else s.encode(encoding, errors))
+        if key not in self._shared:
+            self._shared[key] = super().CreateString(key[1])
+        return self._shared[key]
 
 
 class _AlignedBufferT(fb.BufferT):
@@ -117,7 +139,7 @@ def _build(model: Model, offsets, data_bytes: int) -> bytes:
         md.name, md.buffer = name, index
         m.metadata.append(md)
     m.signatureDefs = [_signature(s) for s in model.signature_defs]
-    builder = flatbuffers.Builder(data_bytes + 65536)
+    builder = _SharingBuilder(data_bytes + 65536)
     builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
 

@@ -48,7 +48,7 @@ def test_full_int8(digits):
     ours = predict(content, digits["x"])
     assert accuracy(ours, digits["y"]) >= accuracy(digits["float_out"], digits["y"]) - 0.005
     np.testing.assert_array_equal(predict(content, digits["x"], litert=True), ours)
-    assert len(content) <= 0.36 * len(digits["float"])
+    assert len(content) <= 0.35 * len(digits["float"])
 
 
 def test_full_int8_with_int8_io_and_strict_ops(digits):

@@ -49,3 +49,18 @@ def test_saved_file_runs_like_the_original(path):
         for index in want:
             np.testing.assert_array_equal(have[index], want[index],
                                           err_msg=f"invoke {k}, tensor {index}")
+
+
+def test_equal_vectors_are_written_once():
+    """Per-channel zero points repeat (a weight's and its bias's are equal): one copy in the file."""
+    from edgelite.schema import tflite_generated as fb
+    path = models_dir() / "digits_cnn_int8.tflite"
+    saved = save(load(path))
+    sg = fb.Model.GetRootAs(saved, 0).Subgraphs(0)
+    starts = {}
+    for i in range(sg.TensorsLength()):
+        q = sg.Tensors(i).Quantization()
+        if q is not None and q.ZeroPointLength() > 1:
+            starts.setdefault(q.ZeroPointLength(), set()).add(q._tab.Vector(q._tab.Offset(10)))
+    assert starts and all(len(s) == 1 for s in starts.values()), starts
+    assert len(saved) < path.stat().st_size
