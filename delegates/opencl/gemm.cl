@@ -63,14 +63,30 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
                     else ST_TAIL(v_, out + (size_t)m_ * N + n_, N - n_); } } } }
 
 // acc[i][:] += x_i[k] * panel[k, :] for k < K; x_i = rows[i], panel advanced past K rows.
-#define ACC_PANEL(acc, rows, wk, K) \
-    for (int k_ = 0; k_ < (K); k_++, wk += PANEL) { \
+#define ACC_STEP(acc, x, wk) { \
         floatV b_[NV]; \
         _Pragma("unroll") for (int j = 0; j < NV; j++) b_[j] = LDWV(wk, j * VW); \
         _Pragma("unroll") for (int i = 0; i < TM; i++) { \
-            floatV x_ = (floatV)(LD(rows[i], k_)); \
+            floatV x_ = (floatV)(x); \
             _Pragma("unroll") for (int j = 0; j < NV; j++) \
                 acc[i][j] = fma(x_, b_[j], acc[i][j]); } }
+#ifdef HALF
+// Half inputs 4 values of a row at a time: a scalar vload_half costs PoCL more than the
+// vector one (fp16 gemm was 3x slower than fp32).
+#define ACC_PANEL(acc, rows, wk, K) { \
+    int k_ = 0; \
+    for (; k_ + 4 <= (K); k_ += 4) { \
+        float4 x4_[TM]; \
+        _Pragma("unroll") for (int i = 0; i < TM; i++) x4_[i] = vload_half4(0, rows[i] + k_); \
+        ACC_STEP(acc, x4_[i].s0, wk); wk += PANEL; \
+        ACC_STEP(acc, x4_[i].s1, wk); wk += PANEL; \
+        ACC_STEP(acc, x4_[i].s2, wk); wk += PANEL; \
+        ACC_STEP(acc, x4_[i].s3, wk); wk += PANEL; } \
+    for (; k_ < (K); k_++, wk += PANEL) ACC_STEP(acc, LD(rows[i], k_), wk); }
+#else
+#define ACC_PANEL(acc, rows, wk, K) \
+    for (int k_ = 0; k_ < (K); k_++, wk += PANEL) ACC_STEP(acc, LD(rows[i], k_), wk)
+#endif
 
 // Work-item ids: (panel, group of MT row tiles), or with PANEL_MAJOR (group, panel): the items
 // of one panel run one after another, so a panel is read from memory once (layers whose
