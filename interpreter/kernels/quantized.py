@@ -249,7 +249,6 @@ class Requantizer:
         size = int(np.prod(shape))
         self.rmask = (right > 0).astype(np.int64)
         self.tile = max(1, int(tile))
-        self.redo64 = None
         self.signed = False
         self.fast = (acc_bound is not None or scaled_error is not None) and \
             self._prepare_fast(scaled_error)
@@ -325,10 +324,17 @@ class Requantizer:
         self.width = np.nextafter(np.float32(width), np.float32(1))
         # _redo: TFLite's arithmetic as one floor shift per element (see the class doc):
         # t = acc M + bias M + 2^30 (< 0 exactly when SRDHM's result is), then
-        # (t + half - [t < 0] neg) >> (31 + r) + zero point, half = 2^(30 + r) when r > 0.
+        # (t + half - [t < 0] neg) >> (31 + r) + zero point, half = 2^(30 + r) when r > 0;
+        # half and the zero point fold into one constant. Negative t only matter while they
+        # can land above lo (lo < zp); otherwise both roundings clip to lo.
+        total = 31 + self.right
         half = np.where(self.right > 0, np.int64(1) << (30 + self.right), 0)
-        neg = np.where(self.right > 0, np.int64(1) << 31, 0)
-        self.redo_params = np.stack([self.multiplier, self.c1, neg, half, 31 + self.right], 1)
+        self.redo_m = self.multiplier.copy()
+        self.redo_c = self.c1 + half + (np.int64(self.zero_point) << total)
+        self.redo_total = total
+        self.redo_signed = self.lo < self.zero_point and bool(np.any(self.right > 0))
+        self.redo_below = half + (np.int64(self.zero_point) << total)   # t < 0, shifted
+        self.redo_neg = np.where(self.right > 0, np.int64(1) << 31, 0)
         return True
 
     def _prepare_tiny(self) -> bool:
@@ -348,7 +354,6 @@ class Requantizer:
         rows = lambda v: np.tile(np.asarray(v, np.float64), self.tile)    # noqa: E731
         self.tiny_rows = (rows(real), rows(base), rows(-self.add_bias), rows(2 * delta))
         self.tiny_vectors = (real, base, (-self.add_bias).astype(np.float64), 2 * delta)
-        self.redo64 = np.stack(self.tiny_vectors, 1)           # _redo's parameters per channel
         # Negative `a` (rounded with -2d) matter unless they all clamp to lo.
         self.tiny_negative = self.lo < self.zero_point
         return True
@@ -363,23 +368,12 @@ class Requantizer:
 
     def _redo(self, acc: np.ndarray, channel: np.ndarray) -> np.ndarray:
         """`exact` in few numpy calls (fast path only): integer accumulators of channels."""
-        if self.redo64 is not None:        # float64 is exact here (see _prepare_tiny)
-            real, base, limit, twice = np.take(self.redo64, channel, axis=0).T
-            v = acc * real
-            v += base
-            if self.tiny_negative:
-                v -= (acc < limit) * twice
-            np.floor(v, out=v)
-            clip_(v, self.lo, self.hi)
-            return v
-        m, c1, neg, half, total = np.take(self.redo_params, channel, axis=0).T
-        t = acc.astype(np.int64) * m
-        t += c1
-        adjust = t < 0
-        t += half
-        t -= adjust * neg
-        t >>= total
-        t += self.zero_point
+        t = acc.astype(np.int64)
+        t *= self.redo_m[channel]
+        t += self.redo_c[channel]
+        if self.redo_signed:
+            t -= (t < self.redo_below[channel]) * self.redo_neg[channel]
+        t >>= self.redo_total[channel]
         clip_(t, self.lo, self.hi)
         return t
 
