@@ -133,16 +133,26 @@ class Interpreter:
 
     # -- data --------------------------------------------------------------------------------
 
-    def _check_index(self, tensor_index) -> None:
-        n = len(self._main.sg.tensors)
+    def _plan(self, subgraph_index):
+        """The plan of a subgraph; subgraphs other than the main one are planned when control
+        flow first runs them (before that their tensors have no data)."""
+        n = len(self._model.subgraphs)
+        if not isinstance(subgraph_index, (int, np.integer)) or not 0 <= subgraph_index < n:
+            raise ValueError(f"Invalid subgraph index {subgraph_index} exceeds max subgraph "
+                             f"index {n - 1}")
+        return self._main if subgraph_index == 0 else \
+            self._runtime.plans.get(int(subgraph_index))
+
+    def _check_index(self, tensor_index, subgraph_index=0) -> None:
+        n = len(self._model.subgraphs[subgraph_index].tensors)
         if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
             raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index "
                              f"{n - 1}")
 
-    def _array(self, tensor_index) -> np.ndarray:
-        self._check_index(tensor_index)
-        plan = self._main
-        if not self._allocated or not plan.ready:
+    def _array(self, tensor_index, subgraph_index=0) -> np.ndarray:
+        plan = self._plan(subgraph_index)
+        self._check_index(tensor_index, subgraph_index)
+        if not self._allocated or plan is None or not plan.ready:
             raise ValueError("Tensor data is null. Run allocate_tensors() first")
         value = plan.arrays[tensor_index]
         if value is None:
@@ -175,7 +185,7 @@ class Interpreter:
         np.copyto(target, value)
 
     def get_tensor(self, tensor_index, subgraph_index=0) -> np.ndarray:
-        return np.array(self._array(tensor_index))
+        return np.array(self._array(tensor_index, subgraph_index))
 
     def tensor(self, tensor_index):
         """A function returning a zero-copy view of the tensor's current memory."""

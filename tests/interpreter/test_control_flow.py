@@ -125,6 +125,26 @@ def test_while_loop_like_litert():
     np.testing.assert_array_equal(ours[0][1], np.array([32, -64], np.float32))
 
 
+@pytest.mark.parametrize("runtime", [edgelite_interpreter, litert], ids=["edgelite", "litert"])
+def test_get_tensor_reads_other_subgraphs(runtime):
+    """get_tensor(index, subgraph_index): the body's constant 2.0 is tensor 3 of subgraph 2,
+    while tensor 3 of the main subgraph is the loop's output; a subgraph that does not exist
+    is a ValueError."""
+    it = runtime.Interpreter(model_content=_while_model())
+    it.allocate_tensors()
+    it.set_tensor(0, np.int32(0))
+    it.set_tensor(1, np.array([1, 2], np.float32))
+    it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(3), [32, 64])
+    np.testing.assert_array_equal(it.get_tensor(3, 0), [32, 64])
+    assert float(it.get_tensor(3, 2)) == 2.0
+    for bad in (3, -1):
+        with pytest.raises(ValueError, match="subgraph index"):
+            it.get_tensor(0, bad)
+    with pytest.raises(ValueError, match="tensor index"):
+        it.get_tensor(9, 2)
+
+
 def test_if_like_litert():
     content = _if_model()
     steps = [[np.bool_(True), np.array([1, 2], np.float32)],
