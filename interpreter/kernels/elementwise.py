@@ -13,7 +13,7 @@ from .common import broadcast_shape, clip_, fused_activation, with_activation
 from .registry import register
 
 FLOAT = ("float32",)
-INTS = ("int32", "int64")
+INTS = ("int32", "int64", "uint64")   # uint64: edgelite only (ONNX); wraps as numpy and C++ do
 
 _INT_BOUNDS = {1: (0, None), 2: (-1, 1), 3: (0, 6)}  # RELU, RELU_N1_TO_1, RELU6
 
@@ -65,10 +65,14 @@ register("MINIMUM", *FLOAT, *INTS)(_binary(np.minimum))
 register("FLOOR_MOD", *FLOAT, *INTS)(_binary(np.remainder))
 
 
-@register("DIV", *FLOAT, "int32", "int64")  # int64: edgelite only (ONNX)
+@register("DIV", *FLOAT, *INTS)  # int64, uint64: edgelite only (ONNX)
 def div(node):
     a, _ = prepare_binary(node)
     act = activation_for(node, a.dtype)
+    if a.dtype.kind == "u":     # unsigned: truncation is the floor
+        def compute(x, y, out):
+            np.floor_divide(x, y, out=out)
+        return with_activation(compute, act)
     if a.dtype.kind == "f":
         def compute(x, y, out):
             np.divide(x, y, out=out)
@@ -146,7 +150,7 @@ def _compare(ufunc):
     return prepare
 
 
-_ORDERED = ("float32", "int32", "int64")
+_ORDERED = ("float32", "int32", "int64", "uint64")
 register("LESS", *_ORDERED)(_compare(np.less))
 register("LESS_EQUAL", *_ORDERED)(_compare(np.less_equal))
 register("GREATER", *_ORDERED)(_compare(np.greater))
