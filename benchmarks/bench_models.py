@@ -1,7 +1,7 @@
 """edgelite vs LiteRT on real models, side by side in one process, with edgelite's profile.
 
     python benchmarks/bench_models.py [--threads 1] [--seconds 4] [--models DIR] [--only NAME]
-                                      [--json OUT]
+                                      [--json OUT] [--openblas-core native|Haswell|...]
 
 For every `.tflite` in the shared models folder ($EDGELITE_MODELS, else ../shared/models from the
 repository root) and the sample model (samples/default.tflite, from samples/make_default_model.py):
@@ -43,7 +43,22 @@ def _threads_arg(argv: list) -> str:
     return "1"
 
 
+def _core_arg(argv: list) -> str | None:
+    """--openblas-core from the command line (OpenBLAS reads OPENBLAS_CORETYPE once, at load)."""
+    for i, a in enumerate(argv):
+        if a == "--openblas-core" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--openblas-core="):
+            return a.split("=", 1)[1]
+    return None
+
+
 os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = _threads_arg(sys.argv[1:])
+_CORE = _core_arg(sys.argv[1:])
+if _CORE == "native":
+    os.environ.pop("OPENBLAS_CORETYPE", None)
+elif _CORE:
+    os.environ["OPENBLAS_CORETYPE"] = _CORE
 
 import numpy as np  # noqa: E402
 
@@ -289,11 +304,36 @@ def mb(rss: dict | None) -> str:
     return f"{rss['peak_mb']:.0f} (+{rss['peak_mb'] - rss['baseline_mb']:.0f})" if rss else "-"
 
 
+def openblas_core() -> str:
+    """The kernels numpy's OpenBLAS runs (its core name), and whether the environment chose
+    them (OPENBLAS_CORETYPE) or OpenBLAS did from the CPU."""
+    import ctypes
+    import glob
+    name = "unknown"
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
+                                  "*openblas*"))
+    for lib in libs:
+        try:
+            cdll = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        for symbol in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                       "openblas_get_corename64_", "openblas_get_corename"):
+            get = getattr(cdll, symbol, None)
+            if get is not None:
+                get.restype = ctypes.c_char_p
+                name = get().decode()
+                break
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    return f"{name} (set by OPENBLAS_CORETYPE={forced})" if forced else \
+        f"{name} (chosen by OpenBLAS for this CPU)"
+
+
 def tables(results: list, meta: dict) -> list:
     threads = meta["threads"]
     lines = [f"### edgelite vs LiteRT (XNNPACK), {threads} thread{'s' if threads > 1 else ''}",
              "",
-             f"numpy {meta['numpy']}; load average {meta['load_before']:.1f} before, "
+             f"numpy {meta['numpy']}, OpenBLAS kernels {meta['openblas']}; load average {meta['load_before']:.1f} before, "
              f"{meta['load_after']:.1f} after, on {meta['cpus']} CPUs. Latency: median (p10–p90) "
              "of single invokes, wall clock; CPU: the process's CPU time per invoke (median over "
              "blocks), which does not count the time the scheduler gave other processes.", "",
@@ -340,6 +380,9 @@ def main(argv=None) -> None:
     parser.add_argument("--only", help="only models whose file name contains this")
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
     parser.add_argument("--json", type=Path, help="write all numbers to this file")
+    parser.add_argument("--openblas-core", metavar="NAME",
+                        help="numpy's OpenBLAS kernels: a core name (Haswell, SkylakeX...) or "
+                             "'native' for OpenBLAS's own choice (default: the environment's)")
     parser.add_argument("--rss-child", nargs=2, metavar=("RUNTIME", "MODEL"),
                         help=argparse.SUPPRESS)   # internal: one peak-RSS measurement
     args = parser.parse_args(argv)
@@ -348,7 +391,8 @@ def main(argv=None) -> None:
         return
 
     meta = {"threads": args.threads, "numpy": np.__version__, "cpus": os.cpu_count(),
-            "profile_runs": args.profile_runs, "load_before": os.getloadavg()[0]}
+            "profile_runs": args.profile_runs, "load_before": os.getloadavg()[0],
+            "openblas": openblas_core()}
     results = []
     for path, ref in model_list(models_dir(args.models), args.only):
         print(f"{path.name} ...", file=sys.stderr, flush=True)
