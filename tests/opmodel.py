@@ -124,7 +124,7 @@ def assert_close(ours: list, theirs: list, rtol: float = 1e-5, atol: float = 1e-
     for k, (a, b) in enumerate(zip(ours, theirs)):
         assert a.shape == b.shape, f"output {k}: shape {a.shape} vs LiteRT {b.shape}"
         assert a.dtype == b.dtype, f"output {k}: dtype {a.dtype} vs LiteRT {b.dtype}"
-        if np.issubdtype(a.dtype, np.floating):
+        if np.issubdtype(a.dtype, np.inexact):  # float and complex
             np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=f"output {k}")
         else:
             np.testing.assert_array_equal(a, b, err_msg=f"output {k}")

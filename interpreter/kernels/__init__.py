@@ -41,3 +41,5 @@ from . import conv3d  # noqa: F401  CONV_3D CONV_3D_TRANSPOSE
 from . import rnn  # noqa: F401  RNN UNIDIRECTIONAL_SEQUENCE_RNN BIDIRECTIONAL_SEQUENCE_RNN SVDF
 from . import bidirectional_lstm  # noqa: F401  BIDIRECTIONAL_SEQUENCE_LSTM
 from . import float16  # noqa: F401  ADD MUL MAXIMUM MINIMUM comparisons NEG FLOOR SIN COS TANH LOGISTIC ATAN2 SOFTMAX (float16)
+from . import bitwise  # noqa: F401  BITWISE_XOR RIGHT_SHIFT BITCAST
+from . import complex  # noqa: F401  RFFT2D COMPLEX_ABS REAL IMAG
