@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import clip_
 from .quantized import INT32_MAX, TYPE_RANGE, all_values, f32, lookup, mbqm, \
     quant_params, quantize_multiplier, rdbpot, round_half_away, saturating_shift_left, srdhm
 from .registry import register
@@ -262,9 +263,12 @@ def softmax(node):
         return run
     # Few rows (a classifier's output): per row, the output for each of the 256 differences
     # as one small table, the reciprocal in Python integers.
+    # The scale is positive and exps >= 0, so SRDHM never saturates and RoundingDivideByPOT
+    # (by at least 15 bits: the row max alone sums to 2^19) rounds a non-negative value.
     diffs = np.empty((rows, depth), np.int16)
     index = diffs.view(np.uint16)
-    out_dtype = node.outputs[0].dtype
+    table = np.empty(exps.shape, np.int64)
+    table_out = np.empty(exps.shape, node.outputs[0].dtype)
 
     def run_rows(x, out):
         v = x.reshape(rows, depth)
@@ -273,9 +277,15 @@ def softmax(node):
             np.subtract(v[r].max(), v[r], out=diffs[r], dtype=np.int16)
             total = int(np.take(rescaled, index[r]).sum())
             scale, bits_over_unit = _reciprocal_scalar(total)
-            table = rdbpot(srdhm(scale, exps), bits_over_unit + 31 - out_bits) + out_lo
-            table = np.clip(table, out_lo, out_hi).astype(out_dtype)
-            np.take(table, index[r], out=o[r])
+            shift = bits_over_unit + 31 - out_bits
+            np.multiply(exps, scale, out=table)
+            np.add(table, 1 << 30, out=table)
+            np.right_shift(table, 31, out=table)
+            np.add(table, (1 << (shift - 1)) + (out_lo << shift), out=table)
+            np.right_shift(table, shift, out=table)
+            clip_(table, out_lo, out_hi)
+            np.copyto(table_out, table, casting="unsafe")
+            np.take(table_out, index[r], out=o[r])
     return run_rows
 
 
