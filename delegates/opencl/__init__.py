@@ -13,9 +13,11 @@ on CPU devices, depthwise convolutions fold into the convolution next to them, s
 is a few dozen launches and one wait; `benchmarks/bench_opencl.py --profile` times each launch.
 
 With "fp16" every tensor is stored as half (vload_half / vstore_half, which every device has)
-and arithmetic stays in float32: half arithmetic would need cl_khr_fp16.
-"weights": "fp32" keeps weights and biases in float32 under fp16 activations (half the error
-on deep random-weight nets, see tests/delegates).
+and arithmetic stays in float32: half arithmetic would need cl_khr_fp16. Three things stay
+float32 there, as GPU runtimes keep them: biases, a per-output-channel scale of half weights
+(helpers.half_scales: the weights are stored over it), and a partition input read only by
+convolutions (the model's image, not rounded before the first layer).
+"weights": "fp32" keeps weights in float32 under fp16 activations (see tests/delegates).
 """
 from __future__ import annotations
 

@@ -36,7 +36,17 @@ typedef float T;
 #endif
 #endif
 
-// Weights and biases (constants): half with HALF unless WEIGHTS_FLOAT.
+// Float32 vectors of VW (per-channel weight scales and biases, always float).
+#if VW == 1
+#define LDFV(p, i) ((p)[i])
+#else
+#define LDFV(p, i) CAT(vload, VW)(0, (p) + (i))
+#endif
+
+// Weights (constants): half with HALF unless WEIGHTS_FLOAT. Biases are float32 always (half
+// ones cost random-weight MobileNetV2 about as much accuracy as rounding its input did). Half
+// weights of convolutions and matrix products are stored divided by a per-output-channel scale
+// (helpers.half_scales), which the epilogue multiplies back with the bias: acc * scale + bias.
 #if defined(HALF) && !defined(WEIGHTS_FLOAT)
 typedef half TW_;
 #else

@@ -89,14 +89,14 @@ __kernel void batch_matmul(__global const T* restrict x, __global const T* restr
 // TRANSPOSE_CONV, NHWC: out[b, oy, ox, co] = bias[co] + sum over (ky, kx) with
 // oy + pt - ky = iy * sh (same for x) of in[b, iy, ix, :] . w[co, ky, kx, :].
 __kernel void transpose_conv(__global const T* restrict in, __global const TW_* restrict w,
-                             __global const TW_* restrict bias, __global T* restrict out,
+                             __global const float* restrict bias, __global T* restrict out,
                              int H, int W, int C, int Ho, int Wo, int Co, int KH, int KW,
                              int sh, int sw, int pt, int pl, float lo, float hi)
 {
     const int co = get_global_id(0), ox = get_global_id(1), row = get_global_id(2);
     if (co >= Co || ox >= Wo) return;
     const int b = row / Ho, oy = row % Ho;
-    float acc = LDW(bias, co);
+    float acc = bias[co];
     for (int ky = 0; ky < KH; ky++) {
         int ty = oy + pt - ky;
         if (ty < 0 || ty % sh) continue;

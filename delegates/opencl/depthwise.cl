@@ -4,7 +4,7 @@
 // Channels need not be a multiple of VW: the last vector of a pixel reads on into the next
 // pixel (buffers have slack at the end) and stores only its own lanes. Depth multiplier
 // DM > 1 (VW 1 only): output channel c reads input channel c / DM. Weights [KH * KW, CP]
-// and bias [CP], CP = C rounded up to VW.
+// [KH * KW, CP], scales and biases [2, CP] (float32), CP = C rounded up to VW.
 #ifndef DM
 #define DM 1
 #endif
@@ -28,7 +28,7 @@
             else ST_TAIL(acc[t], o_, (C) - (c0)); }
 
 __kernel void depthwise(__global const T* restrict in, __global const TW_* restrict w,
-                        __global const TW_* restrict bias, __global T* restrict out,
+                        __global const float* restrict sb, __global T* restrict out,
                         int H, int W, int C, int Cin, int Ho, int Wo, int pt, int pl,
                         float lo, float hi)
 {
@@ -40,8 +40,7 @@ __kernel void depthwise(__global const T* restrict in, __global const TW_* restr
     const int CP = (C + VW - 1) / VW * VW;
     const int ix0 = ox0 * SW - pl;
     floatV acc[TW];
-    floatV init = LDWV(bias, c0);
-    _Pragma("unroll") for (int t = 0; t < TW; t++) acc[t] = init;
+    _Pragma("unroll") for (int t = 0; t < TW; t++) acc[t] = (floatV)(0.0f);
     const bool inside = ix0 >= 0 && ix0 + (TW - 1) * SW + (KW - 1) * DW < W;
     _Pragma("unroll") for (int ky = 0; ky < KH; ky++) {
         const int iy = oy * SH - pt + ky * DH;
@@ -65,7 +64,9 @@ __kernel void depthwise(__global const T* restrict in, __global const TW_* restr
             }
         }
     }
-    _Pragma("unroll") for (int t = 0; t < TW; t++) acc[t] = CLAMP(acc[t], lo, hi);
+    const floatV scale = LDFV(sb, c0), bias = LDFV(sb, CP + c0);
+    _Pragma("unroll") for (int t = 0; t < TW; t++)
+        acc[t] = CLAMP(fma(acc[t], scale, bias), lo, hi);
     STORE_TILE(acc, out, row, ox0, Wo - ox0, c0, C);
 }
 

@@ -1,13 +1,14 @@
 // CONV_2D and FULLY_CONNECTED as tiled matrix products, NHWC: out[M, N] = A[M, K] . W[K, N].
 // Each work-item computes TM rows x (NV vectors of VW) columns in registers. The weights are
 // packed at prepare in panels of PANEL = VW * NV columns, each panel [K, PANEL] contiguous (a
-// work-item streams one panel front to back), zeros beyond N; the bias is padded likewise.
+// work-item streams one panel front to back), zeros beyond N. Per panel, float32 scales then
+// biases (`sb`, [panels, 2, PANEL]): the epilogue computes acc * scale + bias.
 //   gemm:   A is a [M, lda] matrix (1x1 convolutions with stride 1, fully connected layers)
 //   conv2d: A is the im2col of an NHWC input, read in place (any kernel, stride, dilation,
 //           padding); K = KH * KW * C in (ky, kx, c) order, as the packed weights. A work-item
 //           computes TM neighbouring output pixels of one output row.
-// Epilogue: bias, then with RES a residual [M, RC] added (RC <= N; zeros beyond RC, a fused
-// channel PAD), then the clamp.
+// Epilogue: scale and bias, then with RES a residual [M, RC] added (RC <= N; zeros beyond RC,
+// a fused channel PAD), then the clamp.
 
 #ifndef TM
 #define TM 4
@@ -39,10 +40,9 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
 #endif
 }
 
-#define ACC_INIT(acc, bias, n0) \
-    _Pragma("unroll") for (int j = 0; j < NV; j++) { \
-        floatV b_ = LDWV(bias, n0 + j * VW); \
-        _Pragma("unroll") for (int i = 0; i < TM; i++) acc[i][j] = b_; }
+#define ACC_INIT(acc) \
+    _Pragma("unroll") for (int j = 0; j < NV; j++) \
+        _Pragma("unroll") for (int i = 0; i < TM; i++) acc[i][j] = (floatV)(0.0f);
 
 #ifdef RES
 #define EPILOGUE(v, m, n) CLAMP((v) + residual(res, rc, (m), (n)), lo, hi)
@@ -50,17 +50,30 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
 #define EPILOGUE(v, m, n) CLAMP((v), lo, hi)
 #endif
 
-// Rows m0 .. m0 + rows - 1 of the tile to out[m, :N].
-#define ACC_STORE(acc, out, m0, rows, n0, N) \
+// Rows m0 .. m0 + rows - 1 of the tile to out[m, :N]; sbp: the panel's scales and biases.
+#define ACC_STORE(acc, sbp, out, m0, rows, n0, N) { \
+    floatV s_[NV], c_[NV]; \
+    _Pragma("unroll") for (int j = 0; j < NV; j++) { \
+        s_[j] = LDFV(sbp, j * VW); c_[j] = LDFV(sbp, PANEL + j * VW); } \
     _Pragma("unroll") for (int i = 0; i < TM; i++) { \
         int m_ = m0 + i; \
         if (i < rows) { \
             _Pragma("unroll") for (int j = 0; j < NV; j++) { \
                 int n_ = n0 + j * VW; \
                 if (n_ < N) { \
-                    floatV v_ = EPILOGUE(acc[i][j], m_, n_); \
+                    floatV v_ = EPILOGUE(fma(acc[i][j], s_[j], c_[j]), m_, n_); \
                     if (n_ + VW <= N) STV(v_, out, (size_t)m_ * N + n_); \
-                    else ST_TAIL(v_, out + (size_t)m_ * N + n_, N - n_); } } } }
+                    else ST_TAIL(v_, out + (size_t)m_ * N + n_, N - n_); } } } } }
+
+// The model's input may stay float32 under HALF (IN_F32: the first convolution reads it as
+// given, not rounded to half).
+#ifdef IN_F32
+typedef float TI;
+#define LDI(p, i) ((p)[i])
+#else
+typedef T TI;
+#define LDI(p, i) LD(p, i)
+#endif
 
 // acc[i][:] += x_i[k] * panel[k, :] for k < K; x_i = rows[i], panel advanced past K rows.
 #define ACC_STEP(acc, x, wk) { \
@@ -70,7 +83,7 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
             floatV x_ = (floatV)(x); \
             _Pragma("unroll") for (int j = 0; j < NV; j++) \
                 acc[i][j] = fma(x_, b_[j], acc[i][j]); } }
-#ifdef HALF
+#if defined(HALF) && !defined(IN_F32)
 // Half inputs 4 values of a row at a time: a scalar vload_half costs PoCL more than the
 // vector one (fp16 gemm was 3x slower than fp32).
 #define ACC_PANEL(acc, rows, wk, K) { \
@@ -82,10 +95,10 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
         ACC_STEP(acc, x4_[i].s1, wk); wk += PANEL; \
         ACC_STEP(acc, x4_[i].s2, wk); wk += PANEL; \
         ACC_STEP(acc, x4_[i].s3, wk); wk += PANEL; } \
-    for (; k_ < (K); k_++, wk += PANEL) ACC_STEP(acc, LD(rows[i], k_), wk); }
+    for (; k_ < (K); k_++, wk += PANEL) ACC_STEP(acc, LDI(rows[i], k_), wk); }
 #else
 #define ACC_PANEL(acc, rows, wk, K) \
-    for (int k_ = 0; k_ < (K); k_++, wk += PANEL) ACC_STEP(acc, LD(rows[i], k_), wk)
+    for (int k_ = 0; k_ < (K); k_++, wk += PANEL) ACC_STEP(acc, LDI(rows[i], k_), wk)
 #endif
 
 // Work-item ids: (panel, group of MT row tiles), or with PANEL_MAJOR (group, panel): the items
@@ -99,8 +112,8 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
 #define GROUP_ID get_global_id(1)
 #endif
 
-__kernel void gemm(__global const T* restrict a, __global const TW_* restrict w,
-                   __global const TW_* restrict bias, __global T* restrict out,
+__kernel void gemm(__global const TI* restrict a, __global const TW_* restrict w,
+                   __global const float* restrict sb, __global T* restrict out,
                    int M, int K, int N, int lda, float lo, float hi RES_ARGS)
 {
     const int n0 = PANEL_ID * PANEL;
@@ -109,18 +122,18 @@ __kernel void gemm(__global const T* restrict a, __global const TW_* restrict w,
         const int m0 = (GROUP_ID * MT + mt) * TM;
         if (m0 >= M) return;
         floatV acc[TM][NV];
-        ACC_INIT(acc, bias, n0);
-        __global const T* rows[TM];
+        ACC_INIT(acc);
+        __global const TI* rows[TM];
         _Pragma("unroll") for (int i = 0; i < TM; i++)
             rows[i] = a + (size_t)min(m0 + i, M - 1) * lda;
         __global const TW_* wk = w + (size_t)n0 * K;
         ACC_PANEL(acc, rows, wk, K);
-        ACC_STORE(acc, out, m0, M - m0, n0, N);
+        ACC_STORE(acc, sb + 2 * n0, out, m0, M - m0, n0, N);
     }
 }
 
-__kernel void conv2d(__global const T* restrict in, __global const TW_* restrict w,
-                     __global const TW_* restrict bias, __global T* restrict out,
+__kernel void conv2d(__global const TI* restrict in, __global const TW_* restrict w,
+                     __global const float* restrict sb, __global T* restrict out,
                      int H, int W, int C, int Ho, int Wo, int kh, int kw, int sh, int sw,
                      int dh, int dw, int pt, int pl, int N, float lo, float hi RES_ARGS)
 {
@@ -132,7 +145,7 @@ __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict
     const int iy0 = oy * sh - pt, ix0 = ox0 * sw - pl;
     const int kwc = kw * C;
     floatV acc[TM][NV];
-    ACC_INIT(acc, bias, n0);
+    ACC_INIT(acc);
     // Every tap of every pixel of the tile inside the row, and the kw * C values a pixel
     // reads from it contiguous: one plain loop per kernel row.
     const bool inside = dw == 1 && ix0 >= 0 && ix0 + (TM - 1) * sw + kw - 1 < W;
@@ -143,15 +156,15 @@ __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict
             wk += (size_t)kwc * PANEL;
             continue;
         }
-        __global const T* src = in + (size_t)(b * H + iy) * W * C;
+        __global const TI* src = in + (size_t)(b * H + iy) * W * C;
         if (inside) {
-            __global const T* rows[TM];
+            __global const TI* rows[TM];
             _Pragma("unroll") for (int i = 0; i < TM; i++) rows[i] = src + (ix0 + i * sw) * C;
             ACC_PANEL(acc, rows, wk, kwc);
             continue;
         }
         for (int kx = 0; kx < kw; kx++) {
-            __global const T* rows[TM];
+            __global const TI* rows[TM];
             float keep[TM];  // 0 for taps in the padding: they read pixel 0 and add nothing
             _Pragma("unroll") for (int i = 0; i < TM; i++) {
                 int ix = ix0 + i * sw + kx * dw;
@@ -163,14 +176,14 @@ __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict
                 floatV b_[NV];
                 _Pragma("unroll") for (int j = 0; j < NV; j++) b_[j] = LDWV(wk, j * VW);
                 _Pragma("unroll") for (int i = 0; i < TM; i++) {
-                    floatV x_ = (floatV)(LD(rows[i], c) * keep[i]);
+                    floatV x_ = (floatV)(LDI(rows[i], c) * keep[i]);
                     _Pragma("unroll") for (int j = 0; j < NV; j++)
                         acc[i][j] = fma(x_, b_[j], acc[i][j]);
                 }
             }
         }
     }
-    ACC_STORE(acc, out, row * Wo + ox0, Wo - ox0, n0, N);
+    ACC_STORE(acc, sb + 2 * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
 }
 
 #ifdef KH
@@ -179,14 +192,15 @@ __kernel void conv2d(__global const T* restrict in, __global const TW_* restrict
 // channels (16 a vector, clamped), into its scratch in local memory (L1-sized), then every
 // panel of the 1x1 convolution from there. The depthwise tensor never reaches memory. Window
 // (KH, KW), strides (SH, SW) and dilations (DH, DW) compile-time; depthwise weights
-// [KH * KW, CP] and bias [CP], CP = C rounded up to 16; 1x1 weights in panels of K = C.
+// [KH * KW, CP] and scales and biases [2, CP], CP = C rounded up to 16; 1x1 weights in
+// panels of K = C.
 #ifndef DH
 #define DH 1
 #define DW 1
 #endif
 __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* restrict wd,
-                             __global const TW_* restrict bd, __global const TW_* restrict w,
-                             __global const TW_* restrict bias, __global T* restrict out,
+                             __global const float* restrict sbd, __global const TW_* restrict w,
+                             __global const float* restrict sb, __global T* restrict out,
                              __local float* restrict scratch, int H, int W, int C, int Ho,
                              int Wo, int pt, int pl, float dlo, float dhi, int N, float lo,
                              float hi RES_ARGS)
@@ -202,8 +216,7 @@ __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* 
     const bool inside = ix0 >= 0 && ix0 + (TM - 1) * SW + (KW - 1) * DW < W;
     for (int c0 = 0; c0 < C; c0 += 16) {
         float16 d[TM];
-        const float16 init = LDW16(bd, c0);
-        _Pragma("unroll") for (int t = 0; t < TM; t++) d[t] = init;
+        _Pragma("unroll") for (int t = 0; t < TM; t++) d[t] = (float16)(0.0f);
         // Rows and (off the row's interior) columns stay loops: fully unrolled, a 5x5 window
         // over TM pixels takes the compiler seconds.
         _Pragma("unroll 1") for (int ky = 0; ky < KH; ky++) {
@@ -229,12 +242,13 @@ __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* 
                 }
             }
         }
+        const float16 ds = vload16(0, sbd + c0), db = vload16(0, sbd + CP + c0);
         _Pragma("unroll") for (int t = 0; t < TM; t++)
-            vstore16(CLAMP(d[t], dlo, dhi), 0, tile + t * CP + c0);
+            vstore16(CLAMP(fma(d[t], ds, db), dlo, dhi), 0, tile + t * CP + c0);
     }
     for (int n0 = 0; n0 < N; n0 += PANEL) {
         floatV acc[TM][NV];
-        ACC_INIT(acc, bias, n0);
+        ACC_INIT(acc);
         __global const TW_* wk = w + (size_t)n0 * C;
         for (int k = 0; k < C; k++, wk += PANEL) {
             floatV b_[NV];
@@ -245,7 +259,7 @@ __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* 
                     acc[i][j] = fma(x_, b_[j], acc[i][j]);
             }
         }
-        ACC_STORE(acc, out, row * Wo + ox0, Wo - ox0, n0, N);
+        ACC_STORE(acc, sb + 2 * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
     }
 }
 #endif

@@ -13,6 +13,7 @@ import numpy as np
 from edgelite.interpreter.kernels.registry import KernelError
 
 from .fuse import Fusion
+from .helpers import half_scales
 
 # Bytes past every buffer's end: a kernel's last vector may read on (and ignore) up to 15
 # values past a tensor whose channels are not a multiple of its vector width.
@@ -42,10 +43,11 @@ def _failure(error, label, labels) -> PartitionError:
 class TensorRef:
     """A placeholder for a tensor's device buffer in a launch's arguments."""
 
-    __slots__ = ("index",)
+    __slots__ = ("index", "wide")
 
-    def __init__(self, index: int):
+    def __init__(self, index: int, wide: bool = False):
         self.index = index
+        self.wide = wide  # the kernel can read it as float32 (IN_F32) under half storage
 
 
 class Builder:
@@ -67,20 +69,25 @@ class Builder:
         self.fusion = Fusion()     # what fuse.py folded together in this partition
         self.fused: dict = {}      # node index -> (lo, hi) narrowing its clamp (fusion.clamps)
         self.node = None           # the node being built: named by its launches
+        self.wide: set = set()     # partition inputs kept float32 under half storage
 
     # -- what ops call -----------------------------------------------------------------------
 
     def dtype(self, info) -> np.dtype:
-        """How a tensor is stored on the device: float32 as the precision says, others as is."""
-        return self.storage if info.dtype == np.float32 else info.dtype
+        """How a tensor is stored on the device: float32 as the precision says (a partition
+        input that only IN_F32 kernels read stays float32), others as is."""
+        if info.dtype != np.float32:
+            return info.dtype
+        return info.dtype if self._root(info.index) in self.wide else self.storage
 
-    def tensor(self, info) -> TensorRef:
+    def tensor(self, info, wide: bool = False) -> TensorRef:
+        """`info`'s device buffer; `wide`: the kernel also reads it as float32 (IN_F32)."""
         root = self._root(info.index)
         self.infos.setdefault(info.index, info)
         use = self.uses.setdefault(root, [len(self.launches), len(self.launches)])
         use[0] = min(use[0], len(self.launches))
         use[1] = max(use[1], len(self.launches))
-        return TensorRef(info.index)
+        return TensorRef(info.index, wide)
 
     def const(self, array, dtype=None):
         """A read-only device buffer holding `array` (float32 converted to the storage type)."""
@@ -102,6 +109,13 @@ class Builder:
         """A constant that kernels read as weights (half in fp16 unless weights stay float)."""
         return self.const(array, np.float16 if self.half_weights else np.float32)
 
+    def weight_scales(self, w_kn) -> np.ndarray:
+        """Per-column scales of weights [K, N] that kernels multiply back (helpers.half_scales):
+        ones unless weights are stored as half."""
+        if not self.half_weights:
+            return np.ones(np.shape(w_kn)[-1], np.float32)
+        return half_scales(w_kn)
+
     def packed(self, node, role: str, params: tuple, source: np.ndarray, make):
         """`make()` (weights packed and uploaded), or what it returned when this node of the
         same interpreter was last prepared with the same `params`: resizing an input re-runs
@@ -118,10 +132,10 @@ class Builder:
         self.packed_cache[key] = (sample, result)
         return result
 
-    def value(self, info):
+    def value(self, info, wide: bool = False):
         """An op's input: its constant buffer (uploaded once) or its device tensor."""
         if info.data is None:
-            return self.tensor(info)
+            return self.tensor(info, wide)
         buf = self._const_of.get(info.index)
         if buf is None:
             buf = self._const_of[info.index] = self.const(info.data)
@@ -169,6 +183,7 @@ class Builder:
         for t in outputs:
             self.tensor(t)
             self.uses[self._root(t.index)][1] = end
+        self._keep_inputs_float(inputs)
         buffers = self._allocate()
 
         def buffer(index):
@@ -220,6 +235,22 @@ class Builder:
         run.calls, run.labels = calls, labels  # for profiling: benchmarks/bench_opencl.py
         run.uploaded = self.uploaded
         return run
+
+    def _keep_inputs_float(self, inputs: list) -> None:
+        """Under half storage, the partition's float32 inputs that every kernel reading them
+        can read as float32 (IN_F32: a first convolution's) stay float32: the model's input
+        is not rounded to half (it cost MobileNetV2 3e-3 x max |ref| of its output)."""
+        if not self.half:
+            return
+        wide = {self._root(t.index) for t in inputs if t.dtype == np.float32}
+        for launch in self.launches:
+            for a in launch[5]:
+                if isinstance(a, TensorRef) and not a.wide:
+                    wide.discard(self._root(a.index))
+        self.wide = wide
+        for launch in self.launches:
+            if any(isinstance(a, TensorRef) and self._root(a.index) in wide for a in launch[5]):
+                launch[2]["IN_F32"] = 1
 
     def _staging(self, info):
         """A host array in the device's storage type when it differs from the tensor's."""

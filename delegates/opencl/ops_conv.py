@@ -45,16 +45,20 @@ def _launch_gemm(g, args: list, defines: dict, m: int, panels: int) -> None:
 
 def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
     """Weights [K, n] as panels of vw * nv columns, each [K, vw * nv] contiguous (zeros beyond
-    n), and the bias padded to whole panels."""
+    n), divided by their columns' scales (helpers.half_scales; 1 unless weights are half), and
+    per panel the float32 scales then biases ([panels, 2, vw * nv]; 1 and 0 beyond n)."""
     step = vw * nv
     panels = -(-n // step)
+    scale = g.weight_scales(w_kn)
     wp = np.zeros((w_kn.shape[0], panels * step), np.float32)
-    wp[:, :n] = w_kn
+    wp[:, :n] = w_kn / scale
     wp = wp.reshape(w_kn.shape[0], panels, step).transpose(1, 0, 2)
-    bp = np.zeros(panels * step, np.float32)
+    sb = np.zeros((2, panels * step), np.float32)
+    sb[0] = 1.0
+    sb[0, :n] = scale
     if bias is not None:
-        bp[:n] = np.asarray(bias, np.float32).reshape(-1)
-    return g.weights(wp), g.weights(bp)
+        sb[1, :n] = np.asarray(bias, np.float32).reshape(-1)
+    return g.weights(wp), g.const(sb.reshape(2, panels, step).transpose(1, 0, 2), np.float32)
 
 
 def _epilogue(node, g, args: list, defines: dict):
@@ -109,14 +113,14 @@ def build_conv_2d(node, g):
     panels = -(-co // (vw * nv))
     if gemm:
         m = n * ho * wo
-        args = [g.value(src), wbuf, bbuf, None, i32(m), i32(c), i32(co), i32(c), f32(lo),
-                f32(hi)]
+        args = [g.value(src, True), wbuf, bbuf, None, i32(m), i32(c), i32(co), i32(c),
+                f32(lo), f32(hi)]
         args[3] = g.tensor(_epilogue(node, g, args, defines))
         _launch_gemm(g, args, defines, m, panels)
         return
-    args = [g.value(src), wbuf, bbuf, None, i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(kh),
-            i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl), i32(co), f32(lo),
-            f32(hi)]
+    args = [g.value(src, True), wbuf, bbuf, None, i32(h), i32(wd), i32(c), i32(ho), i32(wo),
+            i32(kh), i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl), i32(co),
+            f32(lo), f32(hi)]
     args[3] = g.tensor(_epilogue(node, g, args, defines))
     gsize, lsize = nd(g, (panels, -(-wo // tm), n * ho), (1, 1, 1) if g.dev.is_cpu else None)
     g.launch("gemm", "conv2d", gsize, lsize, args, defines)
@@ -141,7 +145,7 @@ def build_fully_connected(node, g):
         g, np.asarray(w.data, np.float32).T, None if b is None else b.data, units, vw, nv))
     panels = -(-units // (vw * nv))
     i32, f32 = np.int32, np.float32
-    _launch_gemm(g, [g.value(x), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth), i32(units),
+    _launch_gemm(g, [g.value(x, True), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth), i32(units),
                      i32(depth), f32(lo), f32(hi)], {"VW": vw, "NV": nv, "TM": tm},
                  rows, panels)
 
@@ -167,8 +171,8 @@ def _pad_to(a: np.ndarray, n: int) -> np.ndarray:
 
 class _Depthwise:
     """A DEPTHWISE_CONV_2D's geometry (a fused zero PAD's input read in place), its packed
-    weights and bias ([KH * KW, CP] and [CP], CP = channels rounded up to `vw`) and its
-    compile-time defines."""
+    weights and scales and biases ([KH * KW, CP] and [2, CP], CP = channels rounded up to
+    `vw`) and its compile-time defines."""
 
     def __init__(self, node, g, vw: int):
         x, w = node.inputs[0], node.inputs[1]
@@ -185,12 +189,20 @@ class _Depthwise:
             pl + left
         self.n, self.co, self.cp = n, co, -(-co // vw) * vw
         self.lo, self.hi = clamp(node, g)
-        cp = self.cp
-        self.wbuf, self.bbuf = g.packed(node, "depthwise", (cp,), w.data, lambda: (
-            g.weights(_pad_to(np.asarray(w.data, np.float32).reshape(kh * kw, co), cp)),
-            g.weights(_pad_to(np.zeros(co, np.float32) if b is None else
-                              np.asarray(b.data, np.float32), cp))))
+        self.wbuf, self.bbuf = g.packed(node, "depthwise", (self.cp,), w.data,
+                                        lambda: self._pack(g, w.data, b, kh * kw, co))
         self.defines = {"KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh, "DW": dw}
+
+    def _pack(self, g, w, b, taps: int, co: int):
+        """Weights [taps, CP] over their channels' scales, and [scales | biases] [2 * CP]."""
+        w = np.asarray(w, np.float32).reshape(taps, co)
+        scale = g.weight_scales(w)
+        sb = np.zeros((2, self.cp), np.float32)
+        sb[0] = 1.0
+        sb[0, :co] = scale
+        if b is not None:
+            sb[1, :co] = np.asarray(b.data, np.float32).reshape(-1)
+        return g.weights(_pad_to(w / scale, self.cp)), g.const(sb, np.float32)
 
 
 def build_depthwise_conv_2d(node, g):
@@ -280,9 +292,9 @@ def build_transpose_conv(node, g):
     i32, f32 = np.int32, np.float32
     gsize, lsize = nd(g, (co, wo, n * ho))
     g.launch("data", "transpose_conv", gsize, lsize,
-             [g.value(x), g.weights(w.data), g.weights(bias), g.tensor(out), i32(h), i32(wd),
-              i32(c), i32(ho), i32(wo), i32(co), i32(kh), i32(kw), i32(sh), i32(sw), i32(pt),
-              i32(pl), f32(lo), f32(hi)])
+             [g.value(x), g.weights(w.data), g.const(bias, np.float32), g.tensor(out), i32(h),
+              i32(wd), i32(c), i32(ho), i32(wo), i32(co), i32(kh), i32(kw), i32(sh), i32(sw),
+              i32(pt), i32(pl), f32(lo), f32(hi)])
 
 
 def _batch_stride(shape, batch):

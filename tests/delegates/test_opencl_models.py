@@ -48,23 +48,23 @@ def test_float_model_on_opencl_matches_cpu(name, precision, models_dir, opencl, 
     assert moved == (len(it.get_input_details()), len(it.get_output_details()))
 
 
-@pytest.mark.parametrize("precision, weights, rel", [
-    ("fp32", "fp32", TOLERANCE["fp32"]), ("fp16", "fp32", TOLERANCE["fp16"]),
-    # Measured 1.1-1.3e-2 (3 inputs): half weights on random-weight MobileNetV2 miss 1e-2.
-    ("fp16", "fp16", 2 * TOLERANCE["fp16"])])
-def test_converted_mobilenet_v2_on_opencl_matches_cpu(precision, weights, rel, models_dir,
-                                                      opencl):
+@pytest.mark.parametrize("precision, weights", [("fp32", "fp32"), ("fp16", "fp32"),
+                                                ("fp16", "fp16")])
+def test_converted_mobilenet_v2_on_opencl_matches_cpu(precision, weights, models_dir, opencl):
+    """Random-weight MobileNetV2 amplifies rounding: with half weights it measured 0.96-1.18e-2
+    (3 inputs) before biases stayed float32, half weights got per-channel scales and the
+    model's input stayed float32 (0.69-0.78e-2 after, on PoCL)."""
     from edgelite.delegates import load_delegate
     from tests.converter.test_convert_models import converted
     opencl(precision)  # skips without a device
     delegate = load_delegate("opencl", {"precision": precision, "weights": weights})
     content = converted(models_dir, "syn_mobilenetv2").content
-    it = Interpreter(model_content=content)
-    shape = it.get_input_details()[0]["shape"]
-    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
-    _, ref = _run(content, x)
-    it, ours = _run(content, x, [delegate])
-    assert_matches(ours, ref, rel)
+    shape = Interpreter(model_content=content).get_input_details()[0]["shape"]
+    for seed in range(3):
+        x = np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
+        _, ref = _run(content, x)
+        it, ours = _run(content, x, [delegate])
+        assert_matches(ours, ref, TOLERANCE[precision])
     assert all(p["where"] == delegate.name for p in placement(it) if p["where"] != "folded")
 
 
