@@ -403,16 +403,55 @@ HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu Log LogSoftmax Neg Not Reci
 Round Selu Sigmoid Sign Sin Softmax Softplus Softsign Sqrt Tan Tanh""".split())
 
 
+# Binary ops with broadcasting: the output has an input's shape when the other input is a
+# scalar, or when both inputs are known to have one shape.
+_BROADCASTING = frozenset("""Add Sub Mul Div Pow Max Min Mod And Or Xor Equal Less Greater
+LessOrEqual GreaterOrEqual""".split())
+
+
 def _backfill(graph, types: dict) -> None:
     """Give a tensor whose shape ONNX cannot infer (it depends on values known only while
-    running) the shape of what a shape-preserving op makes of it: a declared Log(ReduceSum(x,
-    axes)) tells the ReduceSum's shape."""
-    for node in reversed(graph.node):
-        if node.op_type not in _SAME_SHAPE or not node.input or not node.output:
+    running) the shape of a tensor provably the same shape: a shape-preserving op's output, or
+    a broadcasting op's output where the other input is a scalar or has the same shape. A
+    declared Log(ReduceSum(x, axes)) tells the ReduceSum's shape; a declared window function's
+    output tells its RANGE's length (a chain of scalar products, COS and sums of such)."""
+    parent: dict = {}
+
+    def find(a):
+        while parent.get(a, a) != a:
+            parent[a] = a = parent.get(parent[a], parent[a])
+        return a
+
+    scalars = {name for name, (dims, _) in types.items() if dims == ()}
+    scalars |= {init.name for init in graph.initializer if not init.dims}
+    changed = True
+    while changed:
+        changed = False
+        for node in graph.node:
+            if not node.input or not node.output:
+                continue
+            pairs = []
+            if node.op_type in _SAME_SHAPE:
+                pairs = [node.input[0]]
+            elif node.op_type in _BROADCASTING and len(node.input) == 2:
+                a, b = node.input
+                same = find(a) == find(b)
+                pairs = [x for x, other in ((a, b), (b, a)) if same or other in scalars]
+            for x in pairs:
+                if find(x) != find(node.output[0]):
+                    parent[find(x)] = find(node.output[0])
+                    changed = True
+    classes: dict = {}
+    for name in set(parent) | set(parent.values()):
+        classes.setdefault(find(name), []).append(name)
+    for members in classes.values():
+        known = {types[m][0] for m in members if m in types and types[m][0] is not None
+                 and all(d is not None for d in types[m][0])}
+        if len(known) != 1:
             continue
-        known = types.get(node.output[0], (None, None))[0]
-        source = types.get(node.input[0], (None, None))
-        if known is not None and all(d is not None for d in known) and \
-                (source[0] is None or any(d is None for d in source[0])):
-            types[node.input[0]] = (known, source[1])
+        (shape,) = known
+        for m in members:
+            dims, dtype = types.get(m, (None, None))
+            if dims is None or (len(dims) == len(shape) and None in dims):
+                types[m] = (shape, dtype)
 
