@@ -5,8 +5,9 @@ Needs only numpy and flatbuffers.
 from .errors import ModelError
 from .graph import consumers, has_side_effects, order, producers, remove_dead, replace_uses
 from .loader import load
-from .model import (Buffer, Metadata, Model, Operator, OperatorCode, Options,
-                    QuantizationParameters, SignatureDef, Subgraph, Tensor, dtype_name,
+from .model import (Buffer, DimensionMetadata, Metadata, Model, Operator, OperatorCode, Options,
+                    QuantizationParameters, SignatureDef, SparsityParameters, Subgraph,
+                    Tensor, dtype_name,
                     numpy_dtype)
 from .options import default_options, options_kind
 from .validate import validate
@@ -14,7 +15,8 @@ from .writer import save
 
 __all__ = [
     "ModelError", "load", "save", "validate", "Model", "Subgraph", "Tensor", "Operator",
-    "OperatorCode", "Buffer", "QuantizationParameters", "SignatureDef", "Metadata", "Options",
+    "OperatorCode", "Buffer", "QuantizationParameters", "SparsityParameters",
+    "DimensionMetadata", "SignatureDef", "Metadata", "Options",
     "default_options", "options_kind", "numpy_dtype", "dtype_name", "producers", "consumers",
     "replace_uses", "remove_dead", "order", "has_side_effects",
 ]

@@ -15,8 +15,9 @@ import numpy as np
 
 from . import tflite_generated as fb
 from .errors import ModelError
-from .model import (TENSOR_TYPES, Buffer, Metadata, Model, Operator, OperatorCode,
-                    QuantizationParameters, SignatureDef, Subgraph, Tensor)
+from .model import (TENSOR_TYPES, Buffer, DimensionMetadata, Metadata, Model, Operator,
+                    OperatorCode, QuantizationParameters, SignatureDef, SparsityParameters,
+                    Subgraph, Tensor)
 from .options import (OPERATOR_NAMES, OPTIONS2_NAMES, OPTIONS_NAMES, default_options,
                       options_from_table, options_kind)
 from .validate import OPTIONS_REQUIRED, validate
@@ -246,14 +247,52 @@ def _read_tensor(t, where: str, buf, budget: _Budget) -> Tensor:
     sig = t.ShapeSignatureAsNumpy()
     if shape.size > MAX_RANK:
         raise ModelError(f"{where}: rank {shape.size} is absurd (edgelite allows up to {MAX_RANK})")
-    if t.Sparsity() is not None:
-        raise ModelError(f"{where}: sparse tensors are not supported by edgelite")
     return Tensor(name=_str(t.Name()), shape=tuple(shape.tolist()), dtype=dtype,
                   buffer=int(t.Buffer()),
                   quantization=_read_quantization(t.Quantization(), where, budget),
                   shape_signature=(None if isinstance(sig, int)
                                    else tuple(_array(sig, np.int32, where, budget).tolist())),
-                  is_variable=bool(t.IsVariable()), has_rank=bool(t.HasRank()))
+                  is_variable=bool(t.IsVariable()), has_rank=bool(t.HasRank()),
+                  sparsity=_read_sparsity(t.Sparsity(), where, buf, budget))
+
+
+# SparseIndexVector union member -> (its table class, its values' dtype)
+_INDEX_VECTORS = {1: (fb.Int32Vector, np.int32), 2: (fb.Uint16Vector, np.uint16),
+                  3: (fb.Uint8Vector, np.uint8)}
+
+
+def _read_index_vector(kind: int, table, what: str, budget: _Budget):
+    if kind == 0 or table is None:
+        return None
+    if kind not in _INDEX_VECTORS:
+        raise ModelError(f"{what}: unknown index vector type {kind}")
+    cls, dtype = _INDEX_VECTORS[kind]
+    vec = cls()
+    vec.Init(table.Bytes, table.Pos)
+    return _array(vec.ValuesAsNumpy(), dtype, what, budget)
+
+
+def _read_sparsity(s, where: str, buf, budget: _Budget):
+    """The tensor's SparsityParameters, or None for a dense tensor. Only the structure is read
+    here; DENSIFY checks the indices against the shape."""
+    if s is None:
+        return None
+    where = f"{where} sparsity"
+    order = _array(s.TraversalOrderAsNumpy(), np.int32, where, budget)
+    block_map = _array(s.BlockMapAsNumpy(), np.int32, where, budget)
+    dims = []
+    for i in range(_count(s.DimMetadataLength(), 4, buf, f"{where} dim_metadata", budget)):
+        d = s.DimMetadata(i)
+        what = f"{where} dim_metadata {i}"
+        fmt = int(d.Format())
+        if fmt not in (0, 1):
+            raise ModelError(f"{what}: unknown dimension format {fmt} (0 DENSE, 1 SPARSE_CSR)")
+        dims.append(DimensionMetadata(
+            format=fmt, dense_size=int(d.DenseSize()),
+            segments=_read_index_vector(int(d.ArraySegmentsType()), d.ArraySegments(), what, budget),
+            indices=_read_index_vector(int(d.ArrayIndicesType()), d.ArrayIndices(), what, budget)))
+    return SparsityParameters(traversal_order=order.tolist(), block_map=block_map.tolist(),
+                              dim_metadata=dims)
 
 
 def _read_subgraph(s, si: int, codes: list, buf, budget: _Budget) -> Subgraph:

@@ -163,6 +163,40 @@ class Buffer:
         return isinstance(other, Buffer) and _array_eq(self.data, other.data)
 
 
+@dataclass(eq=False)
+class DimensionMetadata:
+    """One dimension of a sparse tensor's storage, in traversal order: DENSE (format 0, all
+    `dense_size` positions stored) or SPARSE_CSR (format 1: `segments` and `indices` arrays,
+    kept in the integer type the file stores them in: uint8, uint16 or int32)."""
+
+    format: int = 0
+    dense_size: int = 0
+    segments: np.ndarray | None = None
+    indices: np.ndarray | None = None
+
+    def __eq__(self, other):
+        if not isinstance(other, DimensionMetadata):
+            return NotImplemented
+        return (self.format == other.format and self.dense_size == other.dense_size
+                and _array_eq(self.segments, other.segments)
+                and _array_eq(self.indices, other.indices))
+
+
+@dataclass
+class SparsityParameters:
+    """How a sparse constant stores its values (the format's SparsityParameters): the order of
+    the n original dimensions and k block dimensions, which original dimension each block
+    dimension splits, and one DimensionMetadata per dimension in that order."""
+
+    traversal_order: tuple = ()
+    block_map: tuple = ()
+    dim_metadata: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.traversal_order = tuple(int(d) for d in self.traversal_order)
+        self.block_map = tuple(int(d) for d in self.block_map)
+
+
 @dataclass
 class Tensor:
     name: str
@@ -173,6 +207,7 @@ class Tensor:
     shape_signature: tuple | None = None  # -1 marks a dynamic dimension
     is_variable: bool = False
     has_rank: bool = False
+    sparsity: SparsityParameters | None = None  # the buffer holds only the stored values
 
     def __post_init__(self):
         self.shape = tuple(int(d) for d in self.shape)
@@ -276,10 +311,11 @@ class Model:
         self.metadata.append(Metadata(name, self.add_buffer(np.frombuffer(bytes(data), np.uint8))))
 
     def constant(self, subgraph: Subgraph, tensor_index: int) -> np.ndarray | None:
-        """The value of a constant tensor as an array of its dtype and shape (a view), or None."""
+        """The value of a constant tensor as an array of its dtype and shape (a view), or None.
+        None for a sparse tensor too: its buffer holds the stored values only (DENSIFY)."""
         t = subgraph.tensors[tensor_index]
         buf = self.buffers[t.buffer]
-        if t.is_variable or buf.nbytes == 0:
+        if t.is_variable or buf.nbytes == 0 or t.sparsity is not None:
             return None
         return buf.data.view(t.np_dtype).reshape(t.shape)
 

@@ -66,7 +66,11 @@ def _check_tensors(model: Model, si: int, sg: Subgraph) -> None:
             raise ModelError(f"{where}: buffer {t.buffer} out of range "
                              f"(the model has {nbuf} buffers)")
         size = model.buffers[t.buffer].nbytes
-        if size and t.dtype in NUMPY_DTYPES and t.dtype not in ("resource", "variant"):
+        if size and t.sparsity is not None:  # the stored values only (checked by DENSIFY)
+            if t.dtype in NUMPY_DTYPES and size % NUMPY_DTYPES[t.dtype].itemsize:
+                raise ModelError(f"{where}: buffer {t.buffer} of {size} bytes is no whole "
+                                 f"number of {t.dtype} values")
+        elif size and t.dtype in NUMPY_DTYPES and t.dtype not in ("resource", "variant"):
             need = count * NUMPY_DTYPES[t.dtype].itemsize
             if size != need:
                 raise ModelError(f"{where}: buffer {t.buffer} holds {size} bytes but shape "

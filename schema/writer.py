@@ -187,7 +187,40 @@ def _tensor(t):
     if t.shape_signature is not None:
         tt.shapeSignature = np.asarray(t.shape_signature, np.int32)
     tt.hasRank = t.has_rank
+    if t.sparsity is not None:
+        tt.sparsity = _sparsity(t.sparsity)
     return tt
+
+
+# Index vector dtype -> (SparseIndexVector union member, its object class)
+_INDEX_VECTORS = {np.dtype(np.int32): (1, fb.Int32VectorT), np.dtype(np.uint16): (2, fb.Uint16VectorT),
+                  np.dtype(np.uint8): (3, fb.Uint8VectorT)}
+
+
+def _index_vector(values):
+    if values is None:
+        return 0, None
+    values = np.asarray(values)
+    if values.dtype not in _INDEX_VECTORS:
+        raise ModelError(f"sparse index vectors must be int32, uint16 or uint8, got {values.dtype}")
+    kind, cls = _INDEX_VECTORS[values.dtype]
+    vec = cls()
+    vec.values = values.reshape(-1)
+    return kind, vec
+
+
+def _sparsity(sp):
+    st = fb.SparsityParametersT()
+    st.traversalOrder = np.asarray(sp.traversal_order, np.int32)
+    st.blockMap = np.asarray(sp.block_map, np.int32) if sp.block_map else None
+    st.dimMetadata = []
+    for d in sp.dim_metadata:
+        dt = fb.DimensionMetadataT()
+        dt.format, dt.denseSize = int(d.format), int(d.dense_size)
+        dt.arraySegmentsType, dt.arraySegments = _index_vector(d.segments)
+        dt.arrayIndicesType, dt.arrayIndices = _index_vector(d.indices)
+        st.dimMetadata.append(dt)
+    return st
 
 
 def _operator(op: Operator, sg: Subgraph, codes: dict):
