@@ -356,7 +356,7 @@ def embedding_lookup(node):
 
 # -- TOPK_V2 -------------------------------------------------------------------------------------
 
-@register("TOPK_V2", "float32", "int8", "uint8", "int16", "int32", "int64", "float16")
+@register("TOPK_V2", "float32", "int8", "uint8", "int16", "int32", "int64", "uint64", "float16")
 def topk_v2(node):
     node.expect_inputs(2)
     in_shape = node.input(0).shape

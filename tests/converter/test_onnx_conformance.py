@@ -15,7 +15,7 @@ pytest.importorskip("onnx")
 
 # The pass count must not fall below this (raise it as the converter gains ground); the
 # issue's target is 95 % of the denominator.
-PASS_FLOOR = 807
+PASS_FLOOR = 808
 TARGET = 0.95
 
 
