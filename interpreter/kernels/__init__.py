@@ -43,4 +43,5 @@ from . import bidirectional_lstm  # noqa: F401  BIDIRECTIONAL_SEQUENCE_LSTM
 from . import float16  # noqa: F401  ADD MUL MAXIMUM MINIMUM comparisons NEG FLOOR SIN COS TANH LOGISTIC ATAN2 SOFTMAX (float16)
 from . import bitwise  # noqa: F401  BITWISE_XOR RIGHT_SHIFT BITCAST
 from . import complex  # noqa: F401  RFFT2D COMPLEX_ABS REAL IMAG
-from . import sparse  # noqa: F401  DENSIFY
+from . import sparse  # noqa: F401  DENSIFY SPARSE_TO_DENSE EMBEDDING_LOOKUP_SPARSE
+from . import window  # noqa: F401  DILATE REDUCE_WINDOW

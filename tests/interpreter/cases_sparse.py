@@ -3,7 +3,7 @@ traversal orders) made dense, alone and feeding a FULLY_CONNECTED (see test_ops.
 import numpy as np
 
 from tests.interpreter.sparse_models import DENSE, SPARSE_CSR, densify_model, encode
-from tests.opmodel import Case
+from tests.opmodel import Case, In, Out, case
 
 rng = np.random.default_rng(5)
 
@@ -54,3 +54,52 @@ for name, weights, formats, block_map, block_size in (
     model = densify_model(values, weights.shape, sparsity, "FULLY_CONNECTED", x.shape,
                           dict(fused_activation_function=1))
     CASES.append(Case(f"densify_fully_connected_{name}", model, [x]))
+
+# SPARSE_TO_DENSE: [N, rank] rows, a vector of 1-D indices, a scalar index; one value per index
+# or one for all; index and value types; output_shape known only while running.
+for it in ("int32", "int64"):
+    for vt in ("float32", "int32", "int64", "int8", "uint8"):
+        vals = np.array([5, -3, 7], vt) if vt != "uint8" else np.array([5, 3, 7], vt)
+        CASES.append(case(f"sparse_to_dense_{it}_{vt}", "SPARSE_TO_DENSE",
+                          [np.array([[0, 1], [1, 2], [2, 0]], it), np.array([3, 4], it),
+                           In((3,), vt), np.array(9, vt)], [vals], outputs=[Out(dtype=vt)]))
+CASES += [
+    case("sparse_to_dense_vector_indices", "SPARSE_TO_DENSE",
+         [In((3,), "int32"), np.array([6], np.int32), np.array([1.5, 2, 3], np.float32),
+          np.array(0, np.float32)], [np.array([5, 0, 2], np.int32)]),
+    case("sparse_to_dense_scalar_index_and_value", "SPARSE_TO_DENSE",
+         [np.array(2, np.int32), np.array([4], np.int32), In(()), np.array(-1, np.float32)],
+         [np.array(8, np.float32)]),
+    case("sparse_to_dense_scalar_value_3d", "SPARSE_TO_DENSE",
+         [In((2, 3), "int32"), np.array([2, 3, 2], np.int32), np.array(4, np.float32),
+          np.array(0.5, np.float32)], [np.array([[1, 2, 1], [0, 0, 0]], np.int32)],
+         options=dict(validate_indices=True)),
+    case("sparse_to_dense_4d", "SPARSE_TO_DENSE",
+         [np.array([[0, 1, 0, 1], [1, 0, 2, 0]], np.int32), np.array([2, 2, 3, 2], np.int32),
+          In((2,)), np.array(0, np.float32)], [np.array([1.25, -2], np.float32)]),
+    case("sparse_to_dense_shape_at_run_time", "SPARSE_TO_DENSE",
+         [np.array([[0, 1], [2, 2]], np.int32), In((2,), "int32"),
+          np.array([3, 4], np.float32), np.array(0, np.float32)],
+         [np.array([3, 5], np.int32)]),
+]
+
+# EMBEDDING_LOOKUP_SPARSE: every combiner, 2-D and 3-D lookups, rows without ids, rows of
+# params with more dimensions, and a row revisited after another (TFLite combines runs).
+table = rng.standard_normal((5, 3)).astype(np.float32)
+table3 = rng.standard_normal((4, 2, 3)).astype(np.float32)
+LOOKUPS = [
+    ("2d", np.array([0, 2, 1, 4], np.int32), np.array([[0, 0], [0, 1], [2, 0], [2, 3]], np.int32),
+     np.array([3, 4], np.int32), np.array([1.0, 2.0, 0.5, 1.5], np.float32), table),
+    ("3d", np.array([1, 3, 0], np.int32), np.array([[0, 0, 0], [1, 1, 2], [1, 1, 3]], np.int32),
+     np.array([2, 2, 4], np.int32), np.array([0.5, 1.0, 2.0], np.float32), table3),
+    ("revisited", np.array([0, 1, 2, 3], np.int32), np.array([[1, 0], [0, 0], [1, 1], [1, 2]],
+                                                             np.int32),
+     np.array([2, 3], np.int32), np.array([2.0, 1.0, 3.0, 0.5], np.float32), table),
+    ("1d", np.array([4, 4, 1], np.int32), np.array([[0], [1], [2]], np.int32),
+     np.array([3], np.int32), np.array([1.0, -1.0, 2.0], np.float32), table),
+]
+for combiner, cname in ((0, "sum"), (1, "mean"), (2, "sqrtn")):
+    for name, ids, idx, dense_shape, w, params in LOOKUPS:
+        CASES.append(case(f"embedding_lookup_sparse_{cname}_{name}", "EMBEDDING_LOOKUP_SPARSE",
+                          [In(ids.shape, "int32"), idx, dense_shape, In(w.shape), params],
+                          [ids, w], options=dict(combiner=combiner)))
