@@ -7,8 +7,9 @@
 //   conv2d: A is the im2col of an NHWC input, read in place (any kernel, stride, dilation,
 //           padding); K = KH * KW * C in (ky, kx, c) order, as the packed weights. A work-item
 //           computes TM neighbouring output pixels of one output row.
-// Epilogue: scale and bias, then with RES a residual [M, RC] added (RC <= N; zeros beyond RC,
-// a fused channel PAD), then the clamp.
+// Epilogue: scale and bias, then (rc > 0) a residual [M, rc] added (rc <= N; zeros beyond rc,
+// a fused channel PAD), then the clamp. Whatever costs nothing at run time is an argument, not
+// a define (the residual, mt, the launch order): fewer programs for PoCL to compile.
 
 #ifndef TM
 #define TM 4
@@ -16,16 +17,8 @@
 #ifndef NV
 #define NV 1
 #endif
-#ifndef MT
-#define MT 1
-#endif
 #define PANEL (VW * NV)
 
-#ifdef RES
-#define RES_ARGS , __global const T* restrict res, int rc
-#else
-#define RES_ARGS
-#endif
 
 // Row m, columns [n, n + VW) of the residual, zeros from column rc on.
 inline floatV residual(__global const T* res, int rc, int m, int n)
@@ -44,11 +37,7 @@ inline floatV residual(__global const T* res, int rc, int m, int n)
     _Pragma("unroll") for (int j = 0; j < NV; j++) \
         _Pragma("unroll") for (int i = 0; i < TM; i++) acc[i][j] = (floatV)(0.0f);
 
-#ifdef RES
-#define EPILOGUE(v, m, n) CLAMP((v) + residual(res, rc, (m), (n)), lo, hi)
-#else
-#define EPILOGUE(v, m, n) CLAMP((v), lo, hi)
-#endif
+#define EPILOGUE(v, m, n) CLAMP(rc > 0 ? (v) + residual(res, rc, (m), (n)) : (v), lo, hi)
 
 // Rows m0 .. m0 + rows - 1 of the tile to out[m, :N]; sbp: the panel's scales and biases.
 #define ACC_STORE(acc, sbp, out, m0, rows, n0, N) { \
@@ -101,25 +90,21 @@ typedef T TI;
     for (int k_ = 0; k_ < (K); k_++, wk += PANEL) ACC_STEP(acc, LDI(rows[i], k_), wk)
 #endif
 
-// Work-item ids: (panel, group of MT row tiles), or with PANEL_MAJOR (group, panel): the items
+// Work-item ids: (panel, group of mt row tiles), or with panel_major (group, panel): the items
 // of one panel run one after another, so a panel is read from memory once (layers whose
 // weights outweigh their input: few rows, many weights).
-#ifdef PANEL_MAJOR
-#define PANEL_ID get_global_id(1)
-#define GROUP_ID get_global_id(0)
-#else
-#define PANEL_ID get_global_id(0)
-#define GROUP_ID get_global_id(1)
-#endif
 
 __kernel void gemm(__global const TI* restrict a, __global const TW_* restrict w,
                    __global const float* restrict sb, __global T* restrict out,
-                   int M, int K, int N, int lda, float lo, float hi RES_ARGS)
+                   int M, int K, int N, int lda, float lo, float hi,
+                   __global const T* restrict res, int rc, int mt, int panel_major)
 {
-    const int n0 = PANEL_ID * PANEL;
+    const int id0 = get_global_id(0), id1 = get_global_id(1);
+    const int n0 = (panel_major ? id1 : id0) * PANEL;
+    const int group = panel_major ? id0 : id1;
     if (n0 >= N) return;
-    for (int mt = 0; mt < MT; mt++) {
-        const int m0 = (GROUP_ID * MT + mt) * TM;
+    for (int t = 0; t < mt; t++) {
+        const int m0 = (group * mt + t) * TM;
         if (m0 >= M) return;
         floatV acc[TM][NV];
         ACC_INIT(acc);
@@ -135,7 +120,8 @@ __kernel void gemm(__global const TI* restrict a, __global const TW_* restrict w
 __kernel void conv2d(__global const TI* restrict in, __global const TW_* restrict w,
                      __global const float* restrict sb, __global T* restrict out,
                      int H, int W, int C, int Ho, int Wo, int kh, int kw, int sh, int sw,
-                     int dh, int dw, int pt, int pl, int N, float lo, float hi RES_ARGS)
+                     int dh, int dw, int pt, int pl, int N, float lo, float hi,
+                     __global const T* restrict res, int rc)
 {
     const int n0 = get_global_id(0) * PANEL;
     const int ox0 = get_global_id(1) * TM;
@@ -191,19 +177,16 @@ __kernel void conv2d(__global const TI* restrict in, __global const TW_* restric
 // pass: a work-item computes the depthwise output of TM neighbouring pixels of one row, all C
 // channels (16 a vector, clamped), into its scratch in local memory (L1-sized), then every
 // panel of the 1x1 convolution from there. The depthwise tensor never reaches memory. Window
-// (KH, KW), strides (SH, SW) and dilations (DH, DW) compile-time; depthwise weights
-// [KH * KW, CP] and scales and biases [2, CP], CP = C rounded up to 16; 1x1 weights in
-// panels of K = C.
-#ifndef DH
-#define DH 1
-#define DW 1
-#endif
+// (KH, KW) compile-time, strides and dilations arguments (as compile-time constants they
+// saved nothing measurable, and each was one more program); depthwise weights [KH * KW, CP]
+// and scales and biases [2, CP], CP = C rounded up to 16; 1x1 weights in panels of K = C.
 __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* restrict wd,
                              __global const float* restrict sbd, __global const TW_* restrict w,
                              __global const float* restrict sb, __global T* restrict out,
                              __local float* restrict scratch, int H, int W, int C, int Ho,
-                             int Wo, int pt, int pl, float dlo, float dhi, int N, float lo,
-                             float hi RES_ARGS)
+                             int Wo, int sh, int sw, int dh, int dw, int pt, int pl,
+                             float dlo, float dhi, int N, float lo, float hi,
+                             __global const T* restrict res, int rc)
 {
     const int ox0 = get_global_id(0) * TM;
     const int row = get_global_id(1);  // b * Ho + oy
@@ -212,15 +195,15 @@ __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* 
     const int CP = (C + 15) / 16 * 16;
     __local float* tile = scratch + (get_local_id(1) * get_local_size(0) + get_local_id(0))
                                     * TM * CP;
-    const int ix0 = ox0 * SW - pl;
-    const bool inside = ix0 >= 0 && ix0 + (TM - 1) * SW + (KW - 1) * DW < W;
+    const int ix0 = ox0 * sw - pl;
+    const bool inside = ix0 >= 0 && ix0 + (TM - 1) * sw + (KW - 1) * dw < W;
     for (int c0 = 0; c0 < C; c0 += 16) {
         float16 d[TM];
         _Pragma("unroll") for (int t = 0; t < TM; t++) d[t] = (float16)(0.0f);
         // Rows and (off the row's interior) columns stay loops: fully unrolled, a 5x5 window
         // over TM pixels takes the compiler seconds.
         _Pragma("unroll 1") for (int ky = 0; ky < KH; ky++) {
-            const int iy = oy * SH - pt + ky * DH;
+            const int iy = oy * sh - pt + ky * dh;
             if (iy < 0 || iy >= H) continue;
             __global const T* src = in + (size_t)(b * H + iy) * W * C + c0;
             __global const TW_* wy = wd + ky * KW * CP + c0;
@@ -228,14 +211,14 @@ __kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* 
                 _Pragma("unroll") for (int kx = 0; kx < KW; kx++) {
                     const float16 wv = LDW16(wy, kx * CP);
                     _Pragma("unroll") for (int t = 0; t < TM; t++)
-                        d[t] = fma(LD16(src, (ix0 + t * SW + kx * DW) * C), wv, d[t]);
+                        d[t] = fma(LD16(src, (ix0 + t * sw + kx * dw) * C), wv, d[t]);
                 }
                 continue;
             }
             _Pragma("unroll 1") for (int kx = 0; kx < KW; kx++) {
                 const float16 wv = LDW16(wy, kx * CP);
                 _Pragma("unroll") for (int t = 0; t < TM; t++) {
-                    const int ix = ix0 + t * SW + kx * DW;
+                    const int ix = ix0 + t * sw + kx * dw;
                     const bool ok = ix >= 0 && ix < W;
                     const float16 x = LD16(src, (ok ? ix : 0) * C);
                     d[t] = fma(ok ? x : (float16)(0.0f), wv, d[t]);

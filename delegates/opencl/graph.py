@@ -70,6 +70,7 @@ class Builder:
         self.fused: dict = {}      # node index -> (lo, hi) narrowing its clamp (fusion.clamps)
         self.node = None           # the node being built: named by its launches
         self.wide: set = set()     # partition inputs kept float32 under half storage
+        self._nothing = None       # see `nothing`
 
     # -- what ops call -----------------------------------------------------------------------
 
@@ -131,6 +132,12 @@ class Builder:
         result = make()
         self.packed_cache[key] = (sample, result)
         return result
+
+    def nothing(self):
+        """A buffer for a kernel argument that the kernel does not read (no residual)."""
+        if self._nothing is None:
+            self._nothing = self.const(np.zeros(1, np.float32))
+        return self._nothing
 
     def value(self, info, wide: bool = False):
         """An op's input: its constant buffer (uploaded once) or its device tensor."""

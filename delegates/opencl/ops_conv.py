@@ -24,23 +24,24 @@ def _tiles(n: int, rows: int, cpu: bool) -> tuple:
 
 
 def _launch_gemm(g, args: list, defines: dict, m: int, panels: int) -> None:
-    """The gemm kernel over m rows and `panels` weight panels. On a CPU a work-item takes MT
+    """The gemm kernel over m rows and `panels` weight panels. On a CPU a work-item takes `mt`
     row tiles, so that its fixed costs (ids, row pointers, the panel's first misses) are paid
     less often (at least 32 items remain); where the weights outweigh the input the items of
-    one panel run back to back (PANEL_MAJOR), so each panel leaves memory once, not once per
-    row tile."""
+    one panel run back to back (`panel_major`), so each panel leaves memory once, not once per
+    row tile. Both are arguments: a define would be one more program to compile."""
     cpu = g.dev.is_cpu
     tiles = -(-m // defines["TM"])
     mt = 1
     while cpu and mt < 16 and tiles // (mt * 2) >= 32:
         mt *= 2
-    defines["MT"] = mt
     dims = (panels, -(-tiles // mt))
-    if cpu and panels * defines["VW"] * defines["NV"] > m and panels > 1 and dims[1] > 1:
-        defines["PANEL_MAJOR"] = 1
+    panel_major = cpu and panels * defines["VW"] * defines["NV"] > m and panels > 1 \
+        and dims[1] > 1
+    if panel_major:
         dims = dims[::-1]
     gsize, lsize = nd(g, dims, (1, 1) if cpu else None)
-    g.launch("gemm", "gemm", gsize, lsize, args, defines)
+    g.launch("gemm", "gemm", gsize, lsize, args + [np.int32(mt), np.int32(panel_major)],
+             defines)
 
 
 def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
@@ -61,13 +62,15 @@ def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
     return g.weights(wp), g.const(sb.reshape(2, panels, step).transpose(1, 0, 2), np.float32)
 
 
-def _epilogue(node, g, args: list, defines: dict):
-    """The output tensor a conv writes, adding a fused residual ADD's operand to its launch."""
+def _epilogue(node, g, args: list):
+    """The output tensor a conv writes; adds the residual operand of its launch (a fused
+    residual ADD's tensor and its channels, or none: channels 0)."""
     fused = g.fusion.residual.get(node.index)
     if fused is not None:
         res, channels = fused
         args += [g.value(res), np.int32(channels)]
-        defines["RES"] = 1
+    else:
+        args += [g.nothing(), np.int32(0)]
     return g.fusion.output.get(node.index, node.outputs[0])
 
 
@@ -115,13 +118,13 @@ def build_conv_2d(node, g):
         m = n * ho * wo
         args = [g.value(src, True), wbuf, bbuf, None, i32(m), i32(c), i32(co), i32(c),
                 f32(lo), f32(hi)]
-        args[3] = g.tensor(_epilogue(node, g, args, defines))
+        args[3] = g.tensor(_epilogue(node, g, args))
         _launch_gemm(g, args, defines, m, panels)
         return
     args = [g.value(src, True), wbuf, bbuf, None, i32(h), i32(wd), i32(c), i32(ho), i32(wo),
             i32(kh), i32(kw), i32(sh), i32(sw), i32(dh), i32(dw), i32(pt), i32(pl), i32(co),
             f32(lo), f32(hi)]
-    args[3] = g.tensor(_epilogue(node, g, args, defines))
+    args[3] = g.tensor(_epilogue(node, g, args))
     gsize, lsize = nd(g, (panels, -(-wo // tm), n * ho), (1, 1, 1) if g.dev.is_cpu else None)
     g.launch("gemm", "conv2d", gsize, lsize, args, defines)
 
@@ -145,9 +148,9 @@ def build_fully_connected(node, g):
         g, np.asarray(w.data, np.float32).T, None if b is None else b.data, units, vw, nv))
     panels = -(-units // (vw * nv))
     i32, f32 = np.int32, np.float32
-    _launch_gemm(g, [g.value(x, True), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth), i32(units),
-                     i32(depth), f32(lo), f32(hi)], {"VW": vw, "NV": nv, "TM": tm},
-                 rows, panels)
+    _launch_gemm(g, [g.value(x, True), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth),
+                     i32(units), i32(depth), f32(lo), f32(hi), g.nothing(), i32(0)],
+                 {"VW": vw, "NV": nv, "TM": tm}, rows, panels)
 
 
 def support_depthwise_conv_2d(node):
@@ -233,12 +236,13 @@ def _build_depthwise_gemm(dw_node, node, g) -> bool:
         g, np.asarray(w.data, np.float32).reshape(co, c).T, None if b is None else b.data,
         co, vw, nv))
     lo, hi = clamp(node, g)
-    defines = {"VW": vw, "NV": nv, "TM": tm, **d.defines}
+    defines = {"VW": vw, "NV": nv, "TM": tm, "KH": d.defines["KH"], "KW": d.defines["KW"]}
     i32, f32 = np.int32, np.float32
+    strides = [i32(d.defines[k]) for k in ("SH", "SW", "DH", "DW")]
     args = [g.value(d.src), d.wbuf, d.bbuf, wbuf, bbuf, None, g.cl.LocalMemory(scratch),
-            i32(d.h), i32(d.w), i32(c), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), f32(d.lo),
-            f32(d.hi), i32(co), f32(lo), f32(hi)]
-    args[5] = g.tensor(_epilogue(node, g, args, defines))
+            i32(d.h), i32(d.w), i32(c), i32(d.ho), i32(d.wo), *strides, i32(d.pt), i32(d.pl),
+            f32(d.lo), f32(d.hi), i32(co), f32(lo), f32(hi)]
+    args[5] = g.tensor(_epilogue(node, g, args))
     gsize, lsize = nd(g, (-(-d.wo // tm), d.n * d.ho), (1, 1))
     g.launch("gemm", "depthwise_gemm", gsize, lsize, args, defines)
     return True
