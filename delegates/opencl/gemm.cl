@@ -19,40 +19,44 @@
 #endif
 #define PANEL (VW * NV)
 
-
-// Row m, columns [n, n + VW) of the residual, zeros from column rc on.
-inline floatV residual(__global const T* res, int rc, int m, int n)
-{
-#if VW == 1
-    return n < rc ? LD(res, (size_t)m * rc + n) : 0.0f;
-#else
-    if (n + VW <= rc) return LDV(res, (size_t)m * rc + n);
-    float t[VW];
-    for (int l = 0; l < VW; l++) t[l] = n + l < rc ? LD(res, (size_t)m * rc + n + l) : 0.0f;
-    return CAT(vload, VW)(0, t);
-#endif
-}
-
 #define ACC_INIT(acc) \
     _Pragma("unroll") for (int j = 0; j < NV; j++) \
         _Pragma("unroll") for (int i = 0; i < TM; i++) acc[i][j] = (floatV)(0.0f);
 
-#define EPILOGUE(v, m, n) CLAMP(rc > 0 ? (v) + residual(res, rc, (m), (n)) : (v), lo, hi)
+#if VW == 1
+#define STF(v, p) (*(p) = (v))
+#else
+#define STF(v, p) CAT(vstore, VW)((v), 0, (p))
+#endif
 
 // Rows m0 .. m0 + rows - 1 of the tile to out[m, :N]; sbp: the panel's scales and biases.
+// A whole tile (all TM rows, the panel inside N and the residual's rc) stores vectors; the
+// rest (a last row tile, a last panel) goes through a private copy and one scalar loop:
+// TM x NV tail paths, as there were, made each kernel take the compiler twice as long.
 #define ACC_STORE(acc, sbp, out, m0, rows, n0, N) { \
     floatV s_[NV], c_[NV]; \
     _Pragma("unroll") for (int j = 0; j < NV; j++) { \
         s_[j] = LDFV(sbp, j * VW); c_[j] = LDFV(sbp, PANEL + j * VW); } \
-    _Pragma("unroll") for (int i = 0; i < TM; i++) { \
-        int m_ = m0 + i; \
-        if (i < rows) { \
+    if ((rows) >= TM && (n0) + PANEL <= (N) && (rc == 0 || (n0) + PANEL <= rc)) { \
+        _Pragma("unroll") for (int i = 0; i < TM; i++) { \
+            const size_t m_ = (size_t)(m0) + i; \
             _Pragma("unroll") for (int j = 0; j < NV; j++) { \
-                int n_ = n0 + j * VW; \
-                if (n_ < N) { \
-                    floatV v_ = EPILOGUE(fma(acc[i][j], s_[j], c_[j]), m_, n_); \
-                    if (n_ + VW <= N) STV(v_, out, (size_t)m_ * N + n_); \
-                    else ST_TAIL(v_, out + (size_t)m_ * N + n_, N - n_); } } } } }
+                const int n_ = (n0) + j * VW; \
+                floatV v_ = fma(acc[i][j], s_[j], c_[j]); \
+                if (rc > 0) v_ += LDV(res, m_ * rc + n_); \
+                STV(CLAMP(v_, lo, hi), out, m_ * (N) + n_); } } \
+    } else { \
+        float t_[TM][PANEL]; \
+        _Pragma("unroll") for (int i = 0; i < TM; i++) \
+            _Pragma("unroll") for (int j = 0; j < NV; j++) \
+                STF(fma(acc[i][j], s_[j], c_[j]), &t_[i][j * VW]); \
+        const int nc_ = min(PANEL, (N) - (n0)); \
+        for (int i = 0; i < min((rows), TM); i++) { \
+            const size_t m_ = (size_t)(m0) + i; \
+            for (int n = 0; n < nc_; n++) { \
+                float v_ = t_[i][n]; \
+                if ((n0) + n < rc) v_ += LD(res, m_ * rc + (n0) + n); \
+                ST(CLAMP(v_, lo, hi), out, m_ * (N) + (n0) + n); } } } }
 
 // The model's input may stay float32 under HALF (IN_F32: the first convolution reads it as
 // given, not rounded to half).
