@@ -46,3 +46,4 @@ from . import complex  # noqa: F401  RFFT2D COMPLEX_ABS REAL IMAG
 from . import sparse  # noqa: F401  DENSIFY SPARSE_TO_DENSE EMBEDDING_LOOKUP_SPARSE
 from . import window  # noqa: F401  DILATE REDUCE_WINDOW
 from . import lstm_full  # noqa: F401  LSTM (one step, full kernel)
+from . import random_ops  # noqa: F401  RANDOM_UNIFORM (Philox, bit-exact)
