@@ -106,8 +106,8 @@ def unidirectional_sequence_lstm(node):
             for g in ("i", "f"):
                 if g in parts and ins[peep_idx[g]] is not None:
                     parts[g] += c * ins[peep_idx[g]]
-            if use_ln:
-                for k, g in enumerate(gates):
+            if use_ln:  # the output gate's waits for its peephole term (the new cell state)
+                for g in gates[:-1]:
                     _layer_norm(parts[g], ins[ln_idx[g]])
                     parts[g] += ins[b_idx[g]]
             _sigmoid(parts["f"])
@@ -125,6 +125,9 @@ def unidirectional_sequence_lstm(node):
             o_gate = parts["o"]
             if ins[P_O] is not None:
                 o_gate += c * ins[P_O]
+            if use_ln:
+                _layer_norm(o_gate, ins[ln_idx["o"]])
+                o_gate += ins[b_idx["o"]]
             _sigmoid(o_gate)
             cell_act = c.copy()
             act(cell_act)

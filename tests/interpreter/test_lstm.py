@@ -1,5 +1,5 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM against LiteRT: state kept in variable tensors across invokes,
-with and without CIFG, peepholes, projection and clipping."""
+with and without CIFG, peepholes, projection, layer normalization and clipping."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +14,8 @@ from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 
 def _lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, cifg=False, peephole=False,
-                projection=False, time_major=False, cell_clip=0.0, seed=0) -> bytes:
+                projection=False, time_major=False, cell_clip=0.0, layer_norm=False,
+                seed=0) -> bytes:
     rng = np.random.default_rng(seed)
     model = Model()
     sg = Subgraph(name="main")
@@ -37,6 +38,8 @@ def _lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, cifg=False, peephol
             const("proj_b", n_proj_out) if projection else -1]
     ins += [sg.add_tensor(Tensor("h", (batch, n_proj_out), is_variable=True)),
             sg.add_tensor(Tensor("c", (batch, n_cell), is_variable=True))]
+    if layer_norm:  # coefficients of the four gates' layer norms (inputs 20-23)
+        ins += [-1 if cifg else const("ln_i", n_cell)] + [const(f"ln_{g}", n_cell) for g in "fco"]
     y = sg.add_tensor(Tensor("y", shape[:2] + (n_proj_out,)))
     sg.inputs, sg.outputs = [x], [y]
     sg.operators = [Operator(OperatorCode("UNIDIRECTIONAL_SEQUENCE_LSTM", 0), ins, [y],
@@ -65,6 +68,8 @@ def _run(module, content, xs):
 @pytest.mark.parametrize("kwargs", [
     {}, {"cifg": True}, {"peephole": True}, {"projection": True, "n_out": 3},
     {"time_major": True}, {"cell_clip": 0.3}, {"cifg": True, "peephole": True, "projection": True},
+    {"layer_norm": True}, {"layer_norm": True, "peephole": True},
+    {"layer_norm": True, "peephole": True, "cifg": True, "projection": True},
 ], ids=lambda k: ",".join(k) or "plain")
 def test_lstm_matches_litert_across_invokes(kwargs):
     content = _lstm_model(**kwargs)
