@@ -487,26 +487,40 @@ class Requantizer:
         np.copyto(raw, s, casting="unsafe")
         np.subtract(s, self.width, out=s)
         np.copyto(below, s, casting="unsafe")
-        np.not_equal(raw, below, out=flags[:n])
+        near = _differing(raw, below, flags)
         if self.lift:
             np.bitwise_xor(raw, np.uint8(self.lift), out=raw)
-        if n < 1 << 17:
-            near = flags[:n].nonzero()[0]
-        else:                   # through 64-flag blocks (8 bytes, then 8 words): less to scan
-            n64 = -(-n // 64) * 64
-            flags[n:n64] = False
-            near = _flagged(flags[:n64])
         if near.size:
             flat[near] = self._redo(exact_acc(near), near % self.channels)
 
 
-def _flagged(flags: np.ndarray) -> np.ndarray:
-    """Flat indices of the few set flags (length a multiple of 64): the 64-flag blocks with
-    any set first, found through 8-byte words (a nonzero over every flag scans 4x longer)."""
-    words = flags.view(np.uint64) != 0
-    blocks = np.flatnonzero(words.view(np.uint64) != 0)
-    inside = np.flatnonzero(np.take(flags.reshape(-1, 64), blocks, axis=0))
-    return np.take(blocks, inside >> 6) * 64 + (inside & 63)
+EIGHT = np.arange(8)
+WHOLE_WORDS = 64    # the most 8-byte words whose every byte is redone rather than found
+BY_WORDS = 1 << 15  # elements from which the flags are found through 8-byte words
+
+
+def _differing(raw: np.ndarray, below: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """Flat indices where two uint8 arrays may differ: compared as 8-byte words (an eighth of
+    the flags to scan); few differing words give all their 8 indices (redoing an equal element
+    is harmless), more give exactly the differing bytes. `words`: a bool work buffer."""
+    n = raw.size
+    if n < BY_WORDS:
+        flags = words[:n]
+        np.not_equal(raw, below, out=flags)
+        return flags.nonzero()[0]
+    n8 = n & ~7
+    a, b = raw[:n8].view(np.uint64), below[:n8].view(np.uint64)
+    flags = words[:n8 >> 3]
+    np.not_equal(a, b, out=flags)
+    wi = flags.nonzero()[0]
+    if wi.size <= WHOLE_WORDS:
+        near = (wi[:, None] * 8 + EIGHT).reshape(-1)
+    else:
+        j = np.flatnonzero(np.take(a, wi).view(np.uint8) != np.take(b, wi).view(np.uint8))
+        near = np.take(wi, j >> 3) * 8 + (j & 7)
+    if n8 < n:
+        near = np.concatenate([near, np.flatnonzero(raw[n8:] != below[n8:n]) + n8])
+    return near
 
 
 # -- shared work buffers -----------------------------------------------------------------------
