@@ -47,8 +47,29 @@ def _details(model, sg, t: int, shape) -> dict:
             "scales": scales, "zero_points": zps,
             "quantized_dimension": int(q.quantized_dimension) if q is not None else 0,
         },
-        "sparsity_parameters": {},
+        "sparsity_parameters": _sparsity_details(tensor.sparsity),
     }
+
+
+def _sparsity_details(sparsity) -> dict:
+    """A sparse tensor's storage as LiteRT's details give it: traversal_order, block_map (when
+    there are blocks), and per dimension its format with dense_size (DENSE) or array_segments and
+    array_indices (SPARSE_CSR)."""
+    if sparsity is None:
+        return {}
+    details = {"traversal_order": np.array(sparsity.traversal_order, np.int32)}
+    if sparsity.block_map:
+        details["block_map"] = np.array(sparsity.block_map, np.int32)
+    dims = []
+    for meta in sparsity.dim_metadata:
+        if meta.format == 0:
+            dims.append({"format": 0, "dense_size": int(meta.dense_size)})
+        else:
+            dims.append({"format": int(meta.format),
+                         "array_segments": np.asarray(meta.segments).astype(np.int32),
+                         "array_indices": np.asarray(meta.indices).astype(np.int32)})
+    details["dim_metadata"] = dims
+    return details
 
 
 class Interpreter:

@@ -56,3 +56,38 @@ def test_sparse_buffer_of_partial_values_is_a_model_error():
     model.buffers[1].data = model.buffers[1].data[:-1]
     with pytest.raises(ModelError, match="sparse_weights"):
         save(model)
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_tensor_details_give_sparsity_as_litert_does(blocked):
+    """get_tensor_details()['sparsity_parameters']: the same keys, values and dtypes in edgelite
+    and LiteRT, for sparse and dense tensors."""
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    from edgelite.interpreter import Interpreter
+    if blocked:
+        values, sparsity = encode(DENSE_WEIGHTS, (0, 1, 2), (DENSE, SPARSE_CSR, DENSE), (1,),
+                                  (2,), np.uint8)
+    else:
+        values, sparsity = encode(DENSE_WEIGHTS, (0, 1), (DENSE, SPARSE_CSR))
+    content = densify_model(values, DENSE_WEIGHTS.shape, sparsity)
+    ours = Interpreter(model_content=content).get_tensor_details()
+    theirs = litert.Interpreter(model_content=content).get_tensor_details()
+    assert len(ours) == len(theirs)
+
+    def same(a, b):
+        if isinstance(a, dict):
+            assert isinstance(b, dict) and a.keys() == b.keys(), (a, b)
+            for k in a:
+                same(a[k], b[k])
+        elif isinstance(a, list):
+            assert isinstance(b, list) and len(a) == len(b)
+            for x, y in zip(a, b):
+                same(x, y)
+        elif isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+        else:
+            assert a == b
+    for o, t in zip(ours, theirs):
+        same(o["sparsity_parameters"], t["sparsity_parameters"])
+    assert any(o["sparsity_parameters"] for o in ours)
