@@ -17,6 +17,7 @@ from edgelite.schema.model import NUMPY_DTYPES, Model
 from . import arena
 from .kernels import registry
 from .kernels.registry import KernelError, Node, TensorInfo
+from .kernels.sparse import densify_input
 
 
 class UnsupportedOpsError(RuntimeError):
@@ -204,6 +205,10 @@ class SubgraphPlan:
                 dynamic.update(op.outputs)
                 continue
             node = _node(self.runtime, si, sg, oi, op, infos)
+            for k, t in enumerate(op.inputs):  # sparse weights, read by any op
+                if t >= 0 and sg.tensors[t].sparsity is not None and infos[t].data is None \
+                        and not infos[t].is_variable and t not in sg.inputs:
+                    densify_input(node, k, model)
             run = _prepare_node(node)
             if node.dynamic:
                 specs.append((oi, _DynamicStep(self, oi, op, node, run), static_ins, []))

@@ -1,5 +1,6 @@
-"""Sparse tensors: DENSIFY (a sparse constant, as pruned models store their weights, made
-dense once at prepare: its consumers then see an ordinary constant)."""
+"""Sparse tensors. A sparse constant (as pruned models store their weights) is made dense once,
+at prepare, whichever op reads it (`densify_input`): DENSIFY's output is then a constant, and a
+FULLY_CONNECTED that reads sparse weights directly (as LiteRT's can) sees ordinary weights."""
 from __future__ import annotations
 
 import numpy as np
@@ -91,17 +92,13 @@ def densify(values: np.ndarray, shape: tuple, sparsity) -> np.ndarray:
     return dense
 
 
-@register("DENSIFY", "float32", "float16", "int8")
-def densify_op(node):
-    """Densified at prepare: the output becomes a constant and no step runs."""
-    node.expect_inputs(1)
-    x = node.input(0)
-    model = getattr(node.runtime, "model", None)
-    tensor = (model.subgraphs[node.subgraph].tensors[x.index] if model is not None else None)
-    if tensor is None or tensor.sparsity is None:
-        raise node.fail(f"input tensor {x.index} {x.name!r} must be a sparse constant")
-    if node.outputs[0].dtype != x.dtype:
-        raise node.fail(f"the output must be {x.type_name}, got {node.outputs[0].type_name}")
+def densify_input(node, k: int, model) -> None:
+    """Make input `k` of `node`, a sparse constant, an ordinary (dense, read-only) constant:
+    every op can then read sparse weights, as DENSIFY's consumers and LiteRT's sparse
+    FULLY_CONNECTED do. Bad sparsity parameters, or a dense shape too large for this machine,
+    fail naming the operator and the tensor."""
+    x = node.inputs[k]
+    tensor = model.subgraphs[node.subgraph].tensors[x.index]
     buffer = model.buffers[tensor.buffer]
     values = buffer.data.view(x.dtype).reshape(-1) if buffer.nbytes else np.zeros(0, x.dtype)
     need = int(np.prod(x.shape, dtype=np.int64)) * x.dtype.itemsize
@@ -115,8 +112,21 @@ def densify_op(node):
         raise node.fail(f"input tensor {x.index} {x.name!r} has bad sparsity parameters: "
                         f"{e}") from None
     dense.flags.writeable = False
+    x.data = dense
+
+
+@register("DENSIFY", "float32", "float16", "int8")
+def densify_op(node):
+    """The plan densifies every sparse constant an op reads (`densify_input`), once, at
+    prepare: DENSIFY's output is that constant and no step runs."""
+    node.expect_inputs(1)
+    x = node.input(0)
+    if x.data is None:
+        raise node.fail(f"input tensor {x.index} {x.name!r} must be a sparse constant")
+    if node.outputs[0].dtype != x.dtype:
+        raise node.fail(f"the output must be {x.type_name}, got {node.outputs[0].type_name}")
     node.outputs[0].shape = tuple(x.shape)
-    node.outputs[0].data = dense
+    node.outputs[0].data = x.data
     return lambda *arrays: None
 
 

@@ -83,3 +83,53 @@ def test_densified_weights_are_a_constant():
     it.allocate_tensors()
     it.invoke()
     np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), WEIGHTS)
+
+
+def _direct_fc_model(values, shape, sparsity) -> bytes:
+    """FULLY_CONNECTED reading sparse weights itself (no DENSIFY before it)."""
+    from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options
+    model = Model()
+    sg = Subgraph(name="main")
+    w = sg.add_tensor(Tensor("sparse_weights", shape, "float32",
+                             buffer=model.add_buffer(values), sparsity=sparsity))
+    x = sg.add_tensor(Tensor("input", (2, shape[1])))
+    y = sg.add_tensor(Tensor("output", (2, shape[0])))
+    sg.inputs, sg.outputs = [x], [y]
+    sg.operators = [Operator(OperatorCode("FULLY_CONNECTED", 0), [x, w, -1], [y],
+                             default_options("FULLY_CONNECTED"))]
+    model.subgraphs.append(sg)
+    return save(model)
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_fully_connected_reads_sparse_weights_directly(blocked):
+    """Any op may read a sparse constant: it is densified at prepare. The oracle is LiteRT
+    running DENSIFY -> FULLY_CONNECTED on the same storage (LiteRT's own sparse
+    FULLY_CONNECTED returns NaN for these layouts); bad metadata names the FULLY_CONNECTED."""
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    rng = np.random.default_rng(3)
+    dense = rng.standard_normal((8, 16)).astype(np.float32)
+    dense[:, ::2] = 0
+    dense[3] = 0
+    if blocked:
+        values, sparsity = encode(dense, (0, 1, 2), (DENSE, SPARSE_CSR, DENSE), (1,), (4,))
+    else:
+        values, sparsity = encode(dense, (0, 1), (DENSE, SPARSE_CSR))
+    x = rng.standard_normal((2, 16)).astype(np.float32)
+
+    def run(interpreter, content):
+        it = interpreter(model_content=content)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        return it.get_tensor(it.get_output_details()[0]["index"])
+    ours = run(Interpreter, _direct_fc_model(values, dense.shape, sparsity))
+    theirs = run(litert.Interpreter, densify_model(values, dense.shape, sparsity, "FULLY_CONNECTED",
+                                       input_shape=(2, 16)))
+    np.testing.assert_allclose(ours.reshape(theirs.shape), theirs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours, x @ dense.T, rtol=1e-5, atol=1e-5)
+
+    sparsity.dim_metadata[1].indices = sparsity.dim_metadata[1].indices + 100
+    with pytest.raises(KernelError, match="FULLY_CONNECTED.*'sparse_weights'.*sparsity"):
+        Interpreter(model_content=_direct_fc_model(values, dense.shape, sparsity)) \
+            .allocate_tensors()
