@@ -35,11 +35,18 @@ WEIGHTS = {"digits_cnn_int8": 10, "digits_cnn": 10, "mwk_okay_nabu": 10, "mp_fac
 
 
 def _corpus(models_dir: Path, tmp: Path) -> Path:
+    import numpy as np
+
+    from tests.interpreter.sparse_models import DENSE, SPARSE_CSR, densify_model, encode
     from tests.schema.test_from_scratch import build_model
     corpus = [{"name": p.stem, "path": str(p), "weight": WEIGHTS.get(p.stem, 1)}
               for p in sorted(models_dir.glob("*.tflite"))]
+    dense = np.arange(48, dtype=np.float32).reshape(6, 8) % 5 - 2  # a third of it zeros
+    values, sparsity = encode(dense, (0, 1, 2), (DENSE, SPARSE_CSR, DENSE), (1,), (2,), np.uint8)
     extras = {"digits_cnn_large": save(load(models_dir / "digits_cnn.tflite"), large=True),
-              "from_scratch": save(build_model())}
+              "from_scratch": save(build_model()),
+              "sparse_fc": densify_model(values, dense.shape, sparsity, "FULLY_CONNECTED",
+                                         input_shape=(1, 8))}
     for name, content in extras.items():
         path = tmp / f"{name}.tflite"
         path.write_bytes(content)
