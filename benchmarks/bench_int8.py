@@ -1,6 +1,7 @@
 """int8 vs float latency in edgelite (and LiteRT) on the shared models, with a per-op profile.
 
     python benchmarks/bench_int8.py [--models DIR] [--only mobilenet_v2] [--blocks 15] [--profile]
+                                    [--cpu]
 
 For each pair (MODEL.tflite, MODEL_int8.tflite): the median wall-clock latency of one invoke in
 edgelite (float, int8) and LiteRT (its default path, int8), 1 thread, measured in alternating
@@ -43,23 +44,25 @@ def _interpreter(path: Path, litert: bool = False):
     return it
 
 
-def _block(it, seconds: float) -> list:
+def _block(it, seconds: float, clock=time.perf_counter) -> list:
     times = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
-        t = time.perf_counter()
+        t = clock()
         it.invoke()
-        times.append(time.perf_counter() - t)
+        times.append(clock() - t)
     return times
 
 
-def latencies(runners: dict, blocks: int, seconds: float) -> dict:
-    """Median latency per runner, alternating blocks of `seconds` with a 50 ms pause each."""
+def latencies(runners: dict, blocks: int, seconds: float, clock=time.perf_counter) -> dict:
+    """Median latency per runner, alternating blocks of `seconds` with a 50 ms pause each;
+    `clock` time.process_time reads the CPU time of each invoke (steadier on a shared machine;
+    LiteRT's is then its calling thread's only at 1 thread)."""
     times = {name: [] for name in runners}
     for _ in range(blocks):
         for name, it in runners.items():
             time.sleep(0.05)
-            times[name] += _block(it, seconds)
+            times[name] += _block(it, seconds, clock)
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
@@ -92,6 +95,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=0.2, help="length of one block")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--cpu", action="store_true",
+                    help="process CPU time per invoke instead of wall-clock time")
     args = ap.parse_args()
     folder = Path(args.models)
     print("| model | float | int8 | int8/float | LiteRT int8 | int8/LiteRT |")
@@ -101,7 +106,8 @@ def main() -> None:
         runners = {"float": _interpreter(folder / f"{name}.tflite"),
                    "int8": _interpreter(folder / f"{name}_int8.tflite"),
                    "litert": _interpreter(folder / f"{name}_int8.tflite", litert=True)}
-        med = latencies(runners, args.blocks, args.seconds)
+        med = latencies(runners, args.blocks, args.seconds,
+                        time.process_time if args.cpu else time.perf_counter)
         f, q, lt = med["float"], med["int8"], med["litert"]
         unit, k = ("ms", 1e3) if f > 1e-3 else ("µs", 1e6)
         print(f"| {name} | {f * k:.2f} {unit} | {q * k:.2f} {unit} | {q / f:.2f}× | "
