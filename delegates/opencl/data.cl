@@ -2,8 +2,8 @@
 
 // out[i] = in[index[i]], or `fill` where index[i] < 0 (padding). Index tables are computed at
 // prepare by running the op's CPU kernel on the positions of its input.
-__kernel void gather(__global const T* restrict in, __global const int* restrict index,
-                     __global T* restrict out, int n, float fill)
+__kernel void KERNEL(gather)(__global const T* restrict in, __global const int* restrict index,
+                             __global T* restrict out, int n, float fill)
 {
     const int i = get_global_id(0);
     if (i >= n) return;
@@ -13,8 +13,8 @@ __kernel void gather(__global const T* restrict in, __global const int* restrict
 
 // One input of a concatenation: [outer, inner] into columns [offset, offset + inner) of
 // [outer, total], with the op's fused clamp.
-__kernel void concat_part(__global const T* restrict in, __global T* restrict out, int outer,
-                          int inner, int total, int offset, float lo, float hi)
+__kernel void KERNEL(concat_part)(__global const T* restrict in, __global T* restrict out,
+                                  int outer, int inner, int total, int offset, float lo, float hi)
 {
     const int i = get_global_id(0), o = get_global_id(1);
     if (i >= inner || o >= outer) return;
@@ -22,8 +22,8 @@ __kernel void concat_part(__global const T* restrict in, __global T* restrict ou
 }
 
 // MEAN / SUM over the middle of [outer, R, inner]: VW values of `inner` per item.
-__kernel void reduce_mid(__global const T* restrict in, __global T* restrict out, int outer,
-                         int R, int inner, float scale)
+__kernel void KERNEL(reduce_mid)(__global const T* restrict in, __global T* restrict out, int outer,
+                                 int R, int inner, float scale)
 {
     const int i = get_global_id(0) * VW, o = get_global_id(1);
     if (i >= inner || o >= outer) return;
@@ -34,8 +34,8 @@ __kernel void reduce_mid(__global const T* restrict in, __global T* restrict out
 }
 
 // SOFTMAX over rows of L values, one row per item.
-__kernel void softmax(__global const T* restrict in, __global T* restrict out, int rows, int L,
-                      float beta)
+__kernel void KERNEL(softmax)(__global const T* restrict in, __global T* restrict out, int rows,
+                              int L, float beta)
 {
     const int r = get_global_id(0);
     if (r >= rows) return;
@@ -51,10 +51,12 @@ __kernel void softmax(__global const T* restrict in, __global T* restrict out, i
 
 // RESIZE_BILINEAR, NHWC: per output row / column the two source rows / columns and the weight
 // of the second (tables from the CPU kernel's arithmetic).
-__kernel void resize_bilinear(__global const T* restrict in, __global T* restrict out,
-                              __global const int* restrict ys, __global const float* restrict fy,
-                              __global const int* restrict xs, __global const float* restrict fx,
-                              int H, int W, int C, int Ho, int Wo)
+__kernel void KERNEL(resize_bilinear)(__global const T* restrict in, __global T* restrict out,
+                                      __global const int* restrict ys,
+                                      __global const float* restrict fy,
+                                      __global const int* restrict xs,
+                                      __global const float* restrict fx, int H, int W, int C,
+                                      int Ho, int Wo)
 {
     const int c = get_global_id(0), ox = get_global_id(1), row = get_global_id(2);
     if (c >= C || ox >= Wo) return;
@@ -70,10 +72,10 @@ __kernel void resize_bilinear(__global const T* restrict in, __global T* restric
 
 // BATCH_MATMUL: out[b, m, n] = sum_k x[b, m, k] y[b, k, n], through strides (adjoints and
 // broadcast batches are strides too).
-__kernel void batch_matmul(__global const T* restrict x, __global const T* restrict y,
-                           __global T* restrict out, int M, int N, int K, int batches,
-                           int xsb, int xsm, int xsk, int ysb, int ysk, int ysn,
-                           int nb1, int xsb0, int ysb0)
+__kernel void KERNEL(batch_matmul)(__global const T* restrict x, __global const T* restrict y,
+                                   __global T* restrict out, int M, int N, int K, int batches,
+                                   int xsb, int xsm, int xsk, int ysb, int ysk, int ysn, int nb1,
+                                   int xsb0, int ysb0)
 {
     const int n = get_global_id(0), m = get_global_id(1), b = get_global_id(2);
     if (n >= N || m >= M || b >= batches) return;
@@ -88,10 +90,10 @@ __kernel void batch_matmul(__global const T* restrict x, __global const T* restr
 
 // TRANSPOSE_CONV, NHWC: out[b, oy, ox, co] = bias[co] + sum over (ky, kx) with
 // oy + pt - ky = iy * sh (same for x) of in[b, iy, ix, :] . w[co, ky, kx, :].
-__kernel void transpose_conv(__global const T* restrict in, __global const TW_* restrict w,
-                             __global const float* restrict bias, __global T* restrict out,
-                             int H, int W, int C, int Ho, int Wo, int Co, int KH, int KW,
-                             int sh, int sw, int pt, int pl, float lo, float hi)
+__kernel void KERNEL(transpose_conv)(__global const T* restrict in, __global const TW_* restrict w,
+                                     __global const float* restrict bias, __global T* restrict out,
+                                     int H, int W, int C, int Ho, int Wo, int Co, int KH, int KW,
+                                     int sh, int sw, int pt, int pl, float lo, float hi)
 {
     const int co = get_global_id(0), ox = get_global_id(1), row = get_global_id(2);
     if (co >= Co || ox >= Wo) return;
@@ -116,21 +118,22 @@ __kernel void transpose_conv(__global const T* restrict in, __global const TW_* 
 }
 
 // DEQUANTIZE of an int8 / uint8 / float16 tensor computed on the device.
-__kernel void dequantize_i8(__global const char* restrict in, __global T* restrict out, int n,
-                            float scale, int zp)
+__kernel void KERNEL(dequantize_i8)(__global const char* restrict in, __global T* restrict out,
+                                    int n, float scale, int zp)
 {
     const int i = get_global_id(0);
     if (i < n) ST(((float)in[i] - zp) * scale, out, i);
 }
 
-__kernel void dequantize_u8(__global const uchar* restrict in, __global T* restrict out, int n,
-                            float scale, int zp)
+__kernel void KERNEL(dequantize_u8)(__global const uchar* restrict in, __global T* restrict out,
+                                    int n, float scale, int zp)
 {
     const int i = get_global_id(0);
     if (i < n) ST(((float)in[i] - zp) * scale, out, i);
 }
 
-__kernel void dequantize_f16(__global const half* restrict in, __global T* restrict out, int n)
+__kernel void KERNEL(dequantize_f16)(__global const half* restrict in, __global T* restrict out,
+                                     int n)
 {
     const int i = get_global_id(0);
     if (i < n) ST(vload_half(i, in), out, i);

@@ -27,10 +27,10 @@
             if ((c0) + VW <= (C)) STV(acc[t], o_, 0); \
             else ST_TAIL(acc[t], o_, (C) - (c0)); }
 
-__kernel void depthwise(__global const T* restrict in, __global const TW_* restrict w,
-                        __global const float* restrict sb, __global T* restrict out,
-                        int H, int W, int C, int Cin, int Ho, int Wo, int pt, int pl,
-                        float lo, float hi)
+__kernel void KERNEL(depthwise)(__global const T* restrict in, __global const TW_* restrict w,
+                                __global const float* restrict sb, __global T* restrict out, int H,
+                                int W, int C, int Cin, int Ho, int Wo, int pt, int pl, float lo,
+                                float hi)
 {
     const int c0 = get_global_id(0) * VW;
     const int ox0 = get_global_id(1) * TW;
@@ -72,8 +72,8 @@ __kernel void depthwise(__global const T* restrict in, __global const TW_* restr
 
 // MAX_POOL_2D (IS_MAX 1) and AVERAGE_POOL_2D (IS_MAX 0; divides by the taps inside the input,
 // as TFLite). Window KH x KW, strides SH, SW.
-__kernel void pool(__global const T* restrict in, __global T* restrict out,
-                   int H, int W, int C, int Ho, int Wo, int pt, int pl, float lo, float hi)
+__kernel void KERNEL(pool)(__global const T* restrict in, __global T* restrict out, int H, int W,
+                           int C, int Ho, int Wo, int pt, int pl, float lo, float hi)
 {
     const int c0 = get_global_id(0) * VW;
     const int ox0 = get_global_id(1) * TW;

@@ -18,8 +18,9 @@
 
 // Both inputs of the output's size (bstride 1), or b repeating every `bsize` values (a
 // per-channel vector: bsize % VW == 0; a scalar: bsize 1 with VW 1), VW values per item.
-__kernel void binary_flat(__global const T* restrict a, __global const T* restrict b,
-                          __global T* restrict out, int n, int bsize, int op, float lo, float hi)
+__kernel void KERNEL(binary_flat)(__global const T* restrict a, __global const T* restrict b,
+                                  __global T* restrict out, int n, int bsize, int op, float lo,
+                                  float hi)
 {
     const int i = get_global_id(0) * VW;
     if (i >= n) return;
@@ -30,9 +31,9 @@ __kernel void binary_flat(__global const T* restrict a, __global const T* restri
 }
 
 // Any broadcast of rank <= 4: shape d (out), strides sa, sb (0 on broadcast dimensions).
-__kernel void binary_4d(__global const T* restrict a, __global const T* restrict b,
-                        __global T* restrict out, int4 d, int4 sa, int4 sb, int op,
-                        float lo, float hi)
+__kernel void KERNEL(binary_4d)(__global const T* restrict a, __global const T* restrict b,
+                                __global T* restrict out, int4 d, int4 sa, int4 sb, int op,
+                                float lo, float hi)
 {
     const int i3 = get_global_id(0), i2 = get_global_id(1), i01 = get_global_id(2);
     if (i3 >= d.w || i2 >= d.z || i01 >= d.x * d.y) return;
@@ -64,8 +65,8 @@ __kernel void binary_4d(__global const T* restrict a, __global const T* restrict
 #define UN_LOG 16
 #define UN_RELU_0_TO_1 17
 
-__kernel void unary(__global const T* restrict in, __global T* restrict out, int n, int op,
-                    float alpha)
+__kernel void KERNEL(unary)(__global const T* restrict in, __global T* restrict out, int n, int op,
+                            float alpha)
 {
     const int i = get_global_id(0) * VW;
     if (i >= n) return;

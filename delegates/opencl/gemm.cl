@@ -11,6 +11,10 @@
 // a fused channel PAD), then the clamp. Whatever costs nothing at run time is an argument, not
 // a define (the residual, mt, the launch order): fewer programs for PoCL to compile.
 
+#undef STF
+#undef TI
+#undef LDI
+#undef ACC_PANEL
 #ifndef TM
 #define TM 4
 #endif
@@ -61,10 +65,10 @@
 // The model's input may stay float32 under HALF (IN_F32: the first convolution reads it as
 // given, not rounded to half).
 #ifdef IN_F32
-typedef float TI;
+#define TI float
 #define LDI(p, i) ((p)[i])
 #else
-typedef T TI;
+#define TI T
 #define LDI(p, i) LD(p, i)
 #endif
 
@@ -98,10 +102,10 @@ typedef T TI;
 // of one panel run one after another, so a panel is read from memory once (layers whose
 // weights outweigh their input: few rows, many weights).
 
-__kernel void gemm(__global const TI* restrict a, __global const TW_* restrict w,
-                   __global const float* restrict sb, __global T* restrict out,
-                   int M, int K, int N, int lda, float lo, float hi,
-                   __global const T* restrict res, int rc, int mt, int panel_major)
+__kernel void KERNEL(gemm)(__global const TI* restrict a, __global const TW_* restrict w,
+                           __global const float* restrict sb, __global T* restrict out, int M,
+                           int K, int N, int lda, float lo, float hi,
+                           __global const T* restrict res, int rc, int mt, int panel_major)
 {
     const int id0 = get_global_id(0), id1 = get_global_id(1);
     const int n0 = (panel_major ? id1 : id0) * PANEL;
@@ -121,11 +125,11 @@ __kernel void gemm(__global const TI* restrict a, __global const TW_* restrict w
     }
 }
 
-__kernel void conv2d(__global const TI* restrict in, __global const TW_* restrict w,
-                     __global const float* restrict sb, __global T* restrict out,
-                     int H, int W, int C, int Ho, int Wo, int kh, int kw, int sh, int sw,
-                     int dh, int dw, int pt, int pl, int N, float lo, float hi,
-                     __global const T* restrict res, int rc)
+__kernel void KERNEL(conv2d)(__global const TI* restrict in, __global const TW_* restrict w,
+                             __global const float* restrict sb, __global T* restrict out, int H,
+                             int W, int C, int Ho, int Wo, int kh, int kw, int sh, int sw, int dh,
+                             int dw, int pt, int pl, int N, float lo, float hi,
+                             __global const T* restrict res, int rc)
 {
     const int n0 = get_global_id(0) * PANEL;
     const int ox0 = get_global_id(1) * TM;
@@ -184,13 +188,14 @@ __kernel void conv2d(__global const TI* restrict in, __global const TW_* restric
 // (KH, KW) compile-time, strides and dilations arguments (as compile-time constants they
 // saved nothing measurable, and each was one more program); depthwise weights [KH * KW, CP]
 // and scales and biases [2, CP], CP = C rounded up to 16; 1x1 weights in panels of K = C.
-__kernel void depthwise_gemm(__global const T* restrict in, __global const TW_* restrict wd,
-                             __global const float* restrict sbd, __global const TW_* restrict w,
-                             __global const float* restrict sb, __global T* restrict out,
-                             __local float* restrict scratch, int H, int W, int C, int Ho,
-                             int Wo, int sh, int sw, int dh, int dw, int pt, int pl,
-                             float dlo, float dhi, int N, float lo, float hi,
-                             __global const T* restrict res, int rc)
+__kernel void KERNEL(depthwise_gemm)(__global const T* restrict in, __global const TW_* restrict wd,
+                                     __global const float* restrict sbd,
+                                     __global const TW_* restrict w,
+                                     __global const float* restrict sb, __global T* restrict out,
+                                     __local float* restrict scratch, int H, int W, int C, int Ho,
+                                     int Wo, int sh, int sw, int dh, int dw, int pt, int pl,
+                                     float dlo, float dhi, int N, float lo, float hi,
+                                     __global const T* restrict res, int rc)
 {
     const int ox0 = get_global_id(0) * TM;
     const int row = get_global_id(1);  // b * Ho + oy

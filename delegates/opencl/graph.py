@@ -197,9 +197,10 @@ class Builder:
             return buffers[self._root(index)]
 
         calls, labels = [], []
+        dev.build([(launch[0], tuple(sorted(launch[2].items()))) for launch in self.launches])
         for program, name, defines, gsize, lsize, args, node in self.launches:
             labels.append((node, name, gsize))
-            kernel = cl.Kernel(dev.program(program, defines), name)
+            kernel = dev.kernel(program, name, defines)
             kernel.set_args(*[buffer(a.index) if isinstance(a, TensorRef) else a for a in args])
             calls.append((kernel, gsize, lsize))
         ins = [(buffer(t.index), self._staging(t)) for t in inputs]
