@@ -19,4 +19,10 @@ CASES = [
               conv_options(padding=0), oq=(0.05, 2)),
     conv_case("requant_depthwise_stride2_relu6", "DEPTHWISE_CONV_2D", (1, 64, 64, 32),
               (1, 3, 3, 32), conv_options(stride=2, padding=0, act=3), oq=(0.03, -128)),
+    # uint8 (per-tensor weights, no lift to a non-negative range).
+    conv_case("requant_conv_uint8", "CONV_2D", (1, 32, 32, 8), (12, 1, 1, 8), conv_options(),
+              key="uint8", w_zp=131),
+    conv_case("requant_depthwise_uint8_relu", "DEPTHWISE_CONV_2D", (1, 40, 40, 16),
+              (1, 3, 3, 16), conv_options(padding=0, act=1), key="uint8", w_zp=120,
+              oq=(0.5, -100)),
 ]
