@@ -117,6 +117,7 @@ class Window:
             self.padded = PaddedInput(node, shape, max(rows, self.pt + 1),
                                       max(cols, self.pl + 1), self.pt, self.pl, fill=fill)
         self.buffer = None   # the padded input, set by copy_in
+        self._padded = None
         self._base = self._tap_base = self._item_base = None
         self._view = self._taps = self._items = None
 
@@ -133,7 +134,9 @@ class Window:
         return None if self.padded is None else self._copy_in
 
     def _copy_in(self, x):
-        self.buffer = self.padded.fill_from(x)[0]
+        buffer = self.padded.fill_from(x)
+        if self._padded is not buffer:   # the same array on every run: views of it are kept
+            self._padded, self.buffer = buffer, buffer[0]
 
     def view(self, x):
         """All taps: a view [kh, kw, N, Ho, Wo, C] of `x` or of the padded buffer."""
