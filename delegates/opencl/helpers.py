@@ -74,8 +74,6 @@ def _rank4(node) -> str | None:
     return None
 
 
-
-
 # -- half weights ------------------------------------------------------------------------------
 
 SCALE_BUDGET = 1 << 18  # weights x candidate scales tried per layer (~1 ms of numpy)
