@@ -17,8 +17,11 @@ from .plan import Runtime
 
 
 class OpResolverType(enum.Enum):
-    """Which kernels run the model (LiteRT's names). edgelite's kernels follow TFLite's reference
-    arithmetic in every mode, so BUILTIN_REF results are what AUTO and BUILTIN give too."""
+    """Which kernels run the model (LiteRT's names). BUILTIN_REF: the integer kernels round
+    exactly as TFLite's reference kernels (bit-identical outputs). The others let the int8 and
+    uint8 requantization round in float where that is faster, at most 1 in the last place from
+    the reference, as LiteRT's optimized kernels differ from its reference ones. Float kernels
+    are the same in every mode."""
 
     AUTO = 0
     BUILTIN = 1
@@ -97,8 +100,9 @@ class Interpreter:
             raise ValueError(f"Could not load {src}: {e}") from e
         self._num_threads = num_threads
         self._op_resolver_type = experimental_op_resolver_type
+        kind = getattr(experimental_op_resolver_type, "name", experimental_op_resolver_type)
         self._runtime = Runtime(self._model, bool(experimental_preserve_all_tensors),
-                                experimental_delegates or ())
+                                experimental_delegates or (), reference=kind == "BUILTIN_REF")
         self._runtime.check_supported()
         self._main = self._runtime.subgraph(0)
         self._allocated = False

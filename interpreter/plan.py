@@ -27,9 +27,13 @@ class UnsupportedOpsError(RuntimeError):
 class Runtime:
     """What the subgraphs of one interpreter share: the model, their plans, resource variables."""
 
-    def __init__(self, model: Model, preserve_all: bool = False, delegates=()):
+    def __init__(self, model: Model, preserve_all: bool = False, delegates=(),
+                 reference: bool = False):
         self.model = model
         self.preserve_all = preserve_all
+        # OpResolverType.BUILTIN_REF: integer kernels round exactly as TFLite's reference
+        # kernels; otherwise they may differ by 1 in the last place, as LiteRT's optimized ones.
+        self.reference = reference
         self.delegates = list(delegates)
         self.plans: dict = {}
         self.resources: dict = {}      # resource id -> np.ndarray value

@@ -115,7 +115,11 @@ def run_steps(module, content: bytes, feeds_per_step: list) -> list:
 
 
 def run_both(content: bytes, feeds: list, reference: bool = True) -> tuple:
-    return run_edgelite(content, feeds), run_litert(content, feeds, reference)
+    """edgelite and LiteRT, both with the reference kernels (or both with their defaults)."""
+    from edgelite.interpreter import OpResolverType
+    kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    return (run_edgelite(content, feeds, experimental_op_resolver_type=kind),
+            run_litert(content, feeds, reference))
 
 
 def assert_close(ours: list, theirs: list, rtol: float = 1e-5, atol: float = 1e-6) -> None:

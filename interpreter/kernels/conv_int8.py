@@ -21,7 +21,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .common import conv_output
 from .quantized import EXACT_F32, Requantizer, Scratch, activation_range, channel_scales, f32, \
-    quant_params, quantize_multiplier, quantize_multipliers
+    quant_params, quantize_multiplier, quantize_multipliers, exact_rounding
 from .registry import register
 
 CHUNK_BYTES = 1 << 23
@@ -189,7 +189,8 @@ def conv_2d(node):
     fold = groups == 1 and ftype == np.float32 and not (plain and patch < 64) and \
         float((acc_bound + np.abs(bias)).max(initial=0)) < EXACT_F32
     requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias,
-                          acc_bound if ftype == np.float32 else None, tile=ow, bias_in_acc=fold)
+                          acc_bound if ftype == np.float32 else None, tile=ow, bias_in_acc=fold,
+                          exact=exact_rounding(node))
     scaled = False
     if groups == 1 and ftype == np.float32 and not requant.tiny:
         # Or the scale and the whole offset in the float weights (no multiply or add pass),
@@ -198,7 +199,7 @@ def conv_2d(node):
         terms = acc_bound * real + np.abs(bias) * real + abs(zo) + 131
         error = (patch + 3) * 2.0 ** -24 * (1 + 2.0 ** -20) * terms
         other = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias, tile=ow,
-                            scaled_error=error)
+                            scaled_error=error, exact=exact_rounding(node))
         if other.fast and other.width <= SCALED_WIDTH:
             scaled, fold, requant = True, True, other
     if scaled:
@@ -325,13 +326,15 @@ def depthwise_conv_2d(node):
     # Small outputs requantize exact integer sums in float64 (quantized.TINY).
     ftype = _float_type(acc_bound)
     requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
-                          acc_bound if ftype == np.float32 else None, tile=ow)
+                          acc_bound if ftype == np.float32 else None, tile=ow,
+                          exact=exact_rounding(node))
     scaled = False
     if not requant.tiny and ftype == np.float32:
         real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
         error = (kh * kw + 2) * 2.0 ** -24 * (1 + 2.0 ** -20) * acc_bound * real
         scaled_requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
-                                     tile=ow, scaled_error=error)
+                                     tile=ow, scaled_error=error,
+                                     exact=exact_rounding(node))
         scaled = scaled_requant.fast
         if scaled:
             requant = scaled_requant

@@ -13,7 +13,7 @@ import numpy as np
 
 from .common import clip_, matmul_shape
 from .quantized import EXACT_F32, TYPE_RANGE, Requantizer, activation_range, channel_scales, f32, \
-    quant_params, quantize_multiplier, round_half_away_array
+    quant_params, quantize_multiplier, round_half_away_array, exact_rounding
 from .registry import register
 
 
@@ -121,7 +121,7 @@ def batch_matmul(node):
     af = np.empty(a.shape, ftype)
     bf = np.empty(b.shape, ftype)
     acc = np.empty(out.shape, ftype)
-    requant = Requantizer(m, s, zo, lo, hi, out.shape)
+    requant = Requantizer(m, s, zo, lo, hi, out.shape, exact=exact_rounding(node))
     work = requant.work()
     b_const = None
     if b.data is not None:

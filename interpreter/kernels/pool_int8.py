@@ -12,7 +12,7 @@ import numpy as np
 
 from .common import clip_, conv_output
 from .quantized import EXACT_F32, TYPE_RANGE, Requantizer, activation_range, mbqm, quant_params, \
-    quantize_multiplier
+    quantize_multiplier, exact_rounding
 from .registry import register
 
 
@@ -159,7 +159,8 @@ def mean(node):
         # float32 sums are exact: the requantizer's fast path reads them.
         sums = np.empty(shape, np.float32)
         requant = Requantizer(multiplier, shift, z_out, lo, hi, (size, 1), -z_in * count,
-                              acc_bound=np.array([count * 32768]))
+                              acc_bound=np.array([count * 32768]),
+                              exact=exact_rounding(node))
         work = requant.work()
 
         def run(x, axis_, out):

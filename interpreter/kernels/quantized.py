@@ -224,7 +224,7 @@ class Requantizer:
 
     def __init__(self, multiplier, shift, zero_point: int, lo: int, hi: int, shape: tuple,
                  bias=None, acc_bound=None, tile: int = 1, bias_in_acc: bool = False,
-                 scaled_error=None):
+                 scaled_error=None, exact: bool = True):
         multiplier = np.asarray(multiplier, np.int64)
         shift = np.asarray(shift, np.int64)
         channels = shape[-1]
@@ -247,6 +247,7 @@ class Requantizer:
         self.all_right = bool(np.all(right > 0))
         self.some_right = bool(np.any(right > 0)) and not self.all_right
         self.lo, self.hi = int(lo), int(hi)
+        self.exact = bool(exact)
         size = int(np.prod(shape))
         self.rmask = (right > 0).astype(np.int64)
         self.tile = max(1, int(tile))
@@ -469,7 +470,12 @@ class Requantizer:
 
     def _finish(self, s, out, work, exact_acc) -> None:
         """out = floor(clip(s)) - lift; the elements whose fraction is below `width` (their
-        floor moves when `width` is subtracted) are redone exactly."""
+        floor moves when `width` is subtracted) are redone exactly.
+
+        Not `exact` (LiteRT's optimized kernels' contract: at most 1 from the reference): the
+        flagged elements keep floor(s), one more than TFLite's result or equal: s exceeds the
+        exact sum by less than `width` (< 1/8, the -2 d band included when it has no passes
+        of its own). Few elements: a fraction `width` of those inside the clamp range."""
         n = s.size
         below = work[1][:n]
         flags = work[2]
@@ -486,6 +492,10 @@ class Requantizer:
         flat = out.reshape(-1)
         raw = flat.view(np.uint8)
         np.copyto(raw, s, casting="unsafe")
+        if not self.exact:
+            if self.lift:
+                np.bitwise_xor(raw, np.uint8(self.lift), out=raw)
+            return
         np.subtract(s, self.width, out=s)
         np.copyto(below, s, casting="unsafe")
         near = _differing(raw, below, flags)
@@ -525,6 +535,14 @@ def _differing(raw: np.ndarray, below: np.ndarray, words: np.ndarray) -> np.ndar
 
 
 # -- shared work buffers -----------------------------------------------------------------------
+
+def exact_rounding(node) -> bool:
+    """Whether a node's integer kernels must round exactly as TFLite's reference kernels: under
+    OpResolverType.BUILTIN_REF (see interpreter.plan.Runtime.reference), and for a node prepared
+    outside an interpreter."""
+    runtime = getattr(node, "runtime", None)
+    return runtime is None or bool(getattr(runtime, "reference", True))
+
 
 class Scratch:
     """Work buffers shared by the integer kernels of one interpreter: its kernels run one at a

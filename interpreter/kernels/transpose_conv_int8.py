@@ -18,7 +18,7 @@ from .conv import _transpose_padding
 from .conv_int16 import X_MAX, bias_16x8, requantizer, symmetric_weights
 from .conv_int8 import _bias
 from .quantized import EXACT_F32, Requantizer, activation_range, channel_scales, f32, \
-    quant_params, quantize_multiplier, quantize_multipliers
+    quant_params, quantize_multiplier, quantize_multipliers, exact_rounding
 from .registry import register
 
 
@@ -79,7 +79,8 @@ def transpose_conv(node):
         requant = requantizer(multiplier, shift, lo, hi, rows, o, bias, wide, acc_bound)
     else:
         r = Requantizer(multiplier, shift, zo, lo, hi, (rows, o), bias,
-                        acc_bound if ftype == np.float32 else None)
+                        acc_bound if ftype == np.float32 else None,
+                        exact=exact_rounding(node))
         work = r.work()
         requant = lambda acc, out: r(acc, out, work)   # noqa: E731
     xf = np.empty((n * h * wd, c), ftype)

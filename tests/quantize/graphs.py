@@ -69,8 +69,10 @@ def fallback_model() -> Model:
 
 
 def run_edgelite(content: bytes, feeds: list, all_tensors=False) -> list:
-    from edgelite.interpreter import Interpreter
-    it = Interpreter(model_content=content, experimental_preserve_all_tensors=all_tensors)
+    """edgelite with the reference kernels' arithmetic, as run_litert."""
+    from edgelite.interpreter import Interpreter, OpResolverType
+    it = Interpreter(model_content=content, experimental_preserve_all_tensors=all_tensors,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     return _run(it, feeds, all_tensors)
 
 

@@ -30,8 +30,9 @@ def predict(content: bytes, images: np.ndarray, litert: bool = False) -> np.ndar
         it = Interpreter(model_content=content,
                          experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     else:
-        from edgelite.interpreter import Interpreter
-        it = Interpreter(model_content=content)
+        from edgelite.interpreter import Interpreter, OpResolverType
+        it = Interpreter(model_content=content,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     i, o = it.get_input_details()[0], it.get_output_details()[0]
     out = []
