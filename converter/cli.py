@@ -87,13 +87,17 @@ def run_command(
         None, "--threads", min=1, help="num_threads of the interpreter (default: the runtime's)"),
     profile: bool = typer.Option(
         False, "--profile", help="time per op type; arena bytes vs the live-tensor lower bound"),
+    reference: bool = typer.Option(
+        False, "--reference", help="integer kernels with the arithmetic of TFLite's reference "
+        "kernels, bit for bit (OpResolverType.BUILTIN_REF); by default int8 may round in float, "
+        "at most 1 off, as LiteRT's optimized kernels"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON document instead of text"),
 ) -> None:
     """Run a .tflite model in edgelite's interpreter: outputs, accuracy on labels, latency."""
     ir = _load_model(model)
     arrays = _read_npz(data) if data is not None else None
     try:
-        session = Session(model, ir, signature, threads)
+        session = Session(model, ir, signature, threads, reference)
         feeds = session.match(arrays, data) if arrays is not None else session.random_feeds()
         report = session.report(feeds, arrays or {}, repeat, profile)
     except _Refused as e:
@@ -207,11 +211,14 @@ class Session:
     API, or a signature through its runner. Ports are dicts: name, keys (names --data may use),
     index, shape, dtype, quantization."""
 
-    def __init__(self, path: Path, ir, signature: str | None, threads: int | None):
-        from edgelite.interpreter import Interpreter
+    def __init__(self, path: Path, ir, signature: str | None, threads: int | None,
+                 reference: bool = False):
+        from edgelite.interpreter import Interpreter, OpResolverType
 
         self.path, self.ir, self.signature, self.threads = path, ir, signature, threads
-        self.interpreter = Interpreter(model_path=str(path), num_threads=threads)
+        kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+        self.interpreter = Interpreter(model_path=str(path), num_threads=threads,
+                                       experimental_op_resolver_type=kind)
         if signature is None:
             self.runner, subgraph = None, 0
             self.interpreter.allocate_tensors()

@@ -221,3 +221,27 @@ def test_bad_files_and_signature(model, tmp_path):
     assert "cannot read --data" in run_error(model, "--data", tmp_path / "junk.npz")
     assert "no signature 'train' (it has: 'serving_default')" in run_error(
         model, "--signature", "train")
+
+
+def test_reference_flag_gives_the_reference_kernels_bits(tmp_path):
+    """`--reference`: the interpreter `run` builds uses BUILTIN_REF, whose int8 outputs equal
+    LiteRT's reference kernels' bit for bit; without it this case differs (by 1) somewhere."""
+    from edgelite.converter.cli import Session
+    from edgelite.schema import load
+    from tests.interpreter.cases_int8_requant import CASES
+    from tests.opmodel import run_litert
+    case = next(c for c in CASES if c.id == "requant_conv_1x1_large_relu6")
+    path = tmp_path / "conv.tflite"
+    path.write_bytes(case.model)
+    theirs = run_litert(case.model, case.feeds)[0]
+
+    def output(reference: bool) -> np.ndarray:
+        it = Session(path, load(path), None, 1, reference).interpreter
+        it.set_tensor(it.get_input_details()[0]["index"], case.feeds[0])
+        it.invoke()
+        return it.get_tensor(it.get_output_details()[0]["index"])
+    np.testing.assert_array_equal(output(True), theirs)
+    fast = output(False)
+    assert not np.array_equal(fast, theirs)
+    assert np.abs(fast.astype(int) - theirs).max() == 1
+    assert run_json(path, "--reference", "--repeat", "1")["outputs"][0]["dtype"] == "int8"
