@@ -309,11 +309,13 @@ def check(conversion, source, inputs=None) -> tuple:
 
 
 def _run(content: bytes, feeds: list, runtime: str):
-    """Float outputs of edgelite or LiteRT (BUILTIN_REF) on float feeds, quantizing integer
-    inputs and dequantizing integer outputs; None without LiteRT."""
+    """Float outputs of edgelite or LiteRT, both with the reference kernels' arithmetic
+    (BUILTIN_REF), on float feeds, quantizing integer inputs and dequantizing integer outputs;
+    None without LiteRT."""
     if runtime == "edgelite":
-        from edgelite.interpreter import Interpreter
-        it = Interpreter(model_content=content)
+        from edgelite.interpreter import Interpreter, OpResolverType
+        it = Interpreter(model_content=content,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     else:
         try:
             from ai_edge_litert.interpreter import Interpreter, OpResolverType

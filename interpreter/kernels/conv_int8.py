@@ -192,15 +192,17 @@ def conv_2d(node):
                           acc_bound if ftype == np.float32 else None, tile=ow, bias_in_acc=fold,
                           exact=exact_rounding(node))
     scaled = False
-    if groups == 1 and ftype == np.float32 and not requant.tiny:
+    exact = exact_rounding(node)
+    if groups == 1 and ftype == np.float32 and (not requant.tiny or not exact):
         # Or the scale and the whole offset in the float weights (no multiply or add pass),
-        # while the GEMM's rounding leaves few outputs near an edge to redo.
+        # while the GEMM's rounding leaves few outputs near an edge to redo (or, not `exact`,
+        # whatever their number: they stay within 1, see Requantizer._finish).
         real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
         terms = acc_bound * real + np.abs(bias) * real + abs(zo) + 131
         error = (patch + 3) * 2.0 ** -24 * (1 + 2.0 ** -20) * terms
         other = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias, tile=ow,
-                            scaled_error=error, exact=exact_rounding(node))
-        if other.fast and other.width <= SCALED_WIDTH:
+                            scaled_error=error, exact=exact)
+        if other.fast and (other.width <= SCALED_WIDTH or not exact):
             scaled, fold, requant = True, True, other
     if scaled:
         wmats = [np.concatenate([(wint * real).astype(np.float32), requant.offset[None, :]])]
@@ -329,12 +331,12 @@ def depthwise_conv_2d(node):
                           acc_bound if ftype == np.float32 else None, tile=ow,
                           exact=exact_rounding(node))
     scaled = False
-    if not requant.tiny and ftype == np.float32:
+    exact = exact_rounding(node)
+    if (not requant.tiny or not exact) and ftype == np.float32:
         real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
         error = (kh * kw + 2) * 2.0 ** -24 * (1 + 2.0 ** -20) * acc_bound * real
         scaled_requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
-                                     tile=ow, scaled_error=error,
-                                     exact=exact_rounding(node))
+                                     tile=ow, scaled_error=error, exact=exact)
         scaled = scaled_requant.fast
         if scaled:
             requant = scaled_requant
