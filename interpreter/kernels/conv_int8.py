@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .common import conv_output
+from .common import clip_, conv_output
 from .quantized import EXACT_F32, Requantizer, Scratch, activation_range, channel_scales, f32, \
     quant_params, quantize_multiplier, quantize_multipliers, exact_rounding
 from .registry import register
@@ -228,6 +228,45 @@ def conv_2d(node):
             cache["view"], cache["src"] = view, src
         return view
 
+    bound = []
+
+    def bind(x, out):
+        """Per chunk, the views a not-exact scaled run uses (see fast_run)."""
+        cols, acc_f, *_ = buffers()
+        flat = out.reshape(n * oh * ow, cout)
+        view = None if plain else windows(source.buffer if not source.direct else x)
+        rows = x.reshape(n * oh * ow, cin) if plain else None
+        steps = []
+        for b, r0, r1 in chunks:
+            p = (r1 - r0) * ow
+            start = (b * oh + r0) * ow
+            c = cols[:p]
+            if plain:
+                dest, src = c[:, :patch], rows[start:start + p]
+            else:
+                dest = c[:, :patch].reshape(r1 - r0, ow, kh, kw, cin)
+                src = view[b, r0:r1]
+            steps.append((dest, src, c[:, patch], c, acc_f[:p],
+                          flat[start:start + p].view(np.uint8)))
+        bound[:] = [x, out, steps]
+
+    def fast_run(x, w_, b_, out):
+        """Scaled float weights, rounding within 1 (not `exact`): patches, ones, matmul, then
+        clip and a truncating cast of the lifted sums (Requantizer._finish's first passes)."""
+        if not bound or bound[0] is not x or bound[1] is not out:
+            bind(x, out)
+        if not source.direct:
+            source(x)
+        wm, lift, bounds = wmats[0], requant.lift, requant.bounds
+        for dest, src, ones, c, acc, raw in bound[2]:
+            np.copyto(dest, src, casting="unsafe")
+            ones.fill(1.0)
+            np.matmul(c, wm, out=acc)
+            clip_(acc, *bounds)
+            np.copyto(raw, acc, casting="unsafe")
+            if lift:
+                np.bitwise_xor(raw, np.uint8(lift), out=raw)
+
     def run(x, w_, b_, out):
         cols, acc_f, *work = buffers()
         flat = out.reshape(n * oh * ow, cout)
@@ -263,6 +302,8 @@ def conv_2d(node):
             else:
                 requant(acc_f[:p], flat[start:start + p], work)
 
+    if scaled and not requant.exact and not requant.signed and groups == 1:
+        run = fast_run
     if len(node.inputs) == 2:
         return lambda x, w_, out: run(x, w_, None, out)
     return run
