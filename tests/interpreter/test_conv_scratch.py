@@ -62,7 +62,9 @@ def test_shared_buffers_refill_their_borders():
     theirs = run_steps(litert, content, steps)
     for a, b in zip(ours, theirs):
         assert np.isfinite(a[0]).all()
-        assert_close(a, b, rtol=1e-5, atol=1e-5)
+        # Relative to the largest output (~300): sums in another order (OpenBLAS's AVX-512
+        # kernels) move an output that nearly cancels by 1e-5.
+        assert_close(a, b, rtol=1e-5, atol=1e-6 * float(np.abs(b[0]).max()))
 
 
 def test_depthwise_in_bands_of_rows(monkeypatch):
