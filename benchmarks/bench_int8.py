@@ -4,7 +4,8 @@
                                     [--cpu]
 
 For each pair (MODEL.tflite, MODEL_int8.tflite): the median wall-clock latency of one invoke in
-edgelite (float, int8) and LiteRT (its default path, int8), 1 thread, measured in alternating
+edgelite (float; int8 with the default resolver, at most 1 LSB from the reference kernels, and
+with BUILTIN_REF, bit-exact) and LiteRT (its default path, int8), 1 thread, measured in alternating
 blocks with a pause before each (OpenBLAS and XNNPACK threads spin after a call). `--profile`
 adds each int8 step timed alone (best of N), summed by op type, beside the float model's.
 """
@@ -26,12 +27,17 @@ sys.path.insert(0, str(REPO_ROOT))
 PAIRS = ("mobilenet_v2", "digits_cnn")
 
 
-def _interpreter(path: Path, litert: bool = False):
+def _interpreter(path: Path, litert: bool = False, reference: bool = False):
+    """An allocated interpreter fed a seeded input; `reference`: edgelite's BUILTIN_REF (the
+    integer arithmetic of TFLite's reference kernels, bit for bit)."""
+    kwargs = {}
     if litert:
         from ai_edge_litert.interpreter import Interpreter
     else:
-        from edgelite.interpreter import Interpreter
-    it = Interpreter(model_path=str(path), num_threads=1)
+        from edgelite.interpreter import Interpreter, OpResolverType
+        if reference:
+            kwargs["experimental_op_resolver_type"] = OpResolverType.BUILTIN_REF
+    it = Interpreter(model_path=str(path), num_threads=1, **kwargs)
     it.allocate_tensors()
     d = it.get_input_details()[0]
     rng = np.random.default_rng(0)
@@ -99,19 +105,21 @@ def main() -> None:
                     help="process CPU time per invoke instead of wall-clock time")
     args = ap.parse_args()
     folder = Path(args.models)
-    print("| model | float | int8 | int8/float | LiteRT int8 | int8/LiteRT |")
-    print("|---|---|---|---|---|---|")
+    print("| model | float | int8 | int8/float | int8 BUILTIN_REF | REF/float | LiteRT int8 "
+          "| int8/LiteRT |")
+    print("|---|---|---|---|---|---|---|---|")
     profiles = {}
     for name in ([args.only] if args.only else PAIRS):
         runners = {"float": _interpreter(folder / f"{name}.tflite"),
                    "int8": _interpreter(folder / f"{name}_int8.tflite"),
+                   "ref": _interpreter(folder / f"{name}_int8.tflite", reference=True),
                    "litert": _interpreter(folder / f"{name}_int8.tflite", litert=True)}
         med = latencies(runners, args.blocks, args.seconds,
                         time.process_time if args.cpu else time.perf_counter)
-        f, q, lt = med["float"], med["int8"], med["litert"]
+        f, q, r, lt = med["float"], med["int8"], med["ref"], med["litert"]
         unit, k = ("ms", 1e3) if f > 1e-3 else ("µs", 1e6)
         print(f"| {name} | {f * k:.2f} {unit} | {q * k:.2f} {unit} | {q / f:.2f}× | "
-              f"{lt * k:.2f} {unit} | {q / lt:.1f}× |")
+              f"{r * k:.2f} {unit} | {r / f:.2f}× | {lt * k:.2f} {unit} | {q / lt:.1f}× |")
         if args.profile:
             profiles[name] = (profile(runners["float"], args.reps),
                               profile(runners["int8"], args.reps))
