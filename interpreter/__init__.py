@@ -6,6 +6,7 @@ from .api import Interpreter, OpResolverType
 from .kernels import register_custom_op
 from .kernels.registry import KernelError
 from .plan import UnsupportedOpsError
+from .signature import SignatureRunner
 
 
 def load_delegate(library, options=None):
@@ -14,5 +15,5 @@ def load_delegate(library, options=None):
     return _load(library, options)
 
 
-__all__ = ["Interpreter", "OpResolverType", "load_delegate", "register_custom_op",
-           "KernelError", "UnsupportedOpsError"]
+__all__ = ["Interpreter", "OpResolverType", "SignatureRunner", "load_delegate",
+           "register_custom_op", "KernelError", "UnsupportedOpsError"]

@@ -29,6 +29,14 @@ class OpResolverType(enum.Enum):
     BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
 
 
+def _numpy_type(dtype: str):
+    """The numpy type LiteRT's details give for a tensor type (object for strings, resources
+    and variants)."""
+    np_type = NUMPY_DTYPES.get(dtype)
+    return np.object_ if dtype in ("string", "resource", "variant") or np_type is None \
+        else np_type.type
+
+
 def _details(model, sg, t: int, shape) -> dict:
     tensor = sg.tensors[t]
     q = tensor.quantization
@@ -37,18 +45,17 @@ def _details(model, sg, t: int, shape) -> dict:
     if scales.size and zps.size < scales.size:
         zps = np.zeros(scales.size, np.int32)
     sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
-    np_type = NUMPY_DTYPES.get(tensor.dtype)
     return {
         "name": tensor.name,
         "index": t,
         "shape": np.array(shape, np.int32),
         "shape_signature": np.array(sig, np.int32),
-        "dtype": np.object_ if tensor.dtype in ("string", "resource", "variant") or np_type is None
-        else np_type.type,
+        "dtype": _numpy_type(tensor.dtype),
         "quantization": (float(scales[0]), int(zps[0])) if scales.size == 1 else (0.0, 0),
         "quantization_parameters": {
             "scales": scales, "zero_points": zps,
             "quantized_dimension": int(q.quantized_dimension) if q is not None else 0,
+            "block_size": 0,    # blockwise quantization: refused at load (schema.loader)
         },
         "sparsity_parameters": _sparsity_details(tensor.sparsity),
     }
@@ -241,6 +248,45 @@ class Interpreter:
         return self._main.arena_bytes
 
     # -- signatures --------------------------------------------------------------------------
+
+    # -- LiteRT's underscored helpers, which tools and scripts use too ------------------------
+
+    def _get_tensor_details(self, tensor_index, subgraph_index=0) -> dict:
+        """One tensor's details (as get_tensor_details gives them), of any subgraph."""
+        plan = self._plan(subgraph_index)
+        self._check_index(tensor_index, subgraph_index)
+        sg = self._model.subgraphs[subgraph_index]
+        if subgraph_index == 0:
+            shape = self._shape(tensor_index)
+        elif plan is not None and plan.ready and plan.arrays[tensor_index] is not None:
+            shape = plan.arrays[tensor_index].shape
+        else:
+            shape = sg.tensors[tensor_index].shape
+        return _details(self._model, sg, tensor_index, shape)
+
+    def _get_op_details(self, op_index) -> dict:
+        """An operator of the main subgraph: index, op_name, inputs and outputs (tensor indices,
+        -1 for an omitted input), operand_types and result_types (numpy types)."""
+        sg = self._main.sg
+        if not isinstance(op_index, (int, np.integer)) or not 0 <= op_index < len(sg.operators):
+            raise ValueError("Invalid node index")
+        op = sg.operators[op_index]
+        code = op.opcode
+
+        def types(indices):
+            return [_numpy_type(sg.tensors[t].dtype) for t in indices if t >= 0]
+        return {"index": int(op_index),
+                "op_name": code.custom_code if code.builtin == "CUSTOM" else code.builtin,
+                "inputs": np.array(op.inputs, np.int32), "outputs": np.array(op.outputs, np.int32),
+                "operand_types": types(op.inputs), "result_types": types(op.outputs)}
+
+    def _get_ops_details(self) -> list:
+        return [self._get_op_details(i) for i in range(len(self._main.sg.operators))]
+
+    def _get_full_signature_list(self) -> dict:
+        """Per signature key, its input and output names with their tensor indices."""
+        return {s.signature_key: {"inputs": dict(s.inputs), "outputs": dict(s.outputs)}
+                for s in self._model.signature_defs}
 
     def get_signature_list(self) -> dict:
         return {s.signature_key: {"inputs": list(s.inputs), "outputs": list(s.outputs)}

@@ -223,9 +223,19 @@ def _read_buffer(b, i: int, buf, budget: _Budget) -> Buffer:
     return Buffer()
 
 
+# QuantizationDetails union members whose parameters are not scale / zero_point.
+_UNSUPPORTED_SCHEMES = {2: "blockwise", 3: "multi-axis"}
+
+
 def _read_quantization(q, where, budget) -> QuantizationParameters | None:
     if q is None:
         return None
+    kind = int(q.DetailsType())
+    if kind in _UNSUPPORTED_SCHEMES:
+        # Their scales live in other tensors; read as plain affine parameters they would be
+        # silently wrong.
+        raise ModelError(f"{where}: {_UNSUPPORTED_SCHEMES[kind]} quantization is not supported "
+                         "by edgelite (per-tensor and per-channel affine quantization are)")
     scale = _array(q.ScaleAsNumpy(), np.float32, where, budget)
     zp = _array(q.ZeroPointAsNumpy(), np.int64, where, budget)
     mn = _array(q.MinAsNumpy(), np.float32, where, budget)

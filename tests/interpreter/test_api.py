@@ -92,9 +92,6 @@ def test_same_script_same_results():
         a, b = ours[key], theirs[key]
         if isinstance(b, np.ndarray):
             np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=key)
-        elif key == "keys":
-            # LiteRT 2.3 adds a `block_size` entry for blockwise quantization, which we do not have.
-            assert a[0] == b[0] and set(a[1]) <= set(b[1]), key
         else:
             assert a == b, key
     np.testing.assert_allclose(ours["y3"], _expected(np.arange(12, dtype=np.float32)
@@ -182,3 +179,44 @@ def test_arena_shares_memory():
     keep.set_tensor(ids[0], x)
     keep.invoke()
     np.testing.assert_array_equal(keep.get_tensor(ids[3]), x * 8)
+
+
+@pytest.mark.parametrize("model", ["digits_cnn", "digits_cnn_int8", "mobilenet_v2_int8",
+                                   "mwk_okay_nabu"])
+def test_underscored_helpers_like_litert(model, models_dir):
+    """_get_ops_details, _get_op_details, _get_tensor_details and _get_full_signature_list
+    (used by tools and scripts written for LiteRT) give what LiteRT gives (without its default
+    delegate, whose node LiteRT lists as one more op)."""
+    content = (models_dir / f"{model}.tflite").read_bytes()
+    ours = edgelite_interpreter.Interpreter(model_content=content)
+    litert = RUNTIMES["litert"]
+    theirs = litert.Interpreter(
+        model_content=content,
+        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    for it in (ours, theirs):
+        it.allocate_tensors()
+
+    def same(a, b, where):
+        if isinstance(b, dict):
+            assert a.keys() == b.keys(), where
+            for k in b:
+                same(a[k], b[k], f"{where}.{k}")
+        elif isinstance(b, (list, tuple)):
+            assert len(a) == len(b), where
+            for i, (x, y) in enumerate(zip(a, b)):
+                same(x, y, f"{where}[{i}]")
+        elif isinstance(b, np.ndarray):
+            assert a.dtype == b.dtype, where
+            np.testing.assert_array_equal(a, b, err_msg=where)
+        else:
+            assert a == b, where
+    same(ours._get_ops_details(), theirs._get_ops_details(), "ops")
+    same(ours._get_op_details(1), theirs._get_op_details(1), "op 1")
+    same(ours._get_full_signature_list(), theirs._get_full_signature_list(), "signatures")
+    for t in range(min(8, len(ours.get_tensor_details()))):
+        same(ours._get_tensor_details(t, 0), theirs._get_tensor_details(t, 0), f"tensor {t}")
+    for it in (ours, theirs):
+        with pytest.raises(ValueError):
+            it._get_op_details(10_000)
+        with pytest.raises(ValueError):
+            it._get_tensor_details(10_000, 0)

@@ -313,3 +313,18 @@ def test_unknown_op_in_ir_names_the_operator(digits):
 
 def test_opcode_constants_sane():
     assert OPERATOR_CODES["GELU"] == 150
+
+
+@pytest.mark.parametrize("kind, table, name", [(2, "BlockwiseQuantizationT", "blockwise"),
+                                               (3, "MultiAxisQuantizationT", "multi-axis")])
+def test_quantization_schemes_without_scales_are_refused(models_dir, kind, table, name):
+    """Blockwise and multi-axis quantization keep their scales in other tensors: read as plain
+    affine parameters they would give wrong numbers, so loading names the tensor and refuses."""
+    content = (models_dir / "digits_cnn_int8.tflite").read_bytes()
+
+    def edit(m):
+        t = next(t for t in m.subgraphs[0].tensors if t.quantization is not None
+                 and t.quantization.scale is not None)
+        t.quantization.detailsType, t.quantization.details = kind, getattr(fb, table)()
+    expect(repack(content, edit), r"subgraph 0 tensor \d+", f"{name} quantization is not "
+           "supported")
