@@ -88,7 +88,12 @@ def quant_params(node, k: int, output: bool = False) -> tuple:
     if q is None or q.scale.size == 0:
         where = "output" if output else "input"
         raise node.fail(f"{where} {k} ({t.name!r}, {t.type_name}) has no quantization parameters")
-    return float(q.scale[0]), int(q.zero_point[0]) if q.zero_point.size else 0
+    scale = float(q.scale[0])
+    if not (np.isfinite(scale) and scale > 0):
+        where = "output" if output else "input"
+        raise node.fail(f"{where} {k} ({t.name!r}) has scale {scale}; a quantized tensor's "
+                        "scale must be positive and finite")
+    return scale, int(q.zero_point[0]) if q.zero_point.size else 0
 
 
 def channel_scales(node, k: int, channels: int, axis: int) -> np.ndarray:
@@ -97,6 +102,11 @@ def channel_scales(node, k: int, channels: int, axis: int) -> np.ndarray:
     q = t.quantization
     if q is None or q.scale.size == 0:
         raise node.fail(f"weights (input {k}, {t.name!r}) have no quantization parameters")
+    bad = ~(np.isfinite(q.scale) & (q.scale > 0))
+    if bad.any():
+        raise node.fail(f"weights (input {k}, {t.name!r}) have scale {float(q.scale[bad][0])} "
+                        f"(channel {int(np.flatnonzero(bad)[0])}); scales must be positive and "
+                        "finite")
     if q.scale.size == 1:
         return np.full(channels, q.scale[0], np.float32)
     if q.scale.size != channels or q.quantized_dimension != axis:

@@ -175,3 +175,16 @@ def test_default_resolver_within_one_lsb_of_reference(models_dir):
         x = rng.integers(-128, 128, shape).astype(np.int8)
         a, b = _invoke(fast, x), _invoke(ref, x)
         assert np.abs(a.astype(int) - b).max() <= 1, f"input {k}"
+
+
+@pytest.mark.parametrize("scale", [0.0, -0.5, float("nan"), float("inf")])
+def test_bad_quantization_scales_are_named(scale):
+    """A quantized tensor whose scale is not positive and finite: LiteRT runs it to garbage
+    (or zeros); edgelite refuses at allocate_tensors, naming the op, the tensor and the scale."""
+    from edgelite.interpreter import KernelError
+    from tests.interpreter.cases_int8 import conv_case, conv_options
+    case = conv_case("bad_scale", "CONV_2D", (1, 5, 5, 3), (4, 1, 1, 3), conv_options(),
+                     oq=(scale, 0))
+    it = Interpreter(model_content=case.model)
+    with pytest.raises(KernelError, match=r"CONV_2D.*output 0 .*scale .*positive and finite"):
+        it.allocate_tensors()
