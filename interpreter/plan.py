@@ -87,13 +87,17 @@ def _static_infos(model: Model, si: int, shapes: dict | None = None) -> list:
     infos = []
     for i, t in enumerate(sg.tensors):
         data = None
+        dtype = NUMPY_DTYPES.get(t.dtype, np.dtype(object))
         if i not in graph_inputs and not t.is_variable and t.dtype in NUMPY_DTYPES:
             data = model.constant(sg, i)
             if data is None and 0 in t.shape and i not in written:
                 data = np.zeros(t.shape, NUMPY_DTYPES[t.dtype])  # an empty constant
+        elif t.dtype == "int4" and i not in graph_inputs and not t.is_variable:
+            # int4 weights: unpacked to int8 values once (kernels see type_name "int4")
+            data, dtype = model.constant(sg, i), np.dtype(np.int8)
         shape = shapes.get(i, t.shape) if shapes else t.shape
-        infos.append(TensorInfo(i, t.name, tuple(shape), NUMPY_DTYPES.get(t.dtype, np.dtype(object)),
-                                t.dtype, t.quantization, data, t.is_variable))
+        infos.append(TensorInfo(i, t.name, tuple(shape), dtype, t.dtype, t.quantization, data,
+                                t.is_variable))
     return infos
 
 

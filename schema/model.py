@@ -34,6 +34,33 @@ NUMPY_DTYPES = {
 }
 
 
+def int4_bytes(count: int) -> int:
+    """Bytes of `count` packed int4 values (two per byte)."""
+    return (int(count) + 1) // 2
+
+
+def unpack_int4(packed: np.ndarray, shape) -> np.ndarray:
+    """Packed int4 values (two per byte, the first in the low nibble, as TFLite packs them) as
+    a read-only int8 array of `shape`, sign-extended."""
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.asarray(packed).view(np.uint8).reshape(-1)[:int4_bytes(count)]
+    nibbles = np.empty(2 * raw.size, np.int8)
+    nibbles[0::2] = raw & 0x0F
+    nibbles[1::2] = raw >> 4
+    nibbles[nibbles >= 8] -= 16
+    value = nibbles[:count].reshape(shape)
+    value.flags.writeable = False
+    return value
+
+
+def pack_int4(values) -> np.ndarray:
+    """int8 values in [-8, 7] packed two per byte (the first in the low nibble)."""
+    flat = np.asarray(values).reshape(-1).astype(np.int16) & 0x0F
+    if flat.size % 2:
+        flat = np.append(flat, 0)
+    return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
+
+
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype of a tensor type name; ValueError for types numpy cannot hold."""
     try:
@@ -312,11 +339,14 @@ class Model:
 
     def constant(self, subgraph: Subgraph, tensor_index: int) -> np.ndarray | None:
         """The value of a constant tensor as an array of its dtype and shape (a view), or None.
-        None for a sparse tensor too: its buffer holds the stored values only (DENSIFY)."""
+        None for a sparse tensor too: its buffer holds the stored values only (DENSIFY). An int4
+        constant comes unpacked, as an int8 array (a copy)."""
         t = subgraph.tensors[tensor_index]
         buf = self.buffers[t.buffer]
         if t.is_variable or buf.nbytes == 0 or t.sparsity is not None:
             return None
+        if t.dtype == "int4":
+            return unpack_int4(buf.data, t.shape)
         return buf.data.view(t.np_dtype).reshape(t.shape)
 
     def __eq__(self, other):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .errors import ModelError
-from .model import NUMPY_DTYPES, Model, Subgraph
+from .model import NUMPY_DTYPES, Model, Subgraph, int4_bytes
 from .options import OPERATOR_CODES, options_kind
 
 # Largest tensor edgelite accepts: 2**31 elements (8 GiB of float32). A shape beyond it is absurd.
@@ -70,6 +70,11 @@ def _check_tensors(model: Model, si: int, sg: Subgraph) -> None:
             if t.dtype in NUMPY_DTYPES and size % NUMPY_DTYPES[t.dtype].itemsize:
                 raise ModelError(f"{where}: buffer {t.buffer} of {size} bytes is no whole "
                                  f"number of {t.dtype} values")
+        elif size and t.dtype == "int4":
+            if size != int4_bytes(count):
+                raise ModelError(f"{where}: buffer {t.buffer} holds {size} bytes but shape "
+                                 f"{list(t.shape)} of int4 needs {int4_bytes(count)} (two "
+                                 "values a byte)")
         elif size and t.dtype in NUMPY_DTYPES and t.dtype not in ("resource", "variant"):
             need = count * NUMPY_DTYPES[t.dtype].itemsize
             if size != need:

@@ -41,8 +41,11 @@ def conv_inputs(node, weight_type: str) -> tuple:
 
 
 def _weights(node, k: int, dtype_name: str, what: str) -> np.ndarray:
+    """Constant weights of `dtype_name`; int8 kernels also take int4 weights (the plan unpacks
+    them to int8 values, as TFLite does before its int8 arithmetic)."""
     w = node.input(k)
-    if w.type_name != dtype_name:
+    int4 = w.type_name == "int4" and dtype_name == "int8" and node.input(0).type_name == "int8"
+    if w.type_name != dtype_name and not int4:
         raise node.fail(f"{what} are {w.type_name}; {dtype_name} inputs need {dtype_name} {what}")
     if w.data is None:
         raise node.fail(f"{what} (input {k}, {w.name!r}) must be constant for integer kernels")

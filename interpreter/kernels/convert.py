@@ -44,9 +44,10 @@ def _affine(node, t, what: str):
     return scale.reshape(view), zero.reshape(view).astype(np.float32)
 
 
-@register("DEQUANTIZE", "float16", "int8", "uint8", "int16")
+@register("DEQUANTIZE", "float16", "int8", "uint8", "int16", "int4")
 def dequantize(node):
-    """float16 -> float32, or (q - zero_point) * scale (exact products: as TFLite's double)."""
+    """float16 -> float32, or (q - zero_point) * scale (exact products: as TFLite's double);
+    int4 constants arrive unpacked to int8 values."""
     node.expect_inputs(1)
     x = node.input(0)
     node.outputs[0].shape = x.shape

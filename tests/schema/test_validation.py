@@ -328,3 +328,22 @@ def test_quantization_schemes_without_scales_are_refused(models_dir, kind, table
         t.quantization.detailsType, t.quantization.details = kind, getattr(fb, table)()
     expect(repack(content, edit), r"subgraph 0 tensor \d+", f"{name} quantization is not "
            "supported")
+
+
+def test_int4_buffers_hold_two_values_a_byte():
+    """An int4 constant's buffer must hold ceil(n / 2) bytes; a model with one round-trips."""
+    from edgelite.schema import Model, Subgraph, Tensor
+    from edgelite.schema.model import pack_int4, unpack_int4
+    values = np.array([[-8, 7, 0], [1, -1, 3], [5, -4, 2]], np.int8)
+    model = Model()
+    sg = Subgraph(name="main")
+    sg.add_tensor(Tensor("w", (3, 3), "int4", buffer=model.add_buffer(pack_int4(values))))
+    model.subgraphs.append(sg)
+    content = save(model)
+    loaded = load(content)
+    assert save(loaded) == content
+    np.testing.assert_array_equal(loaded.constant(loaded.subgraphs[0], 0), values)
+    np.testing.assert_array_equal(unpack_int4(pack_int4(values), (3, 3)), values)
+    model.buffers[1] = Buffer(pack_int4(values)[:-1])
+    with pytest.raises(ModelError, match="int4 needs 5"):
+        save(model)
