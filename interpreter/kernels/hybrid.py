@@ -121,9 +121,9 @@ def _activation(node, code: int, allow_curves: bool):
 def _int8_weights(node, k: int) -> tuple:
     """(int8 values, float32 scales, quantized dimension) of the constant weights input k."""
     w = node.input(k)
-    if w.type_name != "int8":
-        raise node.fail(f"hybrid {node.op} takes int8 weights, got {w.type_name} (uint8 hybrid "
-                        "weights are not supported)")
+    if w.type_name not in ("int8", "int4"):   # int4: unpacked to int8 values by the plan
+        raise node.fail(f"hybrid {node.op} takes int8 or int4 weights, got {w.type_name} "
+                        "(uint8 hybrid weights are not supported)")
     if w.data is None:
         raise node.fail(f"hybrid weights (input {k}, {w.name!r}) must be constant")
     q = w.quantization

@@ -137,7 +137,7 @@ def arithmetic(node: Node) -> str:
     if key == "float32" and node.op in HYBRID_OPS:
         # The first weight present decides (a CIFG LSTM omits input 1, its input-gate weights).
         weight = next((t for t in node.inputs[1:] if t is not None), None)
-        if weight is not None and weight.type_name in ("int8", "uint8"):
+        if weight is not None and weight.type_name in ("int8", "uint8", "int4"):
             return "hybrid"
     return key
 

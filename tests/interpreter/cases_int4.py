@@ -1,6 +1,7 @@
 """Cases for int4 weights (see test_ops.py): constants packed two values a byte, as LiteRT reads
-them, unpacked by edgelite's plan: DEQUANTIZE to float, and int8 FULLY_CONNECTED, CONV_2D and
-DEPTHWISE_CONV_2D whose weights are int4 (bit-exact to LiteRT's reference kernels)."""
+them, unpacked by edgelite's plan: DEQUANTIZE to float; int8 FULLY_CONNECTED, CONV_2D and
+DEPTHWISE_CONV_2D whose weights are int4 (bit-exact to LiteRT's reference kernels); hybrid
+(float activations) FULLY_CONNECTED and CONV_2D with int4 weights."""
 import numpy as np
 
 from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParameters, Subgraph,
@@ -99,4 +100,37 @@ CASES = [
     weights_case("conv_2d_relu6_odd", "CONV_2D", (1, 5, 5, 3), (3, 3, 1, 3), 0, _conv(act=3)),
     weights_case("depthwise_conv_2d", "DEPTHWISE_CONV_2D", (1, 6, 6, 4), (1, 3, 3, 4), 3,
                  _conv(depth_multiplier=1)),
+]
+
+
+def hybrid_case(id, op, x_shape, w_shape, axis, options, per_channel=True, bias=True):
+    """`op` with float32 input and output and int4 weights (a dynamic-range model): the input
+    is quantized on the fly, the integer sums are LiteRT's exactly."""
+    w, wq = _int4(w_shape, axis if per_channel else None)
+    model, sg = Model(), Subgraph(name="main")
+    x = sg.add_tensor(Tensor("x", x_shape))
+    wt = sg.add_tensor(Tensor("w", w_shape, "int4", buffer=model.add_buffer(pack_int4(w)),
+                              quantization=wq))
+    cout = w_shape[axis]
+    ins = [x, wt]
+    if bias:
+        ins.append(sg.add_tensor(Tensor("b", (cout,), buffer=model.add_buffer(
+            rng.normal(0, 0.5, cout).astype(np.float32)))))
+    elif op == "FULLY_CONNECTED":
+        ins.append(-1)
+    y = sg.add_tensor(Tensor("y", (1,)))
+    sg.inputs, sg.outputs = [x], [y]
+    sg.operators = [Operator(OperatorCode(op, 0), ins, [y], default_options(op, **options))]
+    model.subgraphs.append(sg)
+    return Case(id, _with_output_shape(model, op, x_shape, w_shape, options),
+                [rng.normal(0, 1, x_shape).astype(np.float32)], rtol=2e-5, atol=2e-5)
+
+
+CASES += [
+    hybrid_case("hybrid_fully_connected", "FULLY_CONNECTED", (3, 6), (4, 6), 0,
+                dict(fused_activation_function=0)),
+    hybrid_case("hybrid_fully_connected_per_tensor_relu", "FULLY_CONNECTED", (2, 9), (5, 9), 0,
+                dict(fused_activation_function=1), per_channel=False, bias=False),
+    hybrid_case("hybrid_conv_2d", "CONV_2D", (1, 6, 5, 3), (4, 3, 3, 3), 0, _conv()),
+    # (LiteRT has no hybrid DEPTHWISE_CONV_2D with int4 weights: "not currently supported".)
 ]
