@@ -26,9 +26,10 @@ def convert_command(
         None, "--inputs", help="an .npz of inputs for --check, keyed by input name or "
                                "input_0, input_1, ... in ONNX layout (default: random)"),
     quantize: Optional[str] = typer.Option(
-        None, "--quantize", metavar="dynamic|int8|int16x8|float16",
-        help="quantize: int8 weights (dynamic), full integer (int8, int16x8: needs "
-             "--calibration-data) or float16 weights"),
+        None, "--quantize", metavar="dynamic|dynamic-int4|int8|int16x8|float16",
+        help="quantize: int8 weights (dynamic; dynamic-int4: int4 for fully-connected and "
+             "convolution weights), full integer (int8, int16x8: needs --calibration-data) or "
+             "float16 weights"),
     calibration_data: Optional[Path] = typer.Option(
         None, "--calibration-data", help="an .npz of samples for calibration: one array per "
                                          "ONNX input name, samples along the first axis"),

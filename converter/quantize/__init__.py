@@ -11,6 +11,7 @@ Modes:
   int8 (default float32).
 - "int16x8": the same with int16 activations (zero point 0) and int64 biases.
 - "dynamic": int8 weights (per channel for convolutions), float activations: hybrid kernels
+- "dynamic-int4": the same with int4 weights (two a byte) for FULLY_CONNECTED and CONV_2D
   quantize the activations on the fly. No dataset needed.
 - "float16": float16 weights behind DEQUANTIZE. No dataset needed.
 
@@ -28,7 +29,7 @@ from .calibrate import METHODS, calibrate, samples
 from .full_integer import Report, fold_float16_dequantize, quantize_integer
 from .weights_only import MIN_WEIGHT_ELEMENTS, quantize_dynamic, quantize_float16
 
-MODES = ("int8", "int16x8", "dynamic", "float16")
+MODES = ("int8", "int16x8", "dynamic", "dynamic-int4", "float16")
 _ACTIVATIONS = {"int8": "int8", "int16x8": "int16"}
 
 
@@ -46,8 +47,9 @@ def quantize(model: Model, mode: str, representative_dataset=None, *,
     """Quantize a float model (the IR; not changed). See the module docstring for the modes."""
     if mode not in MODES:
         raise ValueError(f"unknown quantization mode {mode!r}; choose one of {', '.join(MODES)}")
-    if mode == "dynamic":
-        return Quantized(*quantize_dynamic(model, min_weight_elements))
+    if mode in ("dynamic", "dynamic-int4"):
+        return Quantized(*quantize_dynamic(model, min_weight_elements,
+                                           4 if mode == "dynamic-int4" else 8))
     if mode == "float16":
         return Quantized(*quantize_float16(model))
     if representative_dataset is None:

@@ -3,7 +3,9 @@
 converted model; `summary_lines` and `check_lines` report on it.
 
 The settings, as in TensorFlow:
-- optimizations=[Optimize.DEFAULT] alone: dynamic range (int8 weights);
+- optimizations=[Optimize.DEFAULT] alone: dynamic range (int8 weights); with
+  target_spec.supported_types={"int4"} (edgelite's own): int4 weights for FULLY_CONNECTED and
+  CONV_2D;
 - ... with target_spec.supported_types={float16}: float16 weights;
 - ... with representative_dataset: full integer int8 (supported_ops={TFLITE_BUILTINS_INT8}: every
   op must be integer, else the conversion fails naming them), or 16x8 with supported_ops=
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MODES = ("dynamic", "int8", "int16x8", "float16")
+MODES = ("dynamic", "dynamic-int4", "int8", "int16x8", "float16")
 CHECK_SAMPLES = 16     # calibration samples `check` runs
 
 
@@ -83,6 +85,8 @@ def _name(value) -> str | None:
             return np.dtype(name).name
         except TypeError:
             pass
+    if isinstance(value, str) and value == "int4":   # no numpy dtype: edgelite's own name
+        return value
     return np.dtype(value).name
 
 
@@ -93,8 +97,6 @@ def _enum_names(values) -> set:
 def request_from(converter) -> Request | None:
     """The quantization `converter`'s settings ask for (None: a float model); ConversionError
     naming every inconsistent setting."""
-    from ..errors import ConversionError
-
     opts = _enum_names(converter.optimizations)
     ops = _enum_names(converter.target_spec.supported_ops)
     types = {_name(t) for t in converter.target_spec.supported_types}
@@ -121,6 +123,8 @@ def request_from(converter) -> Request | None:
     strict = ops == {"TFLITE_BUILTINS_INT8"}
     if "float16" in types and not int16 and not strict:
         mode = "float16"
+    elif "int4" in types and dataset is None and not int16 and not strict:
+        mode = "dynamic-int4"       # edgelite's own setting: target_spec.supported_types={"int4"}
     elif dataset is None:
         if int16 or strict or "int8" in types:
             problems.append("integer-only quantization needs a representative_dataset to "
@@ -174,6 +178,8 @@ def configure(converter, mode: str | None, calibration_data, int8_io: bool,
     converter.optimizations = [Optimize.DEFAULT]
     if mode == "float16":
         converter.target_spec.supported_types = {np.float16}
+    if mode == "dynamic-int4":
+        converter.target_spec.supported_types = {"int4"}
     if mode == "int16x8":
         converter.target_spec.supported_ops = {
             OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8}

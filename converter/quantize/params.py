@@ -49,25 +49,27 @@ def quantize_values(x: np.ndarray, scale, zero_point, dtype: str) -> np.ndarray:
     return np.clip(q, lo, hi).astype(dtype)
 
 
-def weight_scales(w: np.ndarray, axis: int | None) -> np.ndarray:
-    """Symmetric int8 scales: max|w| / 127 per channel along `axis` (one scale for None)."""
+def weight_scales(w: np.ndarray, axis: int | None, level: int = 127) -> np.ndarray:
+    """Symmetric scales: max|w| / `level` (127: int8, 7: int4) per channel along `axis` (one
+    scale for None)."""
     w = np.asarray(w, np.float64)
     if axis is None:
         bound = np.array([np.abs(w).max(initial=0.0)])
     else:
         bound = np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)).max(axis=1,
                                                                                initial=0.0)
-    return np.where(bound > 0, bound / 127.0, 1.0).astype(np.float32)
+    return np.where(bound > 0, bound / float(level), 1.0).astype(np.float32)
 
 
-def quantize_weights(w: np.ndarray, scales: np.ndarray, axis: int | None) -> np.ndarray:
-    """int8 weights for the given symmetric scales, clamped to [-127, 127]."""
+def quantize_weights(w: np.ndarray, scales: np.ndarray, axis: int | None,
+                     level: int = 127) -> np.ndarray:
+    """int8 values of the weights for the given symmetric scales, clamped to [-level, level]."""
     w = np.asarray(w, np.float64)
     shape = [1] * w.ndim
     if axis is not None:
         shape[axis] = -1
     s = scales.astype(np.float64).reshape(shape) if axis is not None else float(scales[0])
-    return np.clip(round_half_away(w / s), -127, 127).astype(np.int8)
+    return np.clip(round_half_away(w / s), -level, level).astype(np.int8)
 
 
 def bias_scales(input_scale, weight_scales_: np.ndarray) -> np.ndarray:

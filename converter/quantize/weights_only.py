@@ -30,14 +30,23 @@ FLOAT16_MAX = 65504.0
 LSTM_WEIGHTS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16)
 
 
-def quantize_dynamic(model: Model, min_elements: int = MIN_WEIGHT_ELEMENTS) -> tuple:
-    """(copy of `model` with int8 weights where a hybrid kernel takes them, Report)."""
-    from edgelite.converter.pass_clean import compact
+# The hybrid ops LiteRT runs with int4 weights (packed two a byte); the others keep int8.
+INT4_OPS = ("FULLY_CONNECTED", "CONV_2D")
 
+
+def quantize_dynamic(model: Model, min_elements: int = MIN_WEIGHT_ELEMENTS,
+                     bits: int = 8) -> tuple:
+    """(copy of `model` with int8 weights where a hybrid kernel takes them, Report). `bits` 4:
+    int4 weights (symmetric, [-7, 7]) for FULLY_CONNECTED and CONV_2D, int8 for the rest."""
+    from edgelite.converter.pass_clean import compact
+    from edgelite.schema.model import pack_int4
+
+    if bits not in (4, 8):
+        raise ValueError(f"weights of {bits} bits: choose 8 or 4")
     m = copy.deepcopy(model)
     fold_float16_dequantize(m)
     sg = m.subgraphs[0]
-    report = Report("dynamic range")
+    report = Report("dynamic range" if bits == 8 else "dynamic range, int4 weights")
     cache = {}
     for i, op in enumerate(sg.operators):
         if op.op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
@@ -59,12 +68,14 @@ def quantize_dynamic(model: Model, min_elements: int = MIN_WEIGHT_ELEMENTS) -> t
         if not integer_kernel(op.op, "hybrid"):
             report.float_ops.append((i, op.op, "edgelite has no hybrid kernel"))
             continue
-        key = (op.inputs[k], axis)
+        level = 7 if bits == 4 and op.op in INT4_OPS else 127
+        key = (op.inputs[k], axis, level)
         if key not in cache:
-            scales = P.weight_scales(value, axis)
-            q = P.quantize_weights(value, scales, axis)
+            scales = P.weight_scales(value, axis, level)
+            q = P.quantize_weights(value, scales, axis, level)
+            dtype, data = ("int4", pack_int4(q)) if level == 7 else ("int8", q)
             cache[key] = sg.add_tensor(Tensor(
-                w.name, q.shape, "int8", buffer=m.add_buffer(q),
+                w.name, q.shape, dtype, buffer=m.add_buffer(data),
                 quantization=P.qparams(scales, np.zeros(scales.size, np.int64),
                                        axis if axis is not None else 0)))
         op.inputs[k] = cache[key]

@@ -77,6 +77,13 @@ def test_float16_and_dynamic(digits):
     assert accuracy(ours, digits["y"]) >= accuracy(digits["float_out"], digits["y"]) - 0.005
     np.testing.assert_allclose(predict(content, digits["x"], litert=True), ours, rtol=1e-5,
                                atol=1e-5)
+    # edgelite's own setting: int4 weights for the fully-connected and convolution layers.
+    c = converter(digits, supported_types={"int4"})
+    content = c.convert()
+    assert c.last_conversion.quantization.mode == "dynamic range, int4 weights"
+    assert len(content) < 0.3 * len(digits["float"])
+    ours = predict(content, digits["x"])
+    assert accuracy(ours, digits["y"]) >= accuracy(digits["float_out"], digits["y"]) - 0.02
 
 
 def test_int16x8(digits):
