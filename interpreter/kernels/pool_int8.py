@@ -54,19 +54,22 @@ def max_pool_2d(node):
     lo, hi = activation_range(node.options.fused_activation_function, node.outputs[0], node)
     type_lo, type_hi = TYPE_RANGE[x.type_name]
     clamp = (lo, hi) != (type_lo, type_hi)
+
+    def reduce(views, out):
+        """The max over the taps, clamped to the fused activation's range."""
+        np.maximum(views[0], views[1], out=out) if len(views) > 1 else np.copyto(out, views[0])
+        for v in views[2:]:
+            np.maximum(out, v, out=out)
+        if clamp:
+            clip_(out, lo, hi)
+
     if pad == (0, 0) and need[0] <= x.shape[1] and need[1] <= x.shape[2]:
         bound = []   # the windows fit the input: its taps are read in place
 
         def direct(x, out):
             if not bound or bound[0] is not x:
                 bound[:] = [x, _taps(x, (n, c), kernel, stride, out_hw)]
-            views = bound[1]
-            np.maximum(views[0], views[1], out=out) if len(views) > 1 else \
-                np.copyto(out, views[0])
-            for v in views[2:]:
-                np.maximum(out, v, out=out)
-            if clamp:
-                clip_(out, lo, hi)
+            reduce(bound[1], out)
         return direct
     buffer = np.full((n,) + need + (c,), type_lo, x.dtype)   # padding never wins a max
     interior = buffer[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
@@ -74,11 +77,7 @@ def max_pool_2d(node):
 
     def run(x, out):
         np.copyto(interior, x[:, :rows, :cols])
-        np.copyto(out, views[0])
-        for v in views[1:]:
-            np.maximum(out, v, out=out)
-        if clamp:
-            clip_(out, lo, hi)
+        reduce(views, out)
     return run
 
 
