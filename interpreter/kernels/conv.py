@@ -28,6 +28,14 @@ CLAMPS = (RELU, RELU_N1_TO_1, RELU6)
 
 # -- sliding windows -------------------------------------------------------------------------
 
+def check_padded(node, padded: int, size: int) -> None:
+    """Refuse a padded copy far larger than the input it holds: a stride or dilation that only
+    a hostile file has (real layers pad by less than the window) would make one of gigabytes."""
+    if padded > 4 * size + (1 << 22):
+        raise node.fail(f"the windows' padding and dilation make a padded input of {padded} "
+                        f"values for {size} input values")
+
+
 class PaddedInput:
     """An NHWC input copied into the interior of a padded work buffer [phases, N, rows, cols,
     C*repeat], the rest of which holds `fill`. Phase b holds the padded columns b, b + phases,
@@ -44,6 +52,7 @@ class PaddedInput:
         the input), from padded row `first_row` on (a band of a larger window)."""
         n, h, w, c = shape
         wq = -(-cols // phases)                       # columns of a phase
+        check_padded(node, phases * n * rows * wq * c, n * h * w * c)
         self.shape = (phases, n, rows, wq, c * repeat)
         self.fill, self.repeat = fill, repeat
         self.copies = []       # (phase, the region the input fills, input slices)
@@ -477,6 +486,8 @@ class TapGrid:
         if ho <= 0 or self.wo <= 0:
             raise node.fail(f"a {kh}x{kw} window (dilation {dh}x{dw}) does not fit the "
                             f"{h}x{w} input")
+        if self.wo == 1:
+            sw = 1   # one output column: the stride (past the padding) moves nothing; no phases
         self.start, self.end = band or (0, ho)
         self.ho = self.end - self.start
         self.kh, self.sh, self.dh = kh, sh, dh

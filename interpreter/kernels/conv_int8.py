@@ -20,6 +20,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import clip_, conv_output
+from .conv import check_padded
 from .quantized import EXACT_F32, Requantizer, Scratch, activation_range, channel_scales, f32, \
     quant_params, quantize_multiplier, quantize_multipliers, exact_rounding
 from .registry import register
@@ -100,7 +101,9 @@ def _chunks(n: int, rows: int, row_elems: int) -> list:
 
 class _PaddedSource:
     """The input as the windows see it: the input itself when no padding is needed, else a
-    buffer whose border holds `fill` (the input zero point) and whose interior is refreshed."""
+    buffer whose border holds `fill` (the input zero point) and whose interior is refreshed.
+    The buffer is made at the first run, not at prepare (a later op may still refuse the model;
+    filling a large buffer first would only delay the error)."""
 
     def __init__(self, x_shape, dtype, out_hw, kernel, stride, dilation, pad, fill):
         n, h, w, c = x_shape
@@ -109,15 +112,24 @@ class _PaddedSource:
         self.direct = pad == (0, 0) and need_h <= h and need_w <= w
         self.rows = min(h, need_h - pad[0])
         self.cols = min(w, need_w - pad[1])
-        if not self.direct:
-            self.buffer = np.full((n, need_h, need_w, c), fill, dtype)
-            self.interior = self.buffer[:, pad[0]:pad[0] + self.rows, pad[1]:pad[1] + self.cols]
+        self.size = (n * need_h * need_w * c, n * h * w * c)     # padded, input values
+        self._make = (n, need_h, need_w, c), fill, dtype, pad
+        self._buffer = self.interior = None
+
+    @property
+    def buffer(self) -> np.ndarray:
+        if self._buffer is None:
+            shape, fill, dtype, pad = self._make
+            self._buffer = np.full(shape, fill, dtype)
+            self.interior = self._buffer[:, pad[0]:pad[0] + self.rows, pad[1]:pad[1] + self.cols]
+        return self._buffer
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if self.direct:
             return x
+        buffer = self.buffer
         np.copyto(self.interior, x[:, :self.rows, :self.cols], casting="unsafe")
-        return self.buffer
+        return buffer
 
 
 def _output_setup(node, key: str, kh: int, kw: int, cout: int, channel_axis: int) -> tuple:
@@ -180,6 +192,7 @@ def conv_2d(node):
     per_group = cout // groups
     patch = kh * kw * cin                            # one pixel's patch (all groups)
     source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, zx)
+    check_padded(node, *source.size)
     # A 1x1 convolution at stride 1 reads the input rows as they are.
     plain = kh == kw == 1 and stride == (1, 1) and source.direct
     chunks = _chunks(n, oh, ow * max((patch + 1) * groups, cout))
@@ -387,6 +400,8 @@ def depthwise_conv_2d(node):
     ftype, taps = (np.float32, wc * real) if scaled else (ftype, wc)
     sh, sw = stride
     dh, dw = dilation
+    if ow == 1:
+        sw = 1   # one output column: the stride (past the padding) moves nothing; no phases
 
     # Taps as views whose innermost axis is a whole output row (ow * cout values), so numpy runs
     # long inner loops. With stride_w > 1 consecutive outputs' pixels are sw apart: the input is
@@ -395,6 +410,7 @@ def depthwise_conv_2d(node):
     # (j * dw) // sw + x of phase (j * dw) % sw.
     need_h = (oh - 1) * sh + (kh - 1) * dh + 1
     need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    check_padded(node, n * need_h * need_w * cin, n * h * wd * cin)
     phases = [_Phase(b, x.shape, need_h, need_w, sw, pad, mult) for b in range(sw)]
     row = ow * cout
     tap_groups = []                   # (phase, first offset, offset step, taps weights)

@@ -70,7 +70,8 @@ def fully_connected(node):
     wmat = np.ascontiguousarray(wc.T, dtype=ftype)
     if fold:
         wmat = np.concatenate([wmat, bias[None, :].astype(ftype)])
-    xf = np.ones((batch, depth + fold), ftype)
+    xf = np.empty((batch, depth + fold), ftype)
+    xf[:, depth:] = 1.0         # the column of ones (no pass over the whole buffer at prepare)
     acc = np.empty((batch, units), ftype)
     scaled = np.empty((batch, units), np.float64)
     rounded = np.empty((batch, units), np.float64)
@@ -86,7 +87,8 @@ def fully_connected(node):
         # The scale, bias, zero point and 1/2 in the float weights: floor(x W' + c) is
         # round(acc * scale) + zo within 1 (float32 sums; halves), as LiteRT's optimized kernels.
         wmat = np.concatenate([scaled_w.astype(np.float32), offset[None, :].astype(np.float32)])
-        xf1 = np.ones((batch, depth + 1), np.float32)
+        xf1 = np.empty((batch, depth + 1), np.float32)
+        xf1[:, depth] = 1.0
         bounds = np.float32(lo), np.float32(hi)
 
         def fast_run(x, w_, *rest):

@@ -71,11 +71,14 @@ def max_pool_2d(node):
                 bound[:] = [x, _taps(x, (n, c), kernel, stride, out_hw)]
             reduce(bound[1], out)
         return direct
-    buffer = np.full((n,) + need + (c,), type_lo, x.dtype)   # padding never wins a max
-    interior = buffer[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
-    views = _taps(buffer, (n, c), kernel, stride, out_hw)
+    made = []    # the padded buffer (padding never wins a max), made at the first run
 
     def run(x, out):
+        if not made:
+            buffer = np.full((n,) + need + (c,), type_lo, x.dtype)
+            made[:] = [buffer[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols],
+                       _taps(buffer, (n, c), kernel, stride, out_hw)]
+        interior, views = made
         np.copyto(interior, x[:, :rows, :cols])
         reduce(views, out)
     return run
