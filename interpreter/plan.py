@@ -88,7 +88,8 @@ def _static_infos(model: Model, si: int, shapes: dict | None = None) -> list:
     for i, t in enumerate(sg.tensors):
         data = None
         dtype = NUMPY_DTYPES.get(t.dtype, np.dtype(object))
-        if i not in graph_inputs and not t.is_variable and t.dtype in NUMPY_DTYPES:
+        if i not in graph_inputs and not t.is_variable and t.dtype in NUMPY_DTYPES \
+                and t.dtype not in ("resource", "variant"):   # handles: a buffer means nothing
             data = model.constant(sg, i)
             if data is None and 0 in t.shape and i not in written:
                 data = np.zeros(t.shape, NUMPY_DTYPES[t.dtype])  # an empty constant
@@ -206,6 +207,7 @@ class SubgraphPlan:
         specs = []  # (op index, run, input tensors, output tensors)
         nodes = {}  # op index -> Node, for delegates
         dynamic: set = set()  # tensors whose shapes are known only while running
+        inputs = set(sg.inputs)
         for oi, op in enumerate(sg.operators):
             static_ins = [t for t in op.inputs if t >= 0 and t not in dynamic]
             if any(t in dynamic for t in op.inputs):
@@ -213,6 +215,10 @@ class SubgraphPlan:
                 dynamic.update(op.outputs)
                 continue
             node = _node(self.runtime, si, sg, oi, op, infos)
+            written = [t for t in op.outputs if t in inputs]
+            if written:
+                raise node.fail(f"writes tensor {written[0]} ({sg.tensors[written[0]].name!r}), "
+                                "an input of the subgraph")
             for k, t in enumerate(op.inputs):  # sparse weights, read by any op
                 if t >= 0 and sg.tensors[t].sparsity is not None and infos[t].data is None \
                         and not infos[t].is_variable and t not in sg.inputs:
