@@ -215,10 +215,12 @@ class SubgraphPlan:
                 dynamic.update(op.outputs)
                 continue
             node = _node(self.runtime, si, sg, oi, op, infos)
-            written = [t for t in op.outputs if t in inputs]
-            if written:
-                raise node.fail(f"writes tensor {written[0]} ({sg.tensors[written[0]].name!r}), "
-                                "an input of the subgraph")
+            for t in op.outputs:   # only a corrupt file has an op write these
+                what = "an input of the subgraph" if t in inputs else \
+                    "a constant (or a tensor an earlier op wrote)" \
+                    if t >= 0 and infos[t].data is not None else None
+                if what:
+                    raise node.fail(f"writes tensor {t} ({sg.tensors[t].name!r}), {what}")
             for k, t in enumerate(op.inputs):  # sparse weights, read by any op
                 if t >= 0 and sg.tensors[t].sparsity is not None and infos[t].data is None \
                         and not infos[t].is_variable and t not in sg.inputs:

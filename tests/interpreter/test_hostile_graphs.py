@@ -52,3 +52,21 @@ def test_a_resource_tensor_with_a_buffer_is_still_a_handle():
     it.set_tensor(0, np.float32([1, 2, 3]))
     it.invoke()
     np.testing.assert_array_equal(it.get_tensor(3), [2, 4, 6])
+
+
+def test_an_op_writing_a_constant_is_named():
+    """ADD writes the weights another op reads as a constant: the constant's value would be
+    read with the shape the ADD gave it."""
+    model = Model()
+    sg = Subgraph(name="main")
+    x = sg.add_tensor(Tensor("x", (2,)))
+    c = sg.add_tensor(Tensor("c", (2,), buffer=model.add_buffer(np.float32([1, 2]))))
+    y = sg.add_tensor(Tensor("y", (2,)))
+    sg.inputs, sg.outputs = [x], [y]
+    sg.operators = [Operator(OperatorCode("ADD", 0), [x, x], [c], default_options("ADD")),
+                    Operator(OperatorCode("MUL", 0), [x, c], [y], default_options("MUL"))]
+    model.subgraphs.append(sg)
+    it = Interpreter(model_content=save(model))
+    with pytest.raises(KernelError, match=r"operator 0 \(ADD\): writes tensor 1 \('c'\), a "
+                                          "constant"):
+        it.allocate_tensors()
