@@ -260,7 +260,7 @@ class Requantizer:
         self.exact = bool(exact)
         size = int(np.prod(shape))
         self.rmask = (right > 0).astype(np.int64)
-        self.tile = max(1, int(tile))
+        self.tile = _row_pixels(int(tile), channels)
         self.signed = False
         self.fast = (acc_bound is not None or scaled_error is not None) and \
             self._prepare_fast(scaled_error)
@@ -545,6 +545,19 @@ def _differing(raw: np.ndarray, below: np.ndarray, words: np.ndarray) -> np.ndar
 
 
 # -- shared work buffers -----------------------------------------------------------------------
+
+ROW_VALUES = 1 << 16   # the most values in a row of per-channel vectors tiled along pixels
+
+
+def _row_pixels(tile: int, channels: int) -> int:
+    """The pixels of a row of tiled per-channel vectors: `tile` (an output row), or its largest
+    divisor that keeps the row within ROW_VALUES (a very wide output would tile vectors of
+    millions of values at prepare)."""
+    tile, cap = max(1, tile), max(1, ROW_VALUES // max(1, channels))
+    if tile <= cap:
+        return tile
+    return next(d for d in range(cap, 0, -1) if tile % d == 0)
+
 
 def exact_rounding(node) -> bool:
     """Whether a node's integer kernels must round exactly as TFLite's reference kernels: under
