@@ -101,7 +101,7 @@ def conv_2d(node):
                                   dtype=np.float64) for g in range(groups)]
     source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, 0)
     chunks = _chunks(n, oh, 2 * ow * max(k * groups, cout))
-    most = max((r1 - r0) * ow for _, r0, r1 in chunks)
+    most = chunks.most_rows * ow
     requant = requantizer(multiplier, shift, lo, hi, most, cout, bias, wide, acc_bound)
     cols = np.empty((most, kh, kw, cin), np.float64)
     acc = np.empty((most, cout), np.float64)

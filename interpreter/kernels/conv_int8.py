@@ -93,10 +93,26 @@ def _float_type(acc_bound: np.ndarray):
     return np.float32 if float(acc_bound.max(initial=0)) < EXACT_F32 else np.float64
 
 
-def _chunks(n: int, rows: int, row_elems: int) -> list:
-    """(batch, first row, end row) blocks of about CHUNK_BYTES of float32 work each."""
-    per = max(1, CHUNK_BYTES // max(1, 4 * row_elems))
-    return [(b, r, min(r + per, rows)) for b in range(n) for r in range(0, rows, per)]
+class _chunks:
+    """(batch, first row, end row) blocks of about CHUNK_BYTES of float32 work each, iterated
+    as they are needed (a batch of millions makes millions of them: none at prepare)."""
+
+    def __init__(self, n: int, rows: int, row_elems: int):
+        self.n, self.rows = n, rows
+        self.per = max(1, CHUNK_BYTES // max(1, 4 * row_elems))
+        self.count = n * -(-rows // self.per)
+
+    def __iter__(self):
+        n, rows, per = self.n, self.rows, self.per
+        return ((b, r, min(r + per, rows)) for b in range(n) for r in range(0, rows, per))
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def most_rows(self) -> int:
+        """The rows of the largest block."""
+        return min(self.per, self.rows)
 
 
 class _PaddedSource:
@@ -196,7 +212,7 @@ def conv_2d(node):
     # A 1x1 convolution at stride 1 reads the input rows as they are.
     plain = kh == kw == 1 and stride == (1, 1) and source.direct
     chunks = _chunks(n, oh, ow * max((patch + 1) * groups, cout))
-    most = max((r1 - r0) * ow for _, r0, r1 in chunks)
+    most = chunks.most_rows * ow
     wint = wc.reshape(cout, k).T                                     # (k, cout)
 
     # Exact integer sums: the bias may be a last row of the weights, times a column of ones in
@@ -318,7 +334,8 @@ def conv_2d(node):
             else:
                 requant(acc_f[:p], flat[start:start + p], work)
 
-    if scaled and not requant.exact and not requant.signed and groups == 1:
+    if scaled and not requant.exact and not requant.signed and groups == 1 and \
+            len(chunks) <= 64:     # (fast_run binds views per block)
         run = fast_run
     if len(node.inputs) == 2:
         return lambda x, w_, out: run(x, w_, None, out)
