@@ -9,23 +9,30 @@ from edgelite.interpreter import Interpreter, KernelError
 from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options, save
 
 
-def test_an_op_writing_a_graph_input_is_named():
-    """DEQUANTIZE of a constant writes the graph's input: folded, it would make the input a
-    constant that set_tensor refuses."""
+def _op(name, ins, outs):
+    return Operator(OperatorCode(name, 0), ins, outs, default_options(name))
+
+
+@pytest.mark.parametrize("target", ["input", "constant"])
+def test_an_op_writing_an_input_or_a_constant_is_named(target):
+    """DEQUANTIZE of a constant writes the graph's input (folded, it would make the input a
+    constant that set_tensor refuses); ADD writes the weights MUL reads as a constant (whose
+    value would be read with the shape the ADD gave it)."""
     model = Model()
     sg = Subgraph(name="main")
     x = sg.add_tensor(Tensor("x", (2,)))
-    w = sg.add_tensor(Tensor("w", (2,), "float16",
-                             buffer=model.add_buffer(np.float16([1, 2]))))
+    c = sg.add_tensor(Tensor("c", (2,), "float16", buffer=model.add_buffer(np.float16([1, 2]))))
     y = sg.add_tensor(Tensor("y", (2,)))
     sg.inputs, sg.outputs = [x], [y]
-    sg.operators = [Operator(OperatorCode("DEQUANTIZE", 0), [w], [x],
-                             default_options("DEQUANTIZE")),
-                    Operator(OperatorCode("ADD", 0), [x, x], [y], default_options("ADD"))]
+    if target == "input":
+        sg.operators = [_op("DEQUANTIZE", [c], [x]), _op("ADD", [x, x], [y])]
+        message = r"operator 0 \(DEQUANTIZE\): writes tensor 0 \('x'\), an input of the subgraph"
+    else:
+        sg.operators = [_op("ADD", [x, x], [c]), _op("MUL", [x, c], [y])]
+        message = r"operator 0 \(ADD\): writes tensor 1 \('c'\), a constant"
     model.subgraphs.append(sg)
     it = Interpreter(model_content=save(model))
-    with pytest.raises(KernelError, match=r"operator 0 \(DEQUANTIZE\): writes tensor 0 \('x'\), "
-                                          "an input of the subgraph"):
+    with pytest.raises(KernelError, match=message):
         it.allocate_tensors()
 
 
@@ -52,21 +59,3 @@ def test_a_resource_tensor_with_a_buffer_is_still_a_handle():
     it.set_tensor(0, np.float32([1, 2, 3]))
     it.invoke()
     np.testing.assert_array_equal(it.get_tensor(3), [2, 4, 6])
-
-
-def test_an_op_writing_a_constant_is_named():
-    """ADD writes the weights another op reads as a constant: the constant's value would be
-    read with the shape the ADD gave it."""
-    model = Model()
-    sg = Subgraph(name="main")
-    x = sg.add_tensor(Tensor("x", (2,)))
-    c = sg.add_tensor(Tensor("c", (2,), buffer=model.add_buffer(np.float32([1, 2]))))
-    y = sg.add_tensor(Tensor("y", (2,)))
-    sg.inputs, sg.outputs = [x], [y]
-    sg.operators = [Operator(OperatorCode("ADD", 0), [x, x], [c], default_options("ADD")),
-                    Operator(OperatorCode("MUL", 0), [x, c], [y], default_options("MUL"))]
-    model.subgraphs.append(sg)
-    it = Interpreter(model_content=save(model))
-    with pytest.raises(KernelError, match=r"operator 0 \(ADD\): writes tensor 1 \('c'\), a "
-                                          "constant"):
-        it.allocate_tensors()
