@@ -31,7 +31,9 @@ class OpResolverType(enum.Enum):
 
 def _numpy_type(dtype: str):
     """The numpy type LiteRT's details give for a tensor type (object for strings, resources
-    and variants)."""
+    and variants; int8 for int4, whose values get_tensor gives unpacked)."""
+    if dtype == "int4":
+        return np.int8
     np_type = NUMPY_DTYPES.get(dtype)
     return np.object_ if dtype in ("string", "resource", "variant") or np_type is None \
         else np_type.type

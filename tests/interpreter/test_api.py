@@ -220,3 +220,18 @@ def test_underscored_helpers_like_litert(model, models_dir):
             it._get_op_details(10_000)
         with pytest.raises(ValueError):
             it._get_tensor_details(10_000, 0)
+
+
+def test_int4_weights_in_details_and_get_tensor_like_litert():
+    """An int4 constant: details say int8 and get_tensor gives the unpacked values, as LiteRT."""
+    from tests.interpreter.cases_int4 import CASES
+    content = next(c for c in CASES if c.id == "fully_connected").model
+    values = []
+    for name in ("edgelite", "litert"):
+        it = RUNTIMES[name].Interpreter(model_content=content)
+        it.allocate_tensors()
+        d = next(x for x in it.get_tensor_details() if x["name"] == "w")
+        assert d["dtype"] is np.int8
+        values.append(it.get_tensor(d["index"]))
+    np.testing.assert_array_equal(values[0], values[1])
+    assert values[0].shape == (4, 6) and values[0].min() >= -8 and values[0].max() <= 7
