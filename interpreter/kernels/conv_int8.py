@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .common import clip_, conv_output
+from .common import conv_output
 from .conv import check_padded
 from .quantized import EXACT_F32, Requantizer, Scratch, activation_range, channel_scales, f32, \
     quant_params, quantize_multiplier, quantize_multipliers, exact_rounding
@@ -220,11 +220,11 @@ def conv_2d(node):
     # straight, where the strided copy costs more than the bias does in the requantizer).
     fold = groups == 1 and ftype == np.float32 and not (plain and patch < 64) and \
         float((acc_bound + np.abs(bias)).max(initial=0)) < EXACT_F32
+    exact = exact_rounding(node)
     requant = Requantizer(multiplier, shift, zo, lo, hi, (most, cout), bias,
                           acc_bound if ftype == np.float32 else None, tile=ow, bias_in_acc=fold,
-                          exact=exact_rounding(node))
+                          exact=exact)
     scaled = False
-    exact = exact_rounding(node)
     if groups == 1 and ftype == np.float32 and (not requant.tiny or not exact):
         # Or the scale and the whole offset in the float weights (no multiply or add pass),
         # while the GEMM's rounding leaves few outputs near an edge to redo (or, not `exact`,
@@ -264,7 +264,7 @@ def conv_2d(node):
 
     def bind(x, out):
         """Per chunk, the views a not-exact scaled run uses (see fast_run)."""
-        cols, acc_f, *_ = buffers()
+        cols, acc_f, *work = buffers()
         flat = out.reshape(n * oh * ow, cout)
         view = None if plain else windows(source.buffer if not source.direct else x)
         rows = x.reshape(n * oh * ow, cin) if plain else None
@@ -278,26 +278,22 @@ def conv_2d(node):
             else:
                 dest = c[:, :patch].reshape(r1 - r0, ow, kh, kw, cin)
                 src = view[b, r0:r1]
-            steps.append((dest, src, c[:, patch], c, acc_f[:p],
-                          flat[start:start + p].view(np.uint8)))
-        bound[:] = [x, out, steps]
+            steps.append((dest, src, c[:, patch], c, acc_f[:p], flat[start:start + p]))
+        bound[:] = [x, out, steps, work]
 
     def fast_run(x, w_, b_, out):
-        """Scaled float weights, rounding within 1 (not `exact`): patches, ones, matmul, then
-        clip and a truncating cast of the lifted sums (Requantizer._finish's first passes)."""
+        """Scaled float weights, rounding within 1 (not `exact`: nothing to redo, so the
+        views are bound once): patches, ones, matmul, then the requantizer's float passes."""
         if not bound or bound[0] is not x or bound[1] is not out:
             bind(x, out)
         if not source.direct:
             source(x)
-        wm, lift, bounds = wmats[0], requant.lift, requant.bounds
-        for dest, src, ones, c, acc, raw in bound[2]:
+        wm, work = wmats[0], bound[3]
+        for dest, src, ones, c, acc, flat in bound[2]:
             np.copyto(dest, src, casting="unsafe")
             ones.fill(1.0)
             np.matmul(c, wm, out=acc)
-            clip_(acc, *bounds)
-            np.copyto(raw, acc, casting="unsafe")
-            if lift:
-                np.bitwise_xor(raw, np.uint8(lift), out=raw)
+            requant.finish(acc, flat, work, None)
 
     def run(x, w_, b_, out):
         cols, acc_f, *work = buffers()
@@ -334,12 +330,10 @@ def conv_2d(node):
             else:
                 requant(acc_f[:p], flat[start:start + p], work)
 
-    if scaled and not requant.exact and not requant.signed and groups == 1 and \
-            len(chunks) <= 64:     # (fast_run binds views per block)
-        run = fast_run
-    if len(node.inputs) == 2:
-        return lambda x, w_, out: run(x, w_, None, out)
-    return run
+    chosen = fast_run if scaled and not exact and groups == 1 and len(chunks) <= 64 else run
+    if len(node.inputs) == 2:                                   # (fast_run: views per block)
+        return lambda x, w_, out: chosen(x, w_, None, out)
+    return chosen
 
 
 class _Phase:
@@ -401,11 +395,10 @@ def depthwise_conv_2d(node):
     # within (taps + 2) roundings of sum |x w R| of the exact product.
     # Small outputs requantize exact integer sums in float64 (quantized.TINY).
     ftype = _float_type(acc_bound)
-    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
-                          acc_bound if ftype == np.float32 else None, tile=ow,
-                          exact=exact_rounding(node))
-    scaled = False
     exact = exact_rounding(node)
+    requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
+                          acc_bound if ftype == np.float32 else None, tile=ow, exact=exact)
+    scaled = False
     if (not requant.tiny or not exact) and ftype == np.float32:
         real = multiplier.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)
         error = (kh * kw + 2) * 2.0 ** -24 * (1 + 2.0 ** -20) * acc_bound * real

@@ -63,8 +63,13 @@ def fully_connected(node):
     bias = np.asarray(bias, np.int64).reshape(-1) - zx * wc.sum(1)
     lo, hi = activation_range(opts.fused_activation_function, out, node)
 
-    acc_bound = float(np.abs(wc).sum(1).max(initial=0)) * (128 if key == "int8" else 255)
+    x_max = 128 if key == "int8" else 255
+    acc_bound = float(np.abs(wc).sum(1).max(initial=0)) * x_max
     ftype = _exact_float(acc_bound)
+    fast = None if exact_rounding(node) or ftype != np.float32 else \
+        _fast_run(wc, effective, bias.astype(np.float64), zo, lo, hi, x_max, batch)
+    if fast is not None:
+        return fast
     # The bias as a last row of the weights (times a column of ones) while sums stay exact.
     fold = ftype == np.float32 and acc_bound + float(np.abs(bias).max(initial=0)) < EXACT_F32
     wmat = np.ascontiguousarray(wc.T, dtype=ftype)
@@ -77,27 +82,6 @@ def fully_connected(node):
     rounded = np.empty((batch, units), np.float64)
     bias_f = bias.astype(np.float64)
     low, high = float(lo - zo), float(hi - zo)
-    scaled_w = wc.T * effective                                      # float64 (depth, units)
-    offset = bias_f * effective + zo + 0.5
-    # The float32 sums' error bound: under 1/4, floor(x W' + c) is within 1 of the reference.
-    x_max = 128 if key == "int8" else 255
-    error = (depth + 2) * 2.0 ** -24 * float(
-        (x_max * np.abs(scaled_w).sum(0) + np.abs(offset)).max(initial=0.0))
-    if not exact_rounding(node) and ftype == np.float32 and error < 0.25:
-        # The scale, bias, zero point and 1/2 in the float weights: floor(x W' + c) is
-        # round(acc * scale) + zo within 1 (float32 sums; halves), as LiteRT's optimized kernels.
-        wmat = np.concatenate([scaled_w.astype(np.float32), offset[None, :].astype(np.float32)])
-        xf1 = np.empty((batch, depth + 1), np.float32)
-        xf1[:, depth] = 1.0
-        bounds = np.float32(lo), np.float32(hi)
-
-        def fast_run(x, w_, *rest):
-            np.copyto(xf1[:, :depth], x.reshape(batch, depth), casting="unsafe")
-            np.matmul(xf1, wmat, out=acc)
-            np.floor(acc, out=acc)
-            clip_(acc, *bounds)
-            np.copyto(rest[-1].reshape(batch, units), acc, casting="unsafe")
-        return fast_run
 
     def run(x, w_, *rest):
         out = rest[-1].reshape(batch, units)
@@ -161,4 +145,30 @@ def batch_matmul(node):
         rhs = rhs.swapaxes(-1, -2) if adj_y else rhs
         np.matmul(lhs, rhs, out=acc)
         requant(acc, out, work)
+    return run
+
+
+def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch: int):
+    """Not exact (LiteRT's optimized kernels' contract, at most 1 from the reference): the
+    scale, bias, zero point and 1/2 in float32 weights, floor(x W' + c) = round(acc * scale) +
+    zo within 1 (halves), where the float32 sums are provably within 1/4; else None."""
+    units, depth = wc.shape
+    scaled_w = wc.T * effective                                      # float64 (depth, units)
+    offset = bias * effective + zo + 0.5
+    error = (depth + 2) * 2.0 ** -24 * float(
+        (x_max * np.abs(scaled_w).sum(0) + np.abs(offset)).max(initial=0.0))
+    if error >= 0.25:
+        return None
+    wmat = np.concatenate([scaled_w.astype(np.float32), offset[None, :].astype(np.float32)])
+    xf = np.empty((batch, depth + 1), np.float32)
+    xf[:, depth] = 1.0
+    acc = np.empty((batch, units), np.float32)
+    bounds = np.float32(lo), np.float32(hi)
+
+    def run(x, w_, *rest):
+        np.copyto(xf[:, :depth], x.reshape(batch, depth), casting="unsafe")
+        np.matmul(xf, wmat, out=acc)
+        np.floor(acc, out=acc)
+        clip_(acc, *bounds)
+        np.copyto(rest[-1].reshape(batch, units), acc, casting="unsafe")
     return run
