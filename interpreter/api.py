@@ -144,8 +144,11 @@ class Interpreter:
 
     # -- details -----------------------------------------------------------------------------
 
-    def _shape(self, t: int):
-        plan = self._main
+    def _shape(self, t: int, subgraph_index: int = 0):
+        """A tensor's shape: as planned, else as resized, else as the model declares it."""
+        plan = self._main if subgraph_index == 0 else self._runtime.plans.get(subgraph_index)
+        if plan is None:
+            return self._model.subgraphs[subgraph_index].tensors[t].shape
         if plan.ready and plan.arrays[t] is not None:
             return plan.arrays[t].shape
         return plan.input_shapes.get(t, plan.sg.tensors[t].shape)
@@ -255,16 +258,10 @@ class Interpreter:
 
     def _get_tensor_details(self, tensor_index, subgraph_index=0) -> dict:
         """One tensor's details (as get_tensor_details gives them), of any subgraph."""
-        plan = self._plan(subgraph_index)
+        self._plan(subgraph_index)                       # checks the index
         self._check_index(tensor_index, subgraph_index)
-        sg = self._model.subgraphs[subgraph_index]
-        if subgraph_index == 0:
-            shape = self._shape(tensor_index)
-        elif plan is not None and plan.ready and plan.arrays[tensor_index] is not None:
-            shape = plan.arrays[tensor_index].shape
-        else:
-            shape = sg.tensors[tensor_index].shape
-        return _details(self._model, sg, tensor_index, shape)
+        return _details(self._model, self._model.subgraphs[subgraph_index], tensor_index,
+                        self._shape(tensor_index, int(subgraph_index)))
 
     def _get_op_details(self, op_index) -> dict:
         """An operator of the main subgraph: index, op_name, inputs and outputs (tensor indices,
