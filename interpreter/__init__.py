@@ -2,7 +2,7 @@
 
 Needs only numpy and flatbuffers.
 """
-from .api import Interpreter, OpResolverType
+from .api import Interpreter, OpResolverType, ResizeError
 from .kernels import register_custom_op
 from .kernels.registry import KernelError
 from .plan import UnsupportedOpsError
@@ -16,4 +16,4 @@ def load_delegate(library, options=None):
 
 
 __all__ = ["Interpreter", "OpResolverType", "SignatureRunner", "load_delegate",
-           "register_custom_op", "KernelError", "UnsupportedOpsError"]
+           "register_custom_op", "KernelError", "ResizeError", "UnsupportedOpsError"]

@@ -6,6 +6,7 @@ what was expected and what was given.
 from __future__ import annotations
 
 import enum
+import sys
 
 import numpy as np
 
@@ -27,6 +28,25 @@ class OpResolverType(enum.Enum):
     BUILTIN = 1
     BUILTIN_REF = 2
     BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
+
+
+class ResizeError(ValueError, RuntimeError):
+    """`resize_tensor_input` cannot resize that input: a RuntimeError, as LiteRT raises for an
+    index out of range or a fixed dimension under strict=True, and a ValueError, as its
+    docstring (and edgelite's earlier versions) say."""
+
+
+class _View:
+    """What an array from `tensor()` views: numpy keeps it as the base of that array and of every
+    slice of it. It holds the tensor's array (so the memory outlives any re-plan) and the
+    interpreter's view token, whose reference count then says whether any such array is alive
+    (LiteRT counts the references to its C++ wrapper, which its views hold as their base)."""
+
+    __slots__ = ("__array_interface__", "_array", "_token")
+
+    def __init__(self, array: np.ndarray, token):
+        self.__array_interface__ = array.__array_interface__
+        self._array, self._token = array, token
 
 
 def _numpy_type(dtype: str):
@@ -102,6 +122,13 @@ class Interpreter:
                 raise ValueError("type of num_threads should be int")
             if num_threads < 1 and num_threads != -1:
                 raise ValueError("num_threads should >= 1 or -1 (let the runtime decide)")
+        kind = getattr(experimental_op_resolver_type, "name", experimental_op_resolver_type)
+        if kind not in OpResolverType.__members__:
+            raise ValueError(f"Unrecognized passed in op resolver type: "
+                             f"{experimental_op_resolver_type!r} (one of "
+                             f"{', '.join(OpResolverType.__members__)})")
+        if isinstance(model_content, str):
+            raise TypeError("model_content must be the model's bytes; a path goes in model_path")
         try:
             self._model = load(model_path if model_path is not None else model_content)
         except ModelError as e:
@@ -109,37 +136,40 @@ class Interpreter:
             raise ValueError(f"Could not load {src}: {e}") from e
         self._num_threads = num_threads
         self._op_resolver_type = experimental_op_resolver_type
-        kind = getattr(experimental_op_resolver_type, "name", experimental_op_resolver_type)
         self._runtime = Runtime(self._model, bool(experimental_preserve_all_tensors),
                                 experimental_delegates or (), reference=kind == "BUILTIN_REF")
         self._runtime.check_supported()
         self._main = self._runtime.subgraph(0)
         self._allocated = False
+        self._views = object()      # every array tensor() gives holds it (see _View)
+        self._views_free = sys.getrefcount(self._views)
 
     # -- set-up ------------------------------------------------------------------------------
 
     def allocate_tensors(self) -> None:
+        self._ensure_no_views("allocate_tensors")
         with threads.limit(self._num_threads):
             self._main.prepare()
         self._allocated = True
 
     def resize_tensor_input(self, input_index, tensor_size, strict=False) -> None:
+        self._ensure_no_views("resize_tensor_input")
         sg = self._main.sg
+        if not isinstance(input_index, (int, np.integer)):
+            raise TypeError(f"input_index must be an int (a tensor index from "
+                            f"get_input_details), got {input_index!r}")
         if input_index not in sg.inputs:
-            raise ValueError(f"Tensor {input_index} is not an input of the model "
-                             f"(inputs: {list(sg.inputs)})")
-        size = np.asarray(tensor_size)
-        if size.ndim != 1 or not np.issubdtype(size.dtype, np.integer) or (size < 0).any():
-            raise ValueError(f"Cannot resize input {input_index}: size must be a 1-D list of "
-                             f"non-negative ints, got {tensor_size!r}")
+            raise ResizeError(f"Tensor {input_index} is not an input of the model "
+                              f"(inputs: {list(sg.inputs)})")
+        size = _resize_size(input_index, tensor_size)
         if strict:
             t = sg.tensors[input_index]
             sig = t.shape_signature if t.shape_signature is not None else t.shape
             if len(sig) != len(size) or any(s != -1 and s != d for s, d in zip(sig, size)):
-                raise ValueError(f"Cannot resize input {input_index} ({t.name}) to "
-                                 f"{list(size)} with strict=True: only dimensions that are -1 "
-                                 f"in its shape signature {list(sig)} may change")
-        self._main.resize_input(input_index, size.tolist())
+                raise ResizeError(f"Cannot resize input {input_index} ({t.name}) to {size} with "
+                                  f"strict=True: only dimensions that are -1 in its shape "
+                                  f"signature {list(sig)} may change")
+        self._main.resize_input(input_index, size)
         self._allocated = False
 
     # -- details -----------------------------------------------------------------------------
@@ -174,7 +204,9 @@ class Interpreter:
         """The plan of a subgraph; subgraphs other than the main one are planned when control
         flow first runs them (before that their tensors have no data)."""
         n = len(self._model.subgraphs)
-        if not isinstance(subgraph_index, (int, np.integer)) or not 0 <= subgraph_index < n:
+        if not isinstance(subgraph_index, (int, np.integer)):
+            raise TypeError(f"A subgraph index must be an int, got {subgraph_index!r}")
+        if not 0 <= subgraph_index < n:
             raise ValueError(f"Invalid subgraph index {subgraph_index} exceeds max subgraph "
                              f"index {n - 1}")
         return self._main if subgraph_index == 0 else \
@@ -182,7 +214,10 @@ class Interpreter:
 
     def _check_index(self, tensor_index, subgraph_index=0) -> None:
         n = len(self._model.subgraphs[subgraph_index].tensors)
-        if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
+        if not isinstance(tensor_index, (int, np.integer)):
+            raise TypeError(f"A tensor index must be an int (the 'index' of its details), got "
+                            f"{tensor_index!r}")
+        if not 0 <= tensor_index < n:
             raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index "
                              f"{n - 1}")
 
@@ -225,13 +260,27 @@ class Interpreter:
         return np.array(self._array(tensor_index, subgraph_index))
 
     def tensor(self, tensor_index):
-        """A function returning a zero-copy view of the tensor's current memory."""
+        """A function returning a zero-copy view of the tensor's current memory. As in LiteRT,
+        hold the function, not the array: invoke(), allocate_tensors() and
+        resize_tensor_input() refuse to run while an array it gave (or a slice of one) is
+        alive."""
         self._array(tensor_index)
-        return lambda: self._array(tensor_index)
+        return lambda: np.asarray(_View(self._array(tensor_index), self._views))
+
+    def _ensure_no_views(self, what: str) -> None:
+        held = sys.getrefcount(self._views) - self._views_free
+        if held > 0:
+            raise RuntimeError(
+                "There is at least 1 reference to internal data in the interpreter in the form "
+                f"of a numpy array or slice: {held} array(s) from tensor() still alive, whose "
+                f"memory {what}() may change. Hold the function tensor() returns and call it "
+                "again afterwards (or copy the values with get_tensor()).")
 
     # -- running -----------------------------------------------------------------------------
 
     def invoke(self) -> None:
+        if sys.getrefcount(self._views) != self._views_free:
+            self._ensure_no_views("invoke")
         if not self._allocated or not self._main.ready:
             raise RuntimeError("Invoke called on model that is not ready: call "
                                "allocate_tensors() first (and again after resize_tensor_input)")
@@ -314,6 +363,21 @@ _TFL_TYPE_NAMES = {np.dtype(np.float32): "FLOAT32", np.dtype(np.float64): "FLOAT
                    np.dtype(np.bool_): "BOOL", np.dtype(np.uint16): "UINT16",
                    np.dtype(np.uint32): "UINT32", np.dtype(np.uint64): "UINT64",
                    np.dtype(np.complex64): "COMPLEX64"}
+
+
+def _resize_size(input_index, tensor_size) -> list:
+    """The new shape as a list of ints: integral numbers (ints, or floats such as 2.0, which
+    LiteRT accepts too), non-negative, in a 1-D sequence."""
+    try:
+        size = np.asarray(tensor_size)
+        ok = size.ndim == 1 and (size.dtype.kind in "iu" or size.dtype.kind == "f"
+                                 and bool(np.all(np.isfinite(size) & (size == np.round(size)))))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or (size < 0).any():
+        raise ResizeError(f"Cannot resize input {input_index}: size must be a 1-D list of "
+                          f"non-negative ints, got {tensor_size!r}")
+    return [int(d) for d in size]
 
 
 def _tfl_type(dtype) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .api import _details
+from .api import _details, _tfl_type
 from . import threads
 
 
@@ -49,8 +49,10 @@ class SignatureRunner:
             value = np.asarray(value)
             want = plan.sg.tensors[t]
             if value.dtype != want.np_dtype:
-                raise ValueError(f"Cannot set tensor: Got value of type {value.dtype} but expected "
-                                 f"type {want.np_dtype} for input {name!r} ({want.name})")
+                raise ValueError(f"Cannot set tensor: Got value of type {_tfl_type(value.dtype)} "
+                                 f"but expected type {_tfl_type(want.np_dtype)} for input "
+                                 f"{name!r} ({want.name}) of SignatureDef "
+                                 f"{sig.signature_key!r}")
             if not plan.ready or plan.arrays[t].shape != value.shape:
                 plan.resize_input(t, value.shape)
             values[t] = value

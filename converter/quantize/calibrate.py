@@ -153,10 +153,7 @@ def calibrate(model: Model, data: list, method: str = "minmax", percentile: floa
         for sample in data:
             _invoke(it, inputs, sample)
             for i, view in views.items():
-                v = view()
-                if v.size:
-                    lo[i] = min(lo[i], float(v.min()))
-                    hi[i] = max(hi[i], float(v.max()))
+                lo[i], hi[i] = _widened(view(), lo[i], hi[i])
             bar.advance()
         ranges = {i: (lo[i], hi[i]) for i in views if np.isfinite(lo[i])}
         if method == "minmax":
@@ -174,6 +171,14 @@ def calibrate(model: Model, data: list, method: str = "minmax", percentile: floa
     pick = _percentile_range if method == "percentile" else _mse_range
     return {i: (pick(hists[i], *ranges[i], percentile) if ranges[i][1] > ranges[i][0]
                 else ranges[i]) for i in ranges}
+
+
+def _widened(values: np.ndarray, lo: float, hi: float) -> tuple:
+    """(lo, hi) widened to the values' extremes. A function, so that no array from tensor()
+    outlives it: the next invoke() refuses to run while one is alive."""
+    if not values.size:
+        return lo, hi
+    return min(lo, float(values.min())), max(hi, float(values.max()))
 
 
 def _kept(it, i: int) -> bool:

@@ -21,8 +21,10 @@ import numpy as np
 from edgelite.schema.model import QuantizationParameters
 
 
-class KernelError(ValueError):
-    """An operator cannot run: bad shapes, unsupported options or dtypes. Names the operator."""
+class KernelError(ValueError, RuntimeError):
+    """An operator cannot run: bad shapes, unsupported options or dtypes. Names the operator.
+    A RuntimeError too, as LiteRT raises for a model that fails to prepare or to invoke (so the
+    same `except` catches both), and a ValueError, as edgelite raised before."""
 
 
 @dataclass
