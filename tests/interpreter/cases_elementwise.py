@@ -44,7 +44,8 @@ for op in ("ADD", "SUB", "MUL", "DIV"):
         CASES.append(case(f"{op.lower()}_{name}", op, [In(a.shape), In(b.shape)], [a, b],
                           options=dict(fused_activation_function=code)))
     for k, (sa, sb) in enumerate(BROADCASTS):
-        a, b = f32(*sa) * 2, f32(*sb) * 2
+        # np.float32: numpy 1.x makes a 0-d float32 array times a Python int float64
+        a, b = f32(*sa) * np.float32(2), f32(*sb) * np.float32(2)
         if op == "DIV":
             b = np.where(np.abs(b) < 0.3, 1.7, b).astype(np.float32)
         CASES.append(case(f"{op.lower()}_broadcast{k}", op, [In(sa), In(sb)], [a, b]))
