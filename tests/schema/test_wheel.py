@@ -2,75 +2,89 @@
 install keeps mapping `edgelite.<part>` onto the repository's folders."""
 from __future__ import annotations
 
-import importlib.util
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
-import textwrap
+import zipfile
+from email.parser import Parser
 from pathlib import Path
 
+import numpy as np
+
 from tests.conftest import REPO_ROOT
+from tests.device import run_models
+from tests.wheel import IGNORE, built_wheel, install, pip, run_python, runtime_dependencies
 
-# What a source tree copy leaves out: VCS data, build output, caches, large local models.
-IGNORE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
-                                ".pytest_cache", "*.tflite", "*.onnx", ".venv", "venv",
-                                ".ci-venv")
-
-
-def _can_build_without_isolation() -> bool:
-    """Building in this environment (fast, offline) needs setuptools with a bdist_wheel: the
-    `wheel` package, or setuptools >= 70.1 where it is built in."""
-    return (importlib.util.find_spec("setuptools") is not None
-            and (importlib.util.find_spec("wheel") is not None
-                 or importlib.util.find_spec("setuptools.command.bdist_wheel") is not None))
+# Packages the runtime install must not see (the convert extra's, and what they pull in).
+CONVERTER_ONLY = ("onnx", "typer", "ml_dtypes", "rich", "pydantic")
 
 
-def _pip(*args, build=False, python=None) -> None:
-    """pip, offline. For a build, without isolation when this environment can build, else in
-    pip's isolated build environment (which fetches setuptools from the index: slower)."""
-    before = ["--python", str(python)] if python is not None else []
-    flags = ["--disable-pip-version-check", "-q"]
-    if not build or _can_build_without_isolation():
-        flags += ["--no-index"] + (["--no-build-isolation"] if build else [])
-    result = subprocess.run([sys.executable, "-m", "pip", *before, args[0], *flags, *args[1:]],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
+def _requirements(wheel: Path) -> dict:
+    """The wheel's Requires-Dist as {extra or None: {name[extras], ...}}, names normalized."""
+    with zipfile.ZipFile(wheel) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = Parser().parsestr(z.read(name).decode())
+    found = {}
+    for line in metadata.get_all("Requires-Dist", []):
+        requirement, _, marker = line.partition(";")
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+        assert extra or not marker.strip(), f"a marker other than an extra: {line}"
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?", requirement)
+        name = re.sub(r"[-_.]+", "-", m.group(1)).lower() + (m.group(2) or "").replace(" ", "")
+        found.setdefault(extra and extra.group(1), set()).add(name)
+    return found
 
 
-def _run(code: str, cwd: Path, pythonpath: list) -> subprocess.CompletedProcess:
-    """`python -S` (no site: no .pth files, so not the editable install) with `pythonpath`."""
-    env = {"PYTHONPATH": ":".join(map(str, pythonpath)), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-S", "-c", textwrap.dedent(code)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+def test_wheel_requires_only_numpy_and_flatbuffers(tmp_path_factory):
+    """`pip install edgelite` on a device gets numpy and flatbuffers only; `edgelite[convert]`
+    adds onnx and typer; `dev` has all of convert's."""
+    requires = _requirements(built_wheel(tmp_path_factory))
+    assert requires[None] == {"numpy", "flatbuffers"}, requires[None]
+    assert {"onnx", "typer"} <= requires["convert"], requires["convert"]
+    assert "edgelite[convert]" in requires["dev"] or requires["convert"] <= requires["dev"]
+    assert "opencl" in requires
 
 
-def test_wheel_installs_and_works_alone(models_dir, tmp_path):
-    src = tmp_path / "src"
-    shutil.copytree(REPO_ROOT, src, ignore=IGNORE)  # build from a copy: nothing written here
-    _pip("wheel", "--no-deps", "-w", str(tmp_path / "wheels"), str(src), build=True)
-    (wheel,) = (tmp_path / "wheels").glob("edgelite-*.whl")
-    target = tmp_path / "site"
-    _pip("install", "--no-deps", "--target", str(target), str(wheel))
+def test_wheel_installs_and_works_alone(models_dir, tmp_path, tmp_path_factory):
+    """The wheel, installed with --no-deps beside numpy and flatbuffers and nothing else, loads
+    and saves a model and runs the shared float and int8 models as their references say."""
+    target = install(built_wheel(tmp_path_factory), tmp_path / "site")
     assert not (target / "edgelite" / "__init__.py").exists(), "edgelite must be a namespace"
     for part in ("schema", "interpreter", "converter", "delegates"):
         assert (target / "edgelite" / part / "__init__.py").exists(), part
     assert (target / "edgelite" / "schema" / "tflite.fbs").exists()
     assert not (target / "schema").exists(), "a bare `schema` package landed in site-packages"
 
+    pythonpath = [target, runtime_dependencies(tmp_path / "deps")]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    result = _run(f"""
-        import sys
+    result = run_python(f"""
+        import importlib.util, sys
         assert not any(p.rstrip("/") == {str(REPO_ROOT)!r} for p in sys.path), sys.path
+        present = [m for m in {CONVERTER_ONLY!r} if importlib.util.find_spec(m)]
+        assert not present, f"visible to the runtime install: {{present}}"
         import edgelite.schema as s
         assert s.__file__.startswith({str(target)!r}), s.__file__
         data = s.save(s.load({str(models_dir / "digits_cnn.tflite")!r}))
         assert s.load(data).subgraphs
         print("OK", s.__file__)
-    """, cwd=elsewhere, pythonpath=[target, sysconfig.get_paths()["purelib"]])
+    """, cwd=elsewhere, pythonpath=pythonpath)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("OK")
+
+    specs = ("digits_cnn", "mobilenet_v2", "digits_cnn_int8:ref", "mobilenet_v2_int8:ref")
+    out = tmp_path / "outputs.npz"
+    result = run_python(Path(run_models.__file__), elsewhere, pythonpath,
+                        args=[models_dir, out, *specs])
+    assert result.returncode == 0, result.stderr
+    saved = np.load(out)
+    for spec in specs:
+        name = spec.partition(":")[0]
+        refs = np.load(models_dir / "refs" / f"{run_models.REFS[name]}.npz")
+        run_models.assert_same(run_models.outputs(saved, spec), run_models.outputs(refs, ""),
+                               1e-5, f"refs/{run_models.REFS[name]}.npz")
 
 
 def test_editable_install_maps_the_repository(tmp_path):
@@ -100,7 +114,7 @@ def test_editable_install_from_scratch(tmp_path):
     # This environment's packages (setuptools, numpy, ...) as plain paths: its .pth files, the
     # editable install among them, are not processed.
     Path(purelib, "parent_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _pip("install", "--no-deps", "-e", str(src), build=True, python=python)
+    pip("install", "--no-deps", "-e", str(src), build=True, python=python)
     result = subprocess.run([str(python), "-c", "import edgelite.schema as s; print(s.__file__)"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
