@@ -48,7 +48,38 @@ class TrainingOptions:
 
 
 class TFLiteConverter:
-    """Converts an ONNX model into `.tflite` bytes."""
+    """Converts an ONNX model into `.tflite` bytes, with TensorFlow's `tf.lite.TFLiteConverter`
+    settings: set the attributes, then call `convert()`.
+
+        converter = TFLiteConverter.from_onnx("model.onnx")
+        converter.optimizations = [Optimize.DEFAULT]
+        converter.representative_dataset = samples     # full integer int8
+        tflite_bytes = converter.convert()
+
+    Attributes:
+        optimizations: [Optimize.DEFAULT] to quantize (what kind: the settings below);
+            empty (the default) for a float model.
+        representative_dataset: calibration samples for full integer quantization: a callable
+            or iterable of samples (a list of arrays in input order, or a dict by input name)
+            or a dict {input name: samples along the first axis}, in the ONNX model's layout.
+        target_spec: target_spec.supported_ops (a set of OpsSet: TFLITE_BUILTINS_INT8 for
+            integer ops only, EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8 for
+            16x8) and target_spec.supported_types ({numpy.float16}: float16 weights; {"int4"}:
+            int4 weights).
+        inference_input_type: numpy.int8 (numpy.int16 for 16x8) for integer model inputs;
+            None or numpy.float32 keeps them float.
+        inference_output_type: the same for the model's outputs.
+        input_shapes: {input name: shape} fixing an input's dynamic dims (-1 keeps the first
+            dim dynamic), e.g. {"x": [1, 3, 224, 224]}.
+        keep_io_layout: True keeps every input and output in ONNX's layout (NCHW) instead of
+            the .tflite's NHWC.
+        calibration: how activation ranges are calibrated: "minmax" (the extremes seen),
+            "percentile" (99.99th percentiles) or "mse" (least quantization error).
+        training: a TrainingOptions: add train, infer, save and restore signatures so the
+            model fine-tunes on the device; None (the default) for inference only.
+        last_conversion: what the latest convert() made (content, model, op counts, warnings,
+            seconds); None before it.
+    """
 
     def __init__(self, model, input_shapes: dict | None = None):
         self._model = model

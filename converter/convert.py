@@ -16,6 +16,7 @@ import numpy as np
 from edgelite.schema import Model, SignatureDef, save
 
 from . import pipeline
+from .errors import input_shapes_setting, worded
 from .onnx_import import Imported, import_onnx, load_onnx
 from .pass_clean import compact
 
@@ -54,8 +55,8 @@ def convert_onnx(source, input_shapes: dict | None = None,
             if retry is not None:
                 model, imported, layout = retry
             else:
-                warnings.append(f"the first input dim is fixed at 1: {problem}; fix it with "
-                                "--input-shape to silence this")
+                warnings.append(worded(f"the first input dim is fixed at 1: {problem}; fix it "
+                                       "with ", input_shapes_setting(), " to silence this"))
     content = save(model)
     ops = Counter(op.op for sg in model.subgraphs for op in sg.operators)
     return Conversion(content, model, dict(sorted(imported.op_counts.items())),

@@ -15,7 +15,8 @@ import numpy as np
 from edgelite.schema import Model, Subgraph, dtype_name, remove_dead
 
 from .builder import Builder
-from .errors import ConversionError, UnsupportedOpsError
+from .errors import ConversionError, UnsupportedOpsError, input_shapes_setting, joined, \
+    worded
 from .lower import OnnxNode, decode_attrs
 from .lowerings import LOWERINGS
 from .onnx_patterns import fuse_gelu
@@ -317,9 +318,9 @@ def resolve_inputs(proto, input_shapes: dict, dynamic_size: int) -> list:
     graph_inputs = [i for i in proto.graph.input if i.name not in initializers]
     unknown = sorted(set(input_shapes) - {i.name for i in graph_inputs})
     if unknown:
-        raise ConversionError(f"--input-shape names {', '.join(map(repr, unknown))}, but the "
-                              "model's inputs are "
-                              f"{', '.join(repr(i.name) for i in graph_inputs) or 'none'}")
+        raise ConversionError(worded(
+            input_shapes_setting(), f" names {', '.join(map(repr, unknown))}, but the model's "
+            f"inputs are {', '.join(repr(i.name) for i in graph_inputs) or 'none'}"))
     problems, out = [], []
     for vi in graph_inputs:
         tt = vi.type.tensor_type
@@ -329,30 +330,31 @@ def resolve_inputs(proto, input_shapes: dict, dynamic_size: int) -> list:
             continue
         dtype = _elem_dtype(tt.elem_type, f"input {vi.name!r}")
         if not tt.HasField("shape") and vi.name not in input_shapes:
-            problems.append(f"input {vi.name!r} has no shape; give one with --input-shape "
-                            f"{vi.name}=...")
+            problems.append(worded(f"input {vi.name!r} has no shape; give one with ",
+                                   input_shapes_setting(vi.name, ["..."])))
             continue
         dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
                 for d in tt.shape.dim]
         if vi.name in input_shapes:
             override = [int(d) for d in input_shapes[vi.name]]
             if tt.HasField("shape") and len(override) != len(dims):
-                problems.append(f"--input-shape {vi.name}: {len(override)} dims given, the "
-                                f"input has rank {len(dims)} {_dims_text(vi)}")
+                problems.append(worded(input_shapes_setting(vi.name), f": {len(override)} dims "
+                                       f"given, the input has rank {len(dims)} {_dims_text(vi)}"))
                 continue
             dims = [None if d < 0 else d for d in override]
         open_dims = [i for i, d in enumerate(dims) if d is None]
         if open_dims and open_dims != [0]:
-            example = ",".join("-1" if i == 0 and d is None else "?" if d is None else str(d)
-                               for i, d in enumerate(dims))
-            problems.append(f"input {vi.name!r} {_dims_text(vi)}: dims {open_dims} are not "
-                            f"known; fix them with --input-shape {vi.name}={example} (each ? a "
-                            "size; -1 keeps the first dim dynamic)")
+            example = ["-1" if i == 0 and d is None else "?" if d is None else str(d)
+                       for i, d in enumerate(dims)]
+            problems.append(worded(
+                f"input {vi.name!r} {_dims_text(vi)}: dims {open_dims} are not known; fix them "
+                "with ", input_shapes_setting(vi.name, example),
+                " (each ? a size; -1 keeps the first dim dynamic)"))
             continue
         shape = tuple(dynamic_size if d is None else d for d in dims)
         out.append((IoSpec(vi.name, shape, tuple(open_dims)), dtype))
     if problems:
-        raise ConversionError("cannot resolve the input shapes: " + "; ".join(problems))
+        raise ConversionError(worded("cannot resolve the input shapes: ", joined("; ", problems)))
     return out
 
 

@@ -54,7 +54,7 @@ def quantize(model: Model, mode: str, representative_dataset=None, *,
         return Quantized(*quantize_float16(model))
     if representative_dataset is None:
         raise ValueError(f"{mode} quantization needs a representative dataset to calibrate the "
-                         "activations (representative_dataset / --calibration-data)")
+                         "activations: give representative_dataset")
     import copy
     float_model = copy.deepcopy(model)
     fold_float16_dequantize(float_model)

@@ -1,0 +1,129 @@
+"""`TFLiteConverter`'s errors name the Python API's settings (`input_shapes={'x': [...]}`), never
+tflite-convert's flags; the command line's wording (`--input-shape x=...`) travels with them as
+`cli_message` (`cli_wording`). And `help(TFLiteConverter)` lists its TensorFlow-style settings."""
+from __future__ import annotations
+
+import pydoc
+import re
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+from edgelite.converter import ConversionError, TFLiteConverter  # noqa: E402
+from edgelite.converter.errors import Worded, cli_wording, joined, worded  # noqa: E402
+
+FLAG = re.compile(r"--[a-z]")
+
+
+def relu_model(dims: list):
+    """y = RELU(x), x declared with `dims` (ints or dim names)."""
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def conversion_error(model, **settings) -> ConversionError:
+    converter = TFLiteConverter.from_onnx(model, settings.pop("input_shapes", None))
+    for name, value in settings.items():
+        setattr(converter, name, value)
+    with pytest.raises(ConversionError) as err:
+        converter.convert()
+    return err.value
+
+
+@pytest.mark.parametrize("dims, input_shapes, api, cli", [
+    (["N", 3, "H", "W"], None,
+     "input_shapes={'x': [-1, 3, ?, ?]}", "--input-shape x=-1,3,?,?"),
+    ([1, 3, 8, 8], {"nope": [1, 3]},
+     "input_shapes names 'nope', but the model's inputs are 'x'",
+     "--input-shape names 'nope', but the model's inputs are 'x'"),
+    (["N", 3, 8, 8], {"x": [1, 3]},
+     "input_shapes['x']: 2 dims given, the input has rank 4",
+     "--input-shape x: 2 dims given, the input has rank 4"),
+])
+def test_shape_errors_name_the_argument(dims, input_shapes, api, cli):
+    e = conversion_error(relu_model(dims), input_shapes=input_shapes)
+    assert api in str(e) and not FLAG.search(str(e)), str(e)
+    assert cli in e.cli_message and cli_wording(e) == e.cli_message
+
+
+def test_shape_errors_listed_at_once_in_both_wordings():
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", "C"]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    e = conversion_error(model, input_shapes={"b": [1, 2, 4]})
+    assert "input_shapes={'a': [-1, ?]}" in str(e) and "input_shapes['b']: 3 dims" in str(e)
+    assert "--input-shape a=-1,?" in e.cli_message and "--input-shape b: 3 dims" in e.cli_message
+    assert not FLAG.search(str(e))
+
+
+def test_quantization_errors_name_the_settings():
+    e = conversion_error(relu_model([1, 4]), optimizations=["DEFAULT"],
+                         inference_input_type=np.int8)
+    assert "inference_input_type" in str(e) and not FLAG.search(str(e))
+
+
+def test_quantize_without_dataset_names_the_argument():
+    from edgelite.converter.quantize import quantize
+    from edgelite.schema import load
+
+    content = TFLiteConverter.from_onnx(relu_model([1, 4])).convert()
+    with pytest.raises(ValueError, match="representative_dataset") as err:
+        quantize(load(content), "int8")
+    assert not FLAG.search(str(err.value))
+
+
+def test_worded_text():
+    setting = Worded("input_shapes", "--input-shape")
+    text = worded("fix it with ", setting, "; or not")
+    assert text == "fix it with input_shapes; or not"
+    assert text.cli == "fix it with --input-shape; or not"
+    both = joined("; ", [text, "plain"])
+    assert both.cli == "fix it with --input-shape; or not; plain"
+    assert cli_wording("plain") == "plain" and cli_wording(ValueError("v")) == "v"
+    assert ConversionError("plain").cli_message == "plain"
+
+
+# -- help(TFLiteConverter) ------------------------------------------------------------------------
+
+SETTINGS = ["optimizations", "representative_dataset", "target_spec", "inference_input_type",
+            "inference_output_type", "input_shapes", "keep_io_layout", "calibration", "training",
+            "last_conversion"]
+
+
+def test_help_lists_the_settings():
+    text = pydoc.render_doc(TFLiteConverter, renderer=pydoc.plaintext)
+    for name in SETTINGS:
+        line = next((ln for ln in text.splitlines()
+                     if ln.lstrip(" |").startswith(name + ":")), None)
+        assert line is not None, f"help(TFLiteConverter) does not list {name}"
+        assert len(line.split(":", 1)[1].strip()) > 10, f"{name} has no description"
+
+
+def test_help_lists_every_public_attribute():
+    doc = TFLiteConverter.__doc__
+    for name in vars(TFLiteConverter(None)):
+        if not name.startswith("_"):
+            assert re.search(rf"^\s*{name}:", doc, re.M), f"{name} is not in the docstring"
+
+
+def test_dynamic_dim_warning_names_the_argument(monkeypatch):
+    """A first dim that cannot stay dynamic is fixed at 1 with a warning naming input_shapes
+    (and, for the command line, --input-shape)."""
+    from edgelite.converter import convert
+
+    monkeypatch.setattr(convert, "mark_dynamic_dims", lambda model, other: "a reason")
+    monkeypatch.setattr(convert, "_dynamic_with_loops", lambda *args: None)
+    monkeypatch.setattr(convert, "_dynamic_from_two_and_three", lambda *args: None)
+    converter = TFLiteConverter.from_onnx(relu_model(["N", 4]))
+    converter.convert()
+    warning, = converter.last_conversion.warnings
+    assert "fix it with input_shapes" in warning and not FLAG.search(warning)
+    assert "fix it with --input-shape" in cli_wording(warning)
