@@ -62,8 +62,8 @@ elif _CORE:
 
 import numpy as np  # noqa: E402
 
-from edgelite.converter.cli import (duration, op_type_profile, percentiles_ms,  # noqa: E402
-                                    random_inputs, step_times)
+from edgelite.cli.session import (duration, op_type_profile, percentiles_ms,  # noqa: E402
+                                  random_inputs, step_times)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = REPO_ROOT / "samples" / "default.tflite"

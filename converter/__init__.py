@@ -1,5 +1,5 @@
-"""edgelite.converter: ONNX import, graph passes, quantization, training-signature export, and the
-command line (`cli.py`: `edgelite` and `tflite-convert`).
+"""edgelite.converter: ONNX import, graph passes, quantization, training-signature export (the
+command line, `edgelite convert` and `tflite-convert`, is `edgelite.cli`).
 
     from edgelite.converter import TFLiteConverter
     tflite_bytes = TFLiteConverter.from_onnx("model.onnx").convert()

@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 SEED = 0
-TOLERANCE = 1e-4     # max abs error allowed, relative to max |reference|
+ATOL = 1e-5          # an output passes when max abs error <= ATOL + RTOL x max |reference|
+RTOL = 1e-4
+ORACLES = {"onnxruntime": "onnxruntime", "LiteRT": "ai_edge_litert"}   # name -> module
+PACKAGES = {"onnxruntime": "onnxruntime", "LiteRT": "ai-edge-litert"}
 
 
 def onnx_input_specs(conversion) -> list:
@@ -36,21 +39,39 @@ def random_feeds(conversion, seed: int = SEED) -> list:
     return feeds
 
 
-def load_feeds(conversion, path) -> list:
-    """Inputs from an .npz keyed by ONNX input name or input_0, input_1, ..."""
+def load_feeds(conversion, path) -> tuple:
+    """(inputs in ONNX layout, notes) from an .npz keyed by ONNX input name or input_0, ...;
+    arrays in the .tflite's layout are transposed (`edgelite.interpreter.feeds`)."""
+    from edgelite.interpreter.feeds import inverse, to_layout
+
     from .errors import ConversionError
 
     try:
-        data = np.load(path)
+        data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise ConversionError(f"--inputs {path}: cannot read it ({e})") from None
-    feeds = []
-    for k, (name, _, dtype) in enumerate(onnx_input_specs(conversion)):
+    feeds, notes = [], []
+    entries = conversion.io_layout["inputs"]
+    for k, ((name, shape, dtype), entry) in enumerate(zip(onnx_input_specs(conversion), entries)):
         key = name if name in data else f"input_{k}"
         if key not in data:
             raise ConversionError(f"--inputs {path} has no {name!r} or {key!r}")
-        feeds.append(np.asarray(data[key], dtype))
-    return feeds
+        value, note = to_layout(np.asarray(data[key], dtype), shape, inverse(entry["perm"]),
+                                "ONNX layout", "the .tflite's layout")
+        if value.ndim == len(shape) - 1:
+            value = value[None]
+        if value.ndim == len(shape) and value.shape[1:] == tuple(shape[1:]) and \
+                value.shape[0] > shape[0] == 1:
+            note += f" (the first of its {value.shape[0]} samples)"
+            value = value[:1]
+        if value.shape != tuple(shape):
+            raise ConversionError(f"--inputs {key!r} has shape {list(value.shape)}; input "
+                                  f"{name!r} takes {list(shape)} (ONNX layout) or "
+                                  f"{[shape[p] for p in entry['perm']]} (the .tflite's)")
+        feeds.append(value)
+        if note:
+            notes.append(f"--inputs {key!r}{note}")
+    return feeds, notes
 
 
 def to_tflite_layout(feeds: list, io_layout: dict) -> list:
@@ -70,6 +91,11 @@ def run_onnxruntime(source, feeds: dict, output_names: list):
         return None
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    # The model as written, not onnxruntime's CPU-specific fused kernels: above ENABLE_BASIC
+    # its QDQ rewrites (QLinearConv, ...) differ by CPU (37 LSB on an AVX2 CPU without VNNI).
+    # One thread: the same numbers on any core count; edgelite's run takes far longer anyway.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.intra_op_num_threads = 1
     model = source.SerializeToString() if hasattr(source, "SerializeToString") else str(source)
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     return session.run(output_names, feeds)
@@ -107,9 +133,18 @@ def max_error(got: np.ndarray, ref: np.ndarray) -> float:
     return float(np.abs(got[finite] - ref[finite]).max())
 
 
-def compare(conversion, source, feeds: list | None = None) -> list:
+def missing_oracles() -> list:
+    """What `compare` could not run, each with the package that provides it."""
+    import importlib.util
+
+    return [f"{name} is not installed (pip install {PACKAGES[name]}): it was left out"
+            for name, module in ORACLES.items() if importlib.util.find_spec(module) is None]
+
+
+def compare(conversion, source, feeds: list | None = None, atol: float = ATOL,
+            rtol: float = RTOL) -> list:
     """Per output: max abs error of edgelite and LiteRT against onnxruntime (or of LiteRT
-    against edgelite without onnxruntime), and whether it is within TOLERANCE."""
+    against edgelite without onnxruntime), and whether it is within atol + rtol x max |ref|."""
     layout = conversion.io_layout
     feeds = random_feeds(conversion) if feeds is None else feeds
     names = [e["name"] for e in layout["inputs"]]
@@ -137,7 +172,7 @@ def compare(conversion, source, feeds: list | None = None) -> list:
                 continue
             err = max_error(got, ref)
             row["errors"][other] = err
-            if err > TOLERANCE * scale:
+            if not err <= atol + rtol * scale:
                 row["ok"] = False
         rows.append(row)
     return rows

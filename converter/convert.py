@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgelite.interpreter.feeds import IO_LAYOUT_KEY
 from edgelite.schema import Model, SignatureDef, save
 
 from . import pipeline
@@ -20,7 +21,6 @@ from .errors import input_shapes_setting, worded
 from .onnx_import import Imported, import_onnx, load_onnx
 from .pass_clean import compact
 
-IO_LAYOUT_KEY = "edgelite.io_layout"
 SIGNATURE_KEY = "serving_default"
 
 
@@ -36,6 +36,7 @@ class Conversion:
     seconds: float = 0.0
     io_layout: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    notes: list = field(default_factory=list)      # how user data was read
     quantization: object = None   # quantize.Report when the model was quantized (hook)
 
 

@@ -47,7 +47,12 @@ class Request:
         from . import quantize
 
         layout = conversion.io_layout
-        data = None if self.dataset is None else _tflite_layout(self.dataset, layout)
+        from edgelite.converter.check import onnx_input_specs
+
+        data = None
+        if self.dataset is not None:
+            data, notes = _tflite_layout(self.dataset, layout, onnx_input_specs(conversion))
+            conversion.notes += notes
         try:
             q = quantize(conversion.model, self.mode, data, progress=True,
                          inference_input_type=self.input_type,
@@ -202,11 +207,15 @@ def _read_npz(path) -> dict:
 
 # -- the samples, laid out for the .tflite ------------------------------------------------------
 
-def _tflite_layout(dataset, layout: dict):
-    """The representative dataset as samples in the .tflite inputs' layout: lists of arrays with
-    a batch of one. Samples with a larger batch are split."""
+def _tflite_layout(dataset, layout: dict, onnx_specs: list) -> tuple:
+    """(samples, notes): the representative dataset as samples in the .tflite inputs' layout:
+    lists of arrays with a batch of one. Samples with a larger batch are split. Arrays may come
+    in ONNX's layout or the .tflite's (`edgelite.interpreter.feeds`)."""
+    from edgelite.interpreter.feeds import inverse, to_layout
+
     specs = layout["inputs"]
     names = [e["name"] for e in specs]
+    notes: dict = {}
 
     def arrays(item) -> list:
         if isinstance(item, Mapping):
@@ -228,8 +237,11 @@ def _tflite_layout(dataset, layout: dict):
             raise ValueError(f"a calibration sample holds {len(values)} arrays; the model has "
                              f"{len(specs)} inputs ({', '.join(names)})")
         out = []
-        for v, e in zip(values, specs):
+        for v, e, (_, shape, _) in zip(values, specs, onnx_specs):
             perm = list(e["perm"])
+            v, note = to_layout(v, shape, inverse(perm), "ONNX layout", "the .tflite's layout")
+            if note:
+                notes[e["name"]] = f"calibration input {e['name']!r}{note}"
             if v.ndim == len(perm) - 1:
                 v = v[None]
             if v.ndim != len(perm):
@@ -240,10 +252,12 @@ def _tflite_layout(dataset, layout: dict):
 
     if isinstance(dataset, Mapping):   # {name: samples along the first axis}
         columns = arrays(dataset)
-        return [s for i in range(min(len(c) for c in columns))
-                for s in laid_out([c[i] for c in columns])]
-    items = dataset() if isinstance(dataset, Callable) else dataset
-    return [s for item in items for s in laid_out(item)]
+        samples = [s for i in range(min(len(c) for c in columns))
+                   for s in laid_out([c[i] for c in columns])]
+    else:
+        items = dataset() if isinstance(dataset, Callable) else dataset
+        samples = [s for item in items for s in laid_out(item)]
+    return samples, list(notes.values())
 
 
 # -- the summary and --check ---------------------------------------------------------------------
@@ -264,10 +278,10 @@ def check(conversion, source, inputs=None) -> tuple:
     report = conversion.quantization
     names = [e["name"] for e in layout["inputs"]]
     outs = [e["name"] for e in layout["outputs"]]
+    notes: list = []
     if inputs is not None:
-        data = _read_npz(inputs)
-        samples = [[np.asarray(data.get(n, data.get(f"input_{k}")), np.float32)
-                    for k, n in enumerate(names)]]
+        feeds, notes = float_check.load_feeds(conversion, inputs)
+        samples = [[np.asarray(f, np.float32) for f in feeds]]
         where = f"--inputs {inputs}"
     elif report.samples:
         samples, where = report.samples, f"{len(report.samples)} calibration samples"
@@ -303,7 +317,7 @@ def check(conversion, source, inputs=None) -> tuple:
         parts = []
         if have_litert:
             parts.append("identical to LiteRT" if diff == 0 else f"LiteRT differs by {diff:.3g}")
-            tolerance = 0.0 if integer else float_check.TOLERANCE * max(scale, 1.0)
+            tolerance = 0.0 if integer else float_check.RTOL * max(scale, 1.0)
             if diff > tolerance:
                 bad.append(name)
         if have_ort:
@@ -311,7 +325,7 @@ def check(conversion, source, inputs=None) -> tuple:
         lines.append(f"  {name}: {', '.join(parts) or 'no other runtime'}"
                      f"{'  MISMATCH' if name in bad else ''}")
     failure = f"check failed: edgelite and LiteRT differ on {', '.join(bad)}" if bad else None
-    return lines, failure
+    return lines + [f"  note: {n}" for n in notes], failure
 
 
 def _run(content: bytes, feeds: list, runtime: str):

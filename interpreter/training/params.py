@@ -101,8 +101,10 @@ def select(model: Model, sg: Subgraph, trainable, target: int) -> list:
                                     "(integer layers do not train: fine-tune the float model, "
                                     "then quantize it)")
             if not 1 <= n <= len(layers):
-                raise GradientError(f"{pattern}: the model has {len(layers)} layers with "
-                                    "weights before the loss")
+                raise GradientError(
+                    f"trainable {pattern!r}: N counts the layers that train, from the last: "
+                    f"use last:1 to last:{len(layers)} (the model has {len(layers)} layer"
+                    f"{'s' if len(layers) > 1 else ''} with weights before the loss), or all")
             chosen += [t for weights in layers[-n:] for t in weights]
         elif pattern == "all":
             chosen += [t for weights in layers for t in weights]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from edgelite.converter.api import Optimize, OpsSet, TFLiteConverter
 from edgelite.converter.errors import ConversionError
@@ -111,12 +110,12 @@ def test_inconsistent_settings(digits, settings, message):
 
 
 def test_cli(digits, tmp_path):
-    from edgelite.converter.cli import app
+    from tests.cli.helpers import invoke
 
     calib = tmp_path / "calib.npz"
     np.savez(calib, image=digits["calib"])
     out = tmp_path / "digits_int8.tflite"
-    result = CliRunner().invoke(app, ["convert", str(digits["onnx"]), "-o", str(out),
+    result = invoke(["convert", str(digits["onnx"]), "-o", str(out),
                                       "--quantize", "int8", "--calibration-data", str(calib),
                                       "--int8-io", "--check"])
     assert result.exit_code == 0, result.output
@@ -124,13 +123,15 @@ def test_cli(digits, tmp_path):
     assert "input    image: int8 [1, 8, 8, 1]" in result.output
     assert "identical to LiteRT" in result.output
     assert predict(out.read_bytes(), digits["x"][:5]).dtype == np.int8
-    result = CliRunner().invoke(app, ["convert", str(digits["onnx"]), "-o", str(out),
+    result = invoke(["convert", str(digits["onnx"]), "-o", str(out),
                                       "--quantize", "int8", "--calibration-data", str(calib),
                                       "--calibration", "percentile"])
     assert result.exit_code == 0 and "(percentile)" in result.output, result.output
     for args, message in ((["--quantize", "int8"], "needs --calibration-data"),
-                          (["--calibration", "best"], "choose one of minmax"),
-                          (["--quantize", "dynamic", "--int8-io"], "--int8-io needs"),
-                          (["--quantize", "int4"], "choose one of")):
-        result = CliRunner().invoke(app, ["convert", str(digits["onnx"]), "-o", str(out), *args])
+                          (["--quantize", "dynamic", "--int8-io"], "--int8-io needs")):
+        result = invoke(["convert", str(digits["onnx"]), "-o", str(out), *args])
         assert result.exit_code == 1 and message in result.output, result.output
+    for args, choices in ((["--calibration", "best"], "'minmax', 'percentile', 'mse'"),
+                          (["--quantize", "int4"], "'dynamic', 'dynamic-int4', 'int8'")):
+        result = invoke(["convert", str(digits["onnx"]), "-o", str(out), *args])
+        assert result.exit_code == 2 and choices in result.output, result.output   # usage

@@ -8,17 +8,18 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 pytest.importorskip("ai_edge_litert", reason="LiteRT is the oracle")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
 
 from edgelite.converter import TFLiteConverter  # noqa: E402
 from edgelite.converter.convert import convert_onnx  # noqa: E402
 from edgelite.converter.errors import ConversionError  # noqa: E402
 from edgelite.converter.lowerings import supported_ops  # noqa: E402
 from edgelite.converter.qdq import dequantize_array, quantize_array  # noqa: E402
+
+from tests.oracles import onnxruntime_run  # noqa: E402
 
 from .graphs import run_edgelite, run_litert  # noqa: E402
 
@@ -76,14 +77,6 @@ def dequantized_outputs(conversion, outs: list) -> list:
             y = (y.astype(np.float64) - zp) * scale
         result.append(np.transpose(y, np.argsort(entry["perm"])))
     return result
-
-
-def onnxruntime_run(proto, feeds: dict) -> list:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(proto.SerializeToString() if not isinstance(proto, str)
-                                   else proto, options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
 
 
 def convert(proto, **settings):
@@ -186,10 +179,10 @@ def test_digits_int8_io(digits):
 
 
 def test_digits_cli_check(digits, tmp_path):
-    from edgelite.converter.cli import app
+    from tests.cli.helpers import invoke
 
     out = tmp_path / "out.tflite"
-    result = CliRunner().invoke(app, ["convert", str(digits["path"]), "-o", str(out),
+    result = invoke(["convert", str(digits["path"]), "-o", str(out),
                                       "--check"])
     assert result.exit_code == 0, result.output
     assert "quantization (int8): CONV_2D 2, FULLY_CONNECTED 2" in result.output

@@ -5,9 +5,8 @@ import json
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from edgelite.converter.cli import app
+from tests.cli.helpers import invoke
 from edgelite.converter.quantize import quantize
 from edgelite.schema import save
 
@@ -92,21 +91,21 @@ def test_compare_command(tmp_path, models_dir):
     calib = d["x_calib"].transpose(0, 2, 3, 1)
     quant_path.write_bytes(save(quantize(load(float_path), "int8",
                                          [[x[None]] for x in calib], progress=False).model))
-    result = CliRunner().invoke(app, ["compare", str(float_path), str(quant_path), "--data",
+    result = invoke(["compare", str(float_path), str(quant_path), "--data",
                                       str(models_dir / "digits.npz"), "--key", "x_test",
                                       "--samples", "16"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "7 shared op outputs, 16 samples" in lines[0]
-    assert "NCHW transposed to NHWC" in lines[1]
+    assert "(NCHW, transposed to NHWC)" in lines[1]
     assert sum("CONV_2D" in ln for ln in lines) == 2
-    result = CliRunner().invoke(app, ["compare", str(float_path), str(quant_path), "--json",
+    result = invoke(["compare", str(float_path), str(quant_path), "--json",
                                       "--worst", "2", "--data", str(models_dir / "digits.npz"),
                                       "--key", "x_test"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)["layers"]
     assert len(rows) == 2 and all(r["snr_db"] > 20 and r["cosine"] > 0.99 for r in rows)
-    result = CliRunner().invoke(app, ["compare", str(float_path), str(quant_path), "--data",
+    result = invoke(["compare", str(float_path), str(quant_path), "--data",
                                       str(models_dir / "digits.npz")])
     assert result.exit_code == 1 and "--key" in result.output
 

@@ -6,76 +6,71 @@ MODEL is a training model (with a `train` signature, e.g. from `tflite-convert -
 keys are the `train` signature's input names (the model's inputs and `labels`), arrays in the
 model's layout with a leading sample axis.
 
-Importing this module stays cheap (typer only); numpy and the interpreter load when it runs.
+Works with the runtime install alone (numpy and flatbuffers): training runs on the device.
 """
 from __future__ import annotations
 
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
-import typer
+from .choices import Loss, Optimizer, value
+from .common import CliError, echo, fail, read_npz
+from .params import Arg, Opt
 
 REFRESH_S = 0.25  # how often the progress line is redrawn on a terminal
 
 
 def train_command(
-    model: Path = typer.Argument(..., help="the .tflite model (a training model, or any model "
-                                           "to extend at run time)"),
-    data: Path = typer.Option(..., "--data", help="an .npz keyed by the train signature's input "
-                                                  "names (the model's inputs and 'labels')"),
-    epochs: int = typer.Option(1, "--epochs", min=1),
-    batch_size: int = typer.Option(32, "--batch-size", min=1),
-    trainable: Optional[str] = typer.Option(
-        None, "--trainable", help="what trains when MODEL has no train signature: last:N (the "
-        "last N layers with weights; default last:1), all, or glob patterns of tensor names, "
-        "comma-separated"),
-    loss: Optional[str] = typer.Option(
-        None, "--loss", help="sparse_softmax_cross_entropy (default), softmax_cross_entropy, "
-                             "mean_squared_error, binary_cross_entropy"),
-    optimizer: Optional[str] = typer.Option(None, "--optimizer", help="adam (default) or sgd"),
-    learning_rate: Optional[float] = typer.Option(None, "--learning-rate"),
-    output: Optional[str] = typer.Option(None, "--output",
-                                         help="the model output the loss scores (default: first)"),
-    evaluate_on: Optional[Path] = typer.Option(
-        None, "--eval", help="an .npz like --data: classification accuracy after each epoch"),
-    checkpoint: Optional[Path] = typer.Option(
-        None, "--checkpoint", help="save every variable here after each epoch (atomically)"),
-    resume: bool = typer.Option(False, "--resume", help="start from --checkpoint if it exists"),
-    export: Optional[Path] = typer.Option(
-        None, "--export", help="write the trained model here, weights baked in (runs anywhere)"),
-    save_training: Optional[Path] = typer.Option(
-        None, "--save-training", help="write the training model (train/infer/save/restore "
-                                      "signatures) here, e.g. to train it in LiteRT"),
-    seed: int = typer.Option(0, "--seed", help="of the shuffling"),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1),
+    model: Annotated[Path, Arg("the .tflite model (a training model, or any model to extend at "
+                               "run time)")],
+    data: Annotated[Path, Opt(
+        "--data", help="an .npz keyed by the train signature's input names (the model's inputs "
+        "and 'labels'; 'y' is taken for 'labels'), samples along the first axis")],
+    epochs: Annotated[int, Opt("--epochs", min=1, help="passes over --data")] = 1,
+    batch_size: Annotated[int, Opt("--batch-size", min=1, help="samples per training step")] = 32,
+    trainable: Annotated[str | None, Opt(
+        "--trainable", metavar="last:N|all|PATTERN", help="what trains when MODEL has no train "
+        "signature: last:N (the last N layers with weights; default last:1), all, or glob "
+        "patterns of tensor names, comma-separated")] = None,
+    loss: Annotated[Loss | None, Opt(
+        "--loss", help="the loss, when MODEL has no train signature (default "
+        "sparse_softmax_cross_entropy)")] = None,
+    optimizer: Annotated[Optimizer | None, Opt(
+        "--optimizer", help="the optimizer, when MODEL has no train signature (default adam)")] \
+        = None,
+    learning_rate: Annotated[float | None, Opt(
+        "--learning-rate", min=0, help="the optimizer's step size, when MODEL has no train "
+        "signature (default: the optimizer's own)")] = None,
+    output: Annotated[str | None, Opt(
+        "--output", help="the model output the loss scores (default: the first)")] = None,
+    evaluate_on: Annotated[Path | None, Opt(
+        "--eval", help="an .npz like --data: classification accuracy after each epoch")] = None,
+    checkpoint: Annotated[Path | None, Opt(
+        "--checkpoint", help="save every variable here after each epoch (atomically)")] = None,
+    resume: Annotated[bool, Opt("--resume", help="start from --checkpoint if it exists")] = False,
+    export: Annotated[Path | None, Opt(
+        "--export", help="write the trained model here, weights baked in (runs anywhere)")] = None,
+    save_training: Annotated[Path | None, Opt(
+        "--save-training", help="write the training model (train/infer/save/restore signatures) "
+        "here, e.g. to train it in LiteRT")] = None,
+    seed: Annotated[int, Opt("--seed", help="of the shuffling")] = 0,
+    threads: Annotated[int | None, Opt(
+        "--threads", min=1, help="num_threads of the interpreter (default: the runtime's)")] = None,
 ) -> None:
     """Fine-tune a .tflite model on the device: loss and steps/s as it trains."""
-    options = {k: v for k, v in dict(trainable=trainable, loss=loss, optimizer=optimizer,
-                                     learning_rate=learning_rate, output=output).items()
+    options = {k: v for k, v in dict(trainable=trainable, loss=value(loss),
+                                     optimizer=value(optimizer), learning_rate=learning_rate,
+                                     output=output).items()
                if v is not None}
     try:
         _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, resume, export,
                save_training, seed, threads)
-    except typer.Exit:
+    except CliError:
         raise
     except (ValueError, RuntimeError, OSError) as e:  # GradientError is a ValueError
-        _fail(f"{model.name}: {' '.join(str(e).split())}")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
-
-
-def _npz(path: Path) -> dict:
-    import numpy as np
-
-    if not path.is_file():
-        _fail(f"no such file: {path}")
-    with np.load(path, allow_pickle=False) as f:
-        return {k: f[k] for k in f.files}
+        fail(f"{model.name}: {' '.join(str(e).split())}")
 
 
 def _interpreter(model: Path, options: dict, threads):
@@ -84,17 +79,17 @@ def _interpreter(model: Path, options: dict, threads):
     from edgelite.schema import ModelError, load, save
 
     if not model.is_file():
-        _fail(f"no such file: {model}")
+        fail(f"no such file: {model}")
     try:
         ir = load(model)
     except ModelError as e:
-        _fail(f"{model}: {e}")
+        fail(f"{model}: {e}")
     facts = training_facts(ir)
     if facts is not None:
         if options:
-            _fail(f"{model.name} is already a training model (loss {facts['loss']}, optimizer "
-                  f"{facts['optimizer']['name']}); drop --{', --'.join(options)}"
-                  .replace("learning_rate", "learning-rate"))
+            fail(f"{model.name} is already a training model (loss {facts['loss']}, optimizer "
+                 f"{facts['optimizer']['name']}); drop --{', --'.join(options)}"
+                 .replace("learning_rate", "learning-rate"))
         return Interpreter(model_path=str(model), num_threads=threads), ir
     trained = make_trainable(ir, **{"trainable": "last:1", **options})
     return Interpreter(model_content=save(trained), num_threads=threads), trained
@@ -112,28 +107,28 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
     it, ir = _interpreter(model, options, threads)
     facts = training_facts(ir)
     wanted = list(it.get_signature_runner("train").get_input_details())
-    arrays = _npz(data)
+    arrays = read_npz(data)
     missing = [n for n in wanted if n not in arrays]
     if missing:
-        _fail(f"--data {data.name} lacks {missing}; the train signature takes {wanted} "
+        fail(f"--data {data.name} lacks {missing}; the train signature takes {wanted} "
               f"(it has {sorted(arrays)})")
     labels = facts["labels"]
     inputs = {n: arrays[n] for n in wanted if n != labels}
     sizes = {len(a) for a in arrays.values() if np.ndim(a)}
     if len(sizes) != 1:
-        _fail(f"the arrays of --data {data.name} have different sample counts {sorted(sizes)}")
+        fail(f"the arrays of --data {data.name} have different sample counts {sorted(sizes)}")
     n = sizes.pop()
     values = sum(int(np.prod(facts["variables"][p])) for p in facts["trainable"])
     opt = facts["optimizer"]
-    typer.echo(f"training {len(facts['trainable'])} weights ({values:,} values): "
+    echo(f"training {len(facts['trainable'])} weights ({values:,} values): "
                f"{facts['loss']}, {opt['name']} lr {opt['learning_rate']:g}; {n} samples, "
                f"batch {batch_size}, {-(-n // batch_size)} steps per epoch")
     if save_training is not None:
         save_training.write_bytes(save(ir))
     if resume and checkpoint is not None and checkpoint.exists():
         restore_checkpoint(it, checkpoint)
-        typer.echo(f"resumed from {checkpoint}")
-    holdout = _npz(evaluate_on) if evaluate_on is not None else None
+        echo(f"resumed from {checkpoint}")
+    holdout = read_npz(evaluate_on) if evaluate_on is not None else None
     steps = -(-n // batch_size)
     for epoch in range(epochs):
         progress = _Progress(epoch, epochs, steps)
@@ -149,7 +144,7 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
             save_checkpoint(it, checkpoint)
     if export is not None:
         export.write_bytes(export_frozen(it))
-        typer.echo(f"wrote {export} ({export.stat().st_size:,} bytes)")
+        echo(f"wrote {export} ({export.stat().st_size:,} bytes)")
 
 
 class _Progress:
@@ -173,4 +168,4 @@ class _Progress:
     def done(self, line: str) -> None:
         if self.tty:
             sys.stdout.write("\r\033[K")
-        typer.echo(line)
+        echo(line)

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from edgelite.converter.cli import app
+from tests.cli.helpers import invoke
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED_TFLITE = ["digits_cnn.tflite", "digits_cnn_int8.tflite", "mwk_okay_nabu.tflite",
@@ -19,7 +18,7 @@ SHARED_TFLITE = ["digits_cnn.tflite", "digits_cnn_int8.tflite", "mwk_okay_nabu.t
 
 
 def inspect(*args):
-    result = CliRunner().invoke(app, ["inspect", *map(str, args)])
+    result = invoke(["inspect", *map(str, args)])
     assert result.exit_code == 0, result.stderr or result.output
     return result.stdout
 
@@ -180,7 +179,7 @@ def _assert_clean_error(result):
 
 
 def test_missing_file(tmp_path):
-    result = CliRunner().invoke(app, ["inspect", str(tmp_path / "nope.tflite")])
+    result = invoke(["inspect", str(tmp_path / "nope.tflite")])
     _assert_clean_error(result)
     assert "no such file" in result.stderr
 
@@ -190,30 +189,30 @@ def test_missing_file(tmp_path):
 def test_corrupt_file(tmp_path, content):
     path = tmp_path / "bad.tflite"
     path.write_bytes(content)
-    _assert_clean_error(CliRunner().invoke(app, ["inspect", str(path)]))
+    _assert_clean_error(invoke(["inspect", str(path)]))
 
 
 def test_truncated_model(tmp_path, sample):
     path = tmp_path / "truncated.tflite"
     path.write_bytes(sample.read_bytes()[:300])
-    _assert_clean_error(CliRunner().invoke(app, ["inspect", "--json", str(path)]))
+    _assert_clean_error(invoke(["inspect", "--json", str(path)]))
 
 
 def test_directory(tmp_path):
-    _assert_clean_error(CliRunner().invoke(app, ["inspect", str(tmp_path)]))
+    _assert_clean_error(invoke(["inspect", str(tmp_path)]))
 
 
 def test_console_script_errors_without_traceback(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "edgelite.converter.cli", "inspect",
+    run = subprocess.run([sys.executable, "-m", "edgelite.cli", "inspect",
                           str(tmp_path / "nope.tflite")], capture_output=True, text=True)
     assert run.returncode == 1
     assert run.stderr.startswith("error: ") and "Traceback" not in run.stderr
 
 
 def test_tflite_convert_needs_a_model():
-    """The converter's own tests are tests/converter/test_convert_cli.py."""
+    """The converter command's own tests are tests/cli/test_convert.py."""
     run = subprocess.run([sys.executable, "-c",
-                          "from edgelite.converter.cli import convert_main; convert_main()"],
+                          "import sys; from edgelite.cli import convert_main; sys.exit(convert_main())"],
                          capture_output=True, text=True)
     assert run.returncode == 2
     assert "Missing argument" in run.stderr
@@ -221,7 +220,7 @@ def test_tflite_convert_needs_a_model():
 
 def test_importing_the_cli_is_cheap():
     """The CLI imports the rest of edgelite (and numpy) only inside its commands."""
-    code = ("import sys, edgelite.converter.cli; "
+    code = ("import sys, edgelite.cli; "
             "print(sorted(m for m in sys.modules if m.startswith(('edgelite.schema', 'numpy'))))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"

@@ -7,46 +7,45 @@ compared after dequantizing: max |error|, RMSE, SNR (dB: signal power over error
 cosine similarity. Errors grow along the network; the layer where the SNR falls off a cliff is the
 one to look at (its range, its per-channel scales, or keep it float).
 
-Importing this module stays cheap (typer only); numpy and the interpreter load when it runs.
+Works with the runtime install alone (numpy and flatbuffers).
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
-import typer
+from .common import echo, fail
+from .params import Arg, Opt
 
 DEFAULT_SAMPLES = 32
 
 
 def compare_command(
-    float_model: Path = typer.Argument(..., help="the float .tflite model"),
-    quant_model: Path = typer.Argument(..., help="its quantized .tflite version"),
-    data: Optional[Path] = typer.Option(
-        None, "--data", help="an .npz of float inputs: keyed by input name or input_0, ... "
-        "(or x, or the one array there is), samples along the first axis; NCHW arrays are "
-        "transposed to the model's NHWC. Default: seeded random values in [-1, 1]"),
-    key: Optional[str] = typer.Option(None, "--key", help="the --data array to feed (a "
-                                      "one-input model)"),
-    samples: int = typer.Option(DEFAULT_SAMPLES, "--samples", min=1,
-                                help="how many samples to run"),
-    worst: int = typer.Option(0, "--worst", min=0, help="list only the N layers of lowest SNR"),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON document"),
+    float_model: Annotated[Path, Arg("the float .tflite model")],
+    quant_model: Annotated[Path, Arg("its quantized .tflite version")],
+    data: Annotated[Path | None, Opt(
+        "--data", help="an .npz of float inputs: keyed by input name or input_0, ... (or x, or "
+        "the one array there is), samples along the first axis; model (NHWC) or ONNX (NCHW) "
+        "layout. Default: seeded random values in [-1, 1]")] = None,
+    key: Annotated[str | None, Opt(
+        "--key", help="the --data array to feed (a one-input model)")] = None,
+    samples: Annotated[int, Opt("--samples", min=1, help="how many samples to run")] = \
+        DEFAULT_SAMPLES,
+    worst: Annotated[int, Opt("--worst", min=0, help="list only the N layers of lowest SNR")] = 0,
+    as_json: Annotated[bool, Opt("--json", help="print one JSON document instead of text")] = False,
 ) -> None:
     """Per-layer error of a quantized model against its float original."""
-    import json
-
     try:
         rows, notes = compare_files(float_model, quant_model, data, key, samples)
     except (ValueError, OSError) as e:
-        typer.echo(f"error: {' '.join(str(e).split())}", err=True)
-        raise typer.Exit(1)
+        fail(str(e))
     if worst:
         rows = sorted(rows, key=lambda r: r["snr_db"])[:worst]
     if as_json:
-        typer.echo(json.dumps({"notes": notes, "layers": rows}, indent=1))
+        echo(json.dumps({"notes": notes, "layers": rows}, indent=1))
     else:
-        typer.echo("\n".join(notes + table_lines(rows)))
+        echo("\n".join(notes + table_lines(rows)))
 
 
 def compare_files(float_path: Path, quant_path: Path, data: Path | None, key: str | None,
@@ -160,7 +159,10 @@ def _feeds(it, data: Path | None, key: str | None, count: int) -> tuple:
     """(samples, notes): each sample a list of float arrays, one per input, shaped like it."""
     import numpy as np
 
+    from edgelite.interpreter.feeds import model_perms
+
     details = it.get_input_details()
+    perms = model_perms(it._runtime.model)
     if data is None:
         rng = np.random.default_rng(0)
         return ([[rng.uniform(-1, 1, d["shape"]).astype(np.float32) for d in details]
@@ -181,25 +183,26 @@ def _feeds(it, data: Path | None, key: str | None, count: int) -> tuple:
             raise ValueError(f"--data {data.name} has no array for input {d['name']!r} (tried "
                              f"{', '.join(map(repr, names))}; it has {', '.join(arrays)}); name "
                              "one with --key")
-        column, note = _fit_samples(arrays[found], tuple(int(s) for s in d["shape"]), found)
+        column, note = _fit_samples(arrays[found], tuple(int(s) for s in d["shape"]), found,
+                                    perms[k])
         columns.append(column)
         notes.append(f"input {d['name']!r}: --data {found!r}{note}")
     n = min(min(len(c) for c in columns), count)
     return [[c[i:i + 1] for c in columns] for i in range(n)], notes
 
 
-def _fit_samples(a, shape: tuple, name: str) -> tuple:
+def _fit_samples(a, shape: tuple, name: str, perm) -> tuple:
     """(array of samples [N, *shape[1:]] as float32, how it was made to fit)."""
     import numpy as np
 
-    a = np.asarray(a, np.float32)
+    from edgelite.interpreter.feeds import to_layout
+
+    a, note = to_layout(np.asarray(a, np.float32), shape, perm)
     per = shape[1:]
     if a.shape[1:] == per:
-        return a, ""
+        return a, note
     if a.shape == per:
-        return a[None], ""
-    if a.ndim == 4 and len(per) == 3 and (a.shape[2], a.shape[3], a.shape[1]) == per:
-        return a.transpose(0, 2, 3, 1), " (NCHW transposed to NHWC)"
+        return a[None], note
     raise ValueError(f"--data {name!r} has shape {list(a.shape)}; the input takes "
                      f"{list(shape)} (samples along the first axis)")
 

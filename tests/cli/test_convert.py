@@ -9,15 +9,14 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from typer.testing import CliRunner
 
 from edgelite.converter import TFLiteConverter
-from edgelite.converter.cli import app
+from tests.cli.helpers import invoke
 from edgelite.schema import load
 
 
 def convert(*args):
-    return CliRunner().invoke(app, ["convert", *map(str, args)])
+    return invoke(["convert", *map(str, args)])
 
 
 def ok(*args) -> str:
@@ -107,9 +106,9 @@ def test_dynamic_batch_in_summary(models_dir, tmp_path):
 
 def test_tflite_convert_console_script(models_dir, tmp_path):
     out = tmp_path / "d.tflite"
-    code = ("import sys; from edgelite.converter.cli import convert_main; "
+    code = ("import sys; from edgelite.cli import convert_main; "
             f"sys.argv = ['tflite-convert', {str(models_dir / 'digits_cnn.onnx')!r}, '-o', "
-            f"{str(out)!r}]; convert_main()")
+            f"{str(out)!r}]; sys.exit(convert_main())")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr

@@ -1,11 +1,25 @@
-"""What `edgelite inspect` reports about a model: the facts as JSON-ready values (`describe`)
-and the text report (`inspect_text`)."""
+"""`edgelite inspect MODEL`: what a .tflite model holds. The facts as JSON-ready values
+(`describe`) and the text report (`inspect_text`)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Annotated
+
+from .common import echo, load_model
+from .params import Arg, Opt
 
 LARGEST_BUFFERS = 5     # how many of the largest constant buffers `inspect` lists
 TEXT_PREVIEW = 80       # longest metadata text shown inline in the text report
+
+
+def inspect_command(
+    model: Annotated[Path, Arg("the .tflite model file")],
+    as_json: Annotated[bool, Opt("--json", help="print one JSON document instead of text")] = False,
+) -> None:
+    """Show what a .tflite model holds: inputs, outputs, ops, subgraphs, signatures, weights."""
+    facts = describe(load_model(model), model)
+    echo(json.dumps(facts, indent=1) if as_json else "\n".join(inspect_text(facts)))
 
 
 def describe(model, path: Path | None = None) -> dict:

@@ -4,16 +4,16 @@ for what users get wrong."""
 from __future__ import annotations
 
 import numpy as np
-from typer.testing import CliRunner
+import pytest
 
-from edgelite.converter.cli import app
+from tests.cli.helpers import invoke
 from edgelite.interpreter import Interpreter
 from edgelite.interpreter.training import evaluate, training_facts
 from edgelite.schema import load
 
 
 def _invoke(*args):
-    return CliRunner().invoke(app, ["train", *map(str, args)])
+    return invoke(["train", *map(str, args)])
 
 
 def _data(models_dir, tmp_path):
@@ -56,10 +56,21 @@ def test_train_errors_are_one_line(models_dir, tmp_path):
                    training).exit_code == 0
     for args, expect in (
             ((models_dir / "digits_cnn.tflite", "--data", bad), "lacks ['image', 'labels']"),
-            ((models_dir / "digits_cnn.tflite", "--data", train, "--loss", "hinge"),
-             "unknown loss 'hinge'"),
-            ((training, "--data", train, "--loss", "mse"), "already a training model")):
+            ((models_dir / "digits_cnn.tflite", "--data", train, "--trainable", "last:0"),
+             "last:0"),
+            ((training, "--data", train, "--loss", "mean_squared_error"),
+             "already a training model")):
         result = _invoke(*args)
         assert result.exit_code == 1, result.output
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and expect in lines[0], lines
+
+
+@pytest.mark.parametrize("frontend", ["typer", "argparse"])
+def test_choices_are_checked_before_anything_runs(frontend, tmp_path):
+    """--loss and --optimizer are enums: a value outside them is a usage error (exit 2) that
+    lists the choices, under either front-end."""
+    result = invoke(["train", tmp_path / "none.tflite", "--data", tmp_path / "none.npz",
+                     "--loss", "hinge"], frontend=frontend)
+    assert result.exit_code == 2
+    assert "sparse_softmax_cross_entropy" in result.stderr and "hinge" in result.stderr

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from edgelite.converter.cli import app
+from tests.cli.helpers import invoke
 from edgelite.schema import Model, Operator, OperatorCode, SignatureDef, Subgraph, Tensor, \
     default_options, save
 from tests.opmodel import In, op_model
@@ -19,7 +18,7 @@ BIAS = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
 
 
 def run(*args) -> str:
-    result = CliRunner().invoke(app, ["run", *map(str, args)])
+    result = invoke(["run", *map(str, args)])
     assert result.exit_code == 0, result.stderr or result.output
     return result.stdout
 
@@ -30,7 +29,7 @@ def run_json(*args) -> dict:
 
 def run_error(*args) -> str:
     """The one `error: ...` line a failing run prints."""
-    result = CliRunner().invoke(app, ["run", *map(str, args)])
+    result = invoke(["run", *map(str, args)])
     assert result.exit_code == 1, result.output
     assert result.stdout == ""
     lines = result.stderr.splitlines()
@@ -226,7 +225,7 @@ def test_bad_files_and_signature(model, tmp_path):
 def test_reference_flag_gives_the_reference_kernels_bits(tmp_path):
     """`--reference`: the interpreter `run` builds uses BUILTIN_REF, whose int8 outputs equal
     LiteRT's reference kernels' bit for bit; without it this case differs (by 1) somewhere."""
-    from edgelite.converter.cli import Session
+    from edgelite.cli.session import Session
     from edgelite.schema import load
     from tests.interpreter.cases_int8_requant import CASES
     from tests.opmodel import run_litert

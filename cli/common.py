@@ -1,0 +1,102 @@
+"""What the commands share: failing with one message, printing, loading a model, reading .npz.
+
+Cheap to import (no numpy, no edgelite parts): commands import those inside their bodies.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+
+class CliError(Exception):
+    """A command's failure: its message is printed as one `error: ...` line on stderr, and the
+    process exits with `code` (1: the input or the model was refused; 2: an internal error)."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    raise CliError(message, code)
+
+
+def echo(text: str = "", err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def error_line(message: str) -> str:
+    """A message as one line: a list's items (its indented lines) joined with "; "."""
+    head, *items = str(message).strip().splitlines() or [""]
+    text = " ".join(head.split())
+    if items:
+        text += " " + "; ".join(" ".join(item.split()) for item in items if item.strip())
+    return text
+
+
+def load_model(path: Path):
+    """The model file at `path` as the in-memory model (`edgelite.schema.Model`)."""
+    from edgelite.schema import ModelError, load
+
+    check_file(path, "model")
+    try:
+        return load(path)
+    except ModelError as e:
+        fail(f"{path}: {e}")
+
+
+def check_file(path: Path, what: str = "file") -> None:
+    if not path.exists():
+        fail(f"no such file: {path}")
+    if path.is_dir():
+        fail(f"{path} is a directory, not a {what} file")
+
+
+def read_npz(path: Path, flag: str = "--data") -> dict:
+    """The arrays of an .npz (no pickles), by name."""
+    import numpy as np
+
+    check_file(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except Exception as e:  # noqa: BLE001  any unreadable file is the same one-line refusal
+        fail(f"cannot read {flag} {path} as an .npz: {one_line(e)}")
+
+
+def one_line(e: Exception) -> str:
+    """An exception as one line; the interpreter's list of unsupported operators grouped by op."""
+    from edgelite.interpreter import UnsupportedOpsError
+
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
+    if not isinstance(e, UnsupportedOpsError) or len(lines) == 1:
+        return " ".join(lines) if isinstance(e, (ValueError, RuntimeError)) \
+            else f"{type(e).__name__}: {' '.join(lines)}"
+    where: dict = {}   # what is missing -> operators
+    for ln in lines[1:]:
+        m = re.fullmatch(r"subgraph (\d+) operator (\d+): (.*)", ln)
+        what, op = (m[3], m[2] if m[1] == "0" else f"{m[1]}:{m[2]}") if m else (ln, None)
+        where.setdefault(what, []).extend([op] if op else [])
+    parts = [f"{what} at operator{'s' if len(ops) > 1 else ''} {', '.join(ops)}" if ops else what
+             for what, ops in where.items()]
+    return f"{lines[0].rstrip(':')}: " + "; ".join(parts)
+
+
+def installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def needs(module: str, extra: str, command: str) -> None:
+    """Fail with what to install when `module` (a converter dependency) is missing."""
+    if not installed(module):
+        fail(f"edgelite {command} needs {module}, which the runtime install leaves out: "
+             f"pip install 'edgelite[{extra}]'")
