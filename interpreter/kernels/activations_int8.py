@@ -131,9 +131,15 @@ def _lut_8bit(node, key: str, transform) -> np.ndarray:
     return np.clip(rescaled + z_out, *TYPE_RANGE[key]).astype(key)
 
 
+# float64 values from here on round to float32 infinity (float32's max plus half its last ulp).
+_F32_INF_FROM = float(np.finfo(np.float32).max) + 2.0 ** 103
+
+
 def _exp32(x):
-    """float32 exp, correctly rounded (as glibc's expf)."""
-    return np.exp(x.astype(np.float64)).astype(np.float32)
+    """float32 exp, correctly rounded (as glibc's expf): inf past float32's range, computed
+    with no overflow (exp(89) is past it already, and inf is written, not cast)."""
+    e = np.exp(np.minimum(x.astype(np.float64), 89.0))
+    return np.where(e < _F32_INF_FROM, e, np.inf).astype(np.float32)
 
 
 def _check_logistic_output(node):

@@ -263,6 +263,9 @@ for key in ("int8", "uint8"):
         unary_case(f"hard_swish_wide_{key}", "HARD_SWISH", key, xq=(0.2, 0), oq=(0.05, -100)),
         unary_case(f"logistic_{key}", "LOGISTIC", key, oq=SIGMOID_OUT),
         unary_case(f"logistic_wide_{key}", "LOGISTIC", key, xq=(0.3, 10), oq=SIGMOID_OUT),
+        # exp(-x) past float32's range (x < -88.7): 0 from the table, with no overflow warning
+        unary_case(f"logistic_saturating_{key}", "LOGISTIC", key, xq=(1.0, 0), oq=SIGMOID_OUT),
+        unary_case(f"logistic_huge_scale_{key}", "LOGISTIC", key, xq=(300.0, 0), oq=SIGMOID_OUT),
         unary_case(f"tanh_{key}", "TANH", key, oq=(1 / 128, 0)),
         unary_case(f"tanh_narrow_{key}", "TANH", key, xq=(0.011, -7), oq=(0.009, 4)),
     ]

@@ -8,17 +8,27 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edgelite.interpreter import OpResolverType
-from tests.opmodel import assert_close, run_edgelite, run_litert
+from tests.opmodel import assert_close, run_litert
+from tests.opmodel import run_edgelite as _run_edgelite
 
 BUILTIN_REF = OpResolverType.BUILTIN_REF
 
 pytest.importorskip("ai_edge_litert", reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+
+
+def run_edgelite(content: bytes, feeds: list, **kwargs) -> list:
+    """edgelite's outputs, with any warning an error: a numpy RuntimeWarning from a kernel's
+    prepare or run would reach users' programs (and fail those run under `-W error`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return _run_edgelite(content, feeds, **kwargs)
 
 
 def _all_cases(attribute: str):
