@@ -10,6 +10,7 @@ import pytest
 
 from edgelite.converter import TFLiteConverter
 from edgelite.schema import load
+from tests.oracles import onnxruntime_run
 
 TOLERANCE = 1e-4   # max abs error relative to max |reference|
 # name -> input shapes for the conversion (ppocr_cls has dynamic H and W)
@@ -141,15 +142,13 @@ def test_keep_io_layout_single_channel_needs_no_transpose(models_dir):
 
 
 def test_dynamic_batch_stays_dynamic(models_dir):
-    import onnxruntime as ort
-
     conversion = converted(models_dir, "ppocr_cls", shapes={"x": [-1, 3, 48, 192]})
     model = load(conversion.content)
     sg = model.subgraphs[0]
     assert sg.tensors[sg.inputs[0]].shape_signature == (-1, 48, 192, 3)
     assert sg.tensors[sg.outputs[0]].shape_signature == (-1, 2)
     x = np.random.default_rng(0).random((3, 3, 48, 192), dtype=np.float32)
-    want = ort.InferenceSession(str(models_dir / "ppocr_cls.onnx")).run(None, {"x": x})[0]
+    want = onnxruntime_run(models_dir / "ppocr_cls.onnx", {"x": x})[0]
     for runtime in ("edgelite", "litert"):
         got = run(conversion.content, x.transpose(0, 2, 3, 1).copy(), runtime, batch=3)
         assert got.shape == (3, 2)

@@ -9,6 +9,7 @@ from onnx import TensorProto, helper
 from edgelite.converter import TFLiteConverter
 from edgelite.converter.check import run_tflite, to_onnx_layout, to_tflite_layout
 from tests.converter.test_convert_ops import check, model, node
+from tests.oracles import onnxruntime_run, onnxruntime_session
 
 F = np.float32
 RNG = np.random.default_rng(5)
@@ -163,8 +164,6 @@ def test_recurrent_models_match_refs(models_dir, case, runtime):
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
 def test_dynamic_batch_stays_dynamic(op):
     """A zero initial state is no constant of the batch's size: the batch stays -1."""
-    import onnxruntime as ort
-
     from edgelite.converter.check import to_onnx_layout, to_tflite_layout
 
     gates = 4 if op == "LSTM" else 3
@@ -177,7 +176,7 @@ def test_dynamic_batch_stays_dynamic(op):
     conversion = converter.last_conversion
     assert not conversion.warnings
     x = w(5, 3, 3)
-    want = ort.InferenceSession(proto.SerializeToString()).run(None, {"x": x})
+    want = onnxruntime_run(proto, {"x": x})
     layout = conversion.io_layout
     for runtime in ("edgelite", "litert"):
         got = to_onnx_layout(_run_resized(conversion.content, to_tflite_layout([x], layout),
@@ -208,8 +207,6 @@ def _run_resized(content, feeds, runtime):
 def test_dynamic_sequence_runs_as_a_while_loop(op, attrs):
     """A sequence length that is a dynamic dim: the steps run as a WHILE loop (unrolled they
     would change the graph with the length), at any length, in edgelite and LiteRT."""
-    import onnxruntime as ort
-
     from edgelite.converter.check import to_onnx_layout, to_tflite_layout
 
     dirs = 2 if attrs.get("direction") == "bidirectional" else 1
@@ -223,7 +220,7 @@ def test_dynamic_sequence_runs_as_a_while_loop(op, attrs):
     conversion = converter.last_conversion
     assert not conversion.warnings
     assert [op.op for op in conversion.model.subgraphs[0].operators].count("WHILE") == dirs
-    session = ort.InferenceSession(proto.SerializeToString())
+    session = onnxruntime_session(proto)
     layout = conversion.io_layout
     for seq in (1, 5):
         feeds = [w(seq, 2, 3), w(dirs, 2, 4)]
@@ -237,8 +234,6 @@ def test_dynamic_sequence_runs_as_a_while_loop(op, attrs):
 
 
 def test_silero_any_sequence_length(models_dir):
-    import onnxruntime as ort
-
     from edgelite.converter.check import to_onnx_layout, to_tflite_layout
 
     path = models_dir / "silero_vad_seq.onnx"
@@ -246,7 +241,7 @@ def test_silero_any_sequence_length(models_dir):
     converter.convert()
     conversion = converter.last_conversion
     assert not conversion.warnings and "WHILE" in conversion.ops_out
-    session = ort.InferenceSession(str(path))
+    session = onnxruntime_session(path)
     layout = conversion.io_layout
     for seq in (3, 12):
         feeds = [w(seq, 576, scale=0.1), w(1, 1, 128, scale=0.1), w(1, 1, 128, scale=0.1)]

@@ -10,6 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgelite.converter.check import compare
 from tests.converter.test_convert_ops import convert, node
+from tests.oracles import onnxruntime_run
 
 F = np.float32
 I64 = np.int64
@@ -21,8 +22,6 @@ _ELEM = {np.dtype(F): TensorProto.FLOAT, np.dtype(I64): TensorProto.INT64,
 def declared(nodes, feeds: dict, inits=None, opset=18):
     """A model whose inputs are `feeds` and whose outputs declare the shapes onnxruntime gives
     on them (as ONNX's test cases do: shape inference cannot know them)."""
-    import onnxruntime as ort
-
     ins = [helper.make_tensor_value_info(k, _ELEM[v.dtype], v.shape) for k, v in feeds.items()]
     names = [o for n in nodes[-1:] for o in n.output]
     graph = helper.make_graph(nodes, "case", ins, [],
@@ -31,7 +30,7 @@ def declared(nodes, feeds: dict, inits=None, opset=18):
     proto.ir_version = 8
     inferred = {vi.name: vi for vi in onnx.shape_inference.infer_shapes(proto).graph.value_info}
     proto.graph.output.extend(inferred[name] for name in names)
-    results = ort.InferenceSession(proto.SerializeToString()).run(None, feeds)
+    results = onnxruntime_run(proto, feeds)
     del proto.graph.output[:]
     for name, value in zip(names, results):
         proto.graph.output.append(helper.make_tensor_value_info(
