@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,72 @@ def sample_dir(tmp_path_factory) -> Path:
     assert run.returncode == 0, run.stderr
     (out / "stdout.txt").write_text(run.stdout)
     return out
+
+
+# -- onnxruntime runs at ORT_ENABLE_BASIC, or the test fails ---------------------------------------
+# Above BASIC onnxruntime swaps QDQ groups for fused integer kernels whose results depend on the
+# CPU (issue 11: 37 LSB on an AVX2 CPU without VNNI), so a test whose oracle ran there passes or
+# fails by machine. tests/oracles.py makes every session; this catches one made any other way.
+# The check is installed when onnxruntime is first imported (an import hook: nothing imports
+# onnxruntime for the tests that do not use it) and costs one comparison per session.
+
+ORT_GUARD_MESSAGE = ("onnxruntime session above ORT_ENABLE_BASIC ({level}): its optimized "
+                     "kernels give different numbers on different CPUs; make the session with "
+                     "tests.oracles.onnxruntime_session")
+
+
+def _ort_level_check(ort, sess_options) -> None:
+    __tracebackhide__ = True
+    basic = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL if sess_options is None else \
+        sess_options.graph_optimization_level      # onnxruntime's default is ENABLE_ALL
+    if int(level) > int(basic):
+        name = getattr(level, "name", str(level))
+        pytest.fail(ORT_GUARD_MESSAGE.format(
+            level=name + (", the default with no SessionOptions" if sess_options is None
+                          else "")))
+
+
+def _guard_onnxruntime(ort) -> None:
+    """Replace ort.InferenceSession by a subclass that checks its SessionOptions first."""
+    base = ort.InferenceSession
+    if getattr(base, "_edgelite_guarded", False):
+        return
+
+    class InferenceSession(base):
+        _edgelite_guarded = True
+
+        def __init__(self, path_or_bytes, sess_options=None, *args, **kwargs):
+            __tracebackhide__ = True
+            _ort_level_check(ort, sess_options)
+            super().__init__(path_or_bytes, sess_options, *args, **kwargs)
+
+    InferenceSession.__qualname__ = base.__qualname__
+    InferenceSession.__module__ = base.__module__
+    ort.InferenceSession = InferenceSession
+
+
+class _OnnxruntimeImportHook:
+    """A meta path finder that only wraps the loader of `onnxruntime` itself."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "onnxruntime":
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_guard(module):
+            exec_module(module)
+            _guard_onnxruntime(module)
+
+        spec.loader.exec_module = exec_and_guard
+        return spec
+
+
+if "onnxruntime" in sys.modules:            # imported before the tests' conftest (a plugin)
+    _guard_onnxruntime(sys.modules["onnxruntime"])
+else:
+    sys.meta_path.insert(0, _OnnxruntimeImportHook())
