@@ -3,8 +3,8 @@ interpreter, with a progress display (loss, steps/s), checkpoints, and a frozen 
 
 MODEL is a training model (with a `train` signature, e.g. from `tflite-convert --train`) or any
 `.tflite`, which is then extended at run time (`--trainable`, `--loss`, `--optimizer`). The .npz's
-keys are the `train` signature's input names (the model's inputs and `labels`), arrays in the
-model's layout with a leading sample axis.
+keys are the `train` signature's input names (the model's inputs and `labels`) or, as for
+`edgelite run --data`, input_K / x and y; a leading sample axis; images in either layout.
 
 Works with the runtime install alone (numpy and flatbuffers): training runs on the device.
 """
@@ -106,45 +106,83 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
 
     it, ir = _interpreter(model, options, threads)
     facts = training_facts(ir)
-    wanted = list(it.get_signature_runner("train").get_input_details())
-    arrays = read_npz(data)
-    missing = [n for n in wanted if n not in arrays]
-    if missing:
-        fail(f"--data {data.name} lacks {missing}; the train signature takes {wanted} "
-              f"(it has {sorted(arrays)})")
     labels = facts["labels"]
-    inputs = {n: arrays[n] for n in wanted if n != labels}
-    sizes = {len(a) for a in arrays.values() if np.ndim(a)}
-    if len(sizes) != 1:
-        fail(f"the arrays of --data {data.name} have different sample counts {sorted(sizes)}")
-    n = sizes.pop()
+    runner = it.get_signature_runner("train")
+    arrays = read_npz(data)
+    inputs, target, notes = _columns(runner.get_input_details(), labels, arrays, data, "--data")
+    n = len(target)
+    for note in notes:
+        echo(note)
     values = sum(int(np.prod(facts["variables"][p])) for p in facts["trainable"])
     opt = facts["optimizer"]
     echo(f"training {len(facts['trainable'])} weights ({values:,} values): "
-               f"{facts['loss']}, {opt['name']} lr {opt['learning_rate']:g}; {n} samples, "
-               f"batch {batch_size}, {-(-n // batch_size)} steps per epoch")
+         f"{facts['loss']}, {opt['name']} lr {opt['learning_rate']:g}; {n} samples, "
+         f"batch {batch_size}, {-(-n // batch_size)} steps per epoch")
+    wrote = []
     if save_training is not None:
         save_training.write_bytes(save(ir))
+        wrote.append(save_training)
     if resume and checkpoint is not None and checkpoint.exists():
         restore_checkpoint(it, checkpoint)
         echo(f"resumed from {checkpoint}")
-    holdout = read_npz(evaluate_on) if evaluate_on is not None else None
+    holdout = None
+    if evaluate_on is not None:
+        held = read_npz(evaluate_on)
+        holdout = _columns(runner.get_input_details(), labels, held, evaluate_on, "--eval")[:2]
     steps = -(-n // batch_size)
     for epoch in range(epochs):
         progress = _Progress(epoch, epochs, steps)
-        history = fit(it, inputs, arrays[labels], epochs=1, batch_size=batch_size,
+        history = fit(it, inputs, target, epochs=1, batch_size=batch_size,
                       seed=seed + epoch, callback=progress)
         line = (f"epoch {epoch + 1}/{epochs}  loss {history.epoch_losses[0]:.4f}  "
                 f"{history.steps_per_second:.0f} steps/s")
         if holdout is not None:
-            accuracy = evaluate(it, {k: holdout[k] for k in inputs}, holdout[labels])
+            accuracy = evaluate(it, *holdout)
             line += f"  accuracy {accuracy:.2%}"
         progress.done(line)
         if checkpoint is not None:
             save_checkpoint(it, checkpoint)
+            wrote += [checkpoint] if checkpoint not in wrote else []
     if export is not None:
         export.write_bytes(export_frozen(it))
-        echo(f"wrote {export} ({export.stat().st_size:,} bytes)")
+        wrote.append(export)
+    for path in wrote:
+        echo(f"wrote {path} ({path.stat().st_size:,} bytes)")
+
+
+def _columns(details: dict, labels: str, arrays: dict, path: Path, flag: str) -> tuple:
+    """({input name: samples}, labels, notes) from an .npz, by the rule `run --data` follows:
+    an input by its name, input_K, or x (one input); the labels by their name or y (numbers:
+    an array of class names is not labels); images in either layout."""
+    import numpy as np
+
+    from edgelite.interpreter.feeds import channels_last, to_layout
+
+    names = [n for n in details if n != labels]
+    inputs, notes = {}, []
+    for k, name in enumerate(names):
+        keys = list(dict.fromkeys([name, f"input_{k}"] + (["x"] if len(names) == 1 else [])))
+        key = next((c for c in keys if c in arrays), None)
+        if key is None:
+            fail(f"{flag} {path.name} has no array for input {' or '.join(map(repr, keys))} "
+                 f"(it has: {', '.join(sorted(arrays)) or 'nothing'})")
+        d = details[name]
+        value = np.asarray(arrays[key])
+        want = [-1, *[int(s) for s in d["shape"][1:]]]
+        perm = channels_last(len(want)) if np.dtype(d["dtype"]).kind == "f" else None
+        value, moved = to_layout(value, want, perm)
+        if moved:
+            notes.append(f"{flag} {key!r}{moved}")
+        inputs[name] = value
+    found = [c for c in (labels, "y") if c in arrays and arrays[c].dtype.kind in "iufb"]
+    if not found:
+        fail(f"{flag} {path.name} has no labels: an array {labels!r} or 'y' of numbers (it has: "
+             f"{', '.join(sorted(arrays)) or 'nothing'})")
+    target = arrays[found[0]]
+    sizes = {len(a) for a in [*inputs.values(), target] if np.ndim(a)}
+    if len(sizes) != 1:
+        fail(f"the arrays of {flag} {path.name} have different sample counts {sorted(sizes)}")
+    return inputs, target, notes
 
 
 class _Progress:

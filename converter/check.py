@@ -137,8 +137,14 @@ def missing_oracles() -> list:
     """What `compare` could not run, each with the package that provides it."""
     import importlib.util
 
+    def installed(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            return False
+
     return [f"{name} is not installed (pip install {PACKAGES[name]}): it was left out"
-            for name, module in ORACLES.items() if importlib.util.find_spec(module) is None]
+            for name, module in ORACLES.items() if not installed(module)]
 
 
 def compare(conversion, source, feeds: list | None = None, atol: float = ATOL,

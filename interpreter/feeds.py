@@ -55,7 +55,7 @@ def to_layout(value: np.ndarray, want, perm, here: str = "NHWC", there: str = "N
     if other and not direct:
         result = np.ascontiguousarray(np.transpose(probe, perm))
         return (result[0] if short else result), f" ({there}, transposed to {here})"
-    if other and direct and moved != probe.shape:
+    if other and direct:
         return value, f" (taken as {here}: it also fits as {there})"
     return value, ""
 

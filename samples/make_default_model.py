@@ -8,7 +8,8 @@ edgelite's IR as a float32 NHWC `.tflite` model with a `serving_default` signatu
 "image", output "probabilities"), the same network as an ONNX model (`default.onnx`, NCHW: the
 input of the README's main job, converted by `tflite-convert`), and the held-out test set as an
 `.npz` (`x` NHWC float32, `y` int labels, `probabilities` this script's forward pass on `x`,
-`labels` the class names).
+`labels` the class names), and the training set as `default_train.npz` (`x`, `y`: what
+`edgelite train` fine-tunes on).
 
     python samples/make_default_model.py [--out DIR]
 
@@ -266,7 +267,7 @@ def build_onnx(params: dict):
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent,
-                        help="folder for default.tflite and default_test.npz (default: samples/)")
+                        help="folder for the model files and .npz data sets (default: samples/)")
     args = parser.parse_args(argv)
 
     from edgelite.schema import save
@@ -283,15 +284,17 @@ def main(argv=None) -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     model_path, test_path = args.out / "default.tflite", args.out / "default_test.npz"
+    train_path = args.out / "default_train.npz"
     model_path.write_bytes(save(build_model(params)))
     onnx_path = args.out / "default.onnx"
     onnx_path.write_bytes(build_onnx(params).SerializeToString())
     np.savez_compressed(test_path, x=x_test, y=y_test, probabilities=probs,
                         labels=np.array(CLASSES))
+    np.savez_compressed(train_path, x=x_train, y=y_train)   # for `edgelite train`
     print(f"train accuracy: {train_accuracy:.4f} (n={N_TRAIN})")
     print(f"test accuracy: {accuracy:.4f} (n={N_TEST})")
-    print(f"wrote {model_path} ({model_path.stat().st_size:,} bytes), {onnx_path} and {test_path} "
-          f"in {time.perf_counter() - started:.1f} s")
+    print(f"wrote {model_path} ({model_path.stat().st_size:,} bytes), {onnx_path}, {test_path} "
+          f"and {train_path} in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":

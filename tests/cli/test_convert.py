@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgelite.converter import TFLiteConverter
-from tests.cli.helpers import invoke
+from tests.cli.helpers import invoke, run_blocked
 from edgelite.schema import load
 
 
@@ -234,3 +234,41 @@ def test_check_inputs_file_missing_key(models_dir, tmp_path):
     line = fails(models_dir / "digits_cnn.onnx", "-o", tmp_path / "d.tflite", "--check",
                  "--inputs", tmp_path / "in.npz")
     assert "has no 'image' or 'input_0'" in line
+
+
+# -- --check: tolerances, missing oracles -------------------------------------------------------
+
+def test_check_tolerances_are_options(models_dir, tmp_path):
+    out = tmp_path / "d.tflite"
+    model = models_dir / "digits_cnn.onnx"
+    assert "check (max abs error vs onnxruntime)" in ok(model, "-o", out, "--check")
+    out.unlink()
+    result = invoke(["convert", model, "-o", out, "--check", "--atol", "0", "--rtol", "0"])
+    assert result.exit_code == 1, result.output      # float rounding differs from onnxruntime
+    assert "MISMATCH" in result.stdout
+    (line,) = result.stderr.splitlines()
+    assert "differ by more than --atol 0 + --rtol 0 x max |reference|" in line
+    assert f"({out} was written; the check failed)" in line and out.is_file()
+
+
+def test_check_without_oracles_says_what_to_install(models_dir, tmp_path):
+    """With neither onnxruntime nor LiteRT importable, --check cannot pass silently."""
+    out = tmp_path / "d.tflite"
+    run = run_blocked("tflite-convert", [models_dir / "digits_cnn.onnx", "-o", out, "--check"],
+                      blocked=("onnxruntime", "ai_edge_litert"))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "onnxruntime is not installed (pip install onnxruntime)" in run.stdout
+    assert "LiteRT is not installed (pip install ai-edge-litert)" in run.stdout
+    assert run.stderr.startswith("error: --check had nothing to compare edgelite with")
+    assert out.is_file()
+
+
+def test_inputs_in_either_layout(models_dir, tmp_path):
+    x = np.random.default_rng(0).standard_normal((1, 1, 8, 8)).astype(np.float32)
+    for layout, array in (("NCHW", x), ("NHWC", x.transpose(0, 2, 3, 1))):
+        data = tmp_path / f"{layout}.npz"
+        np.savez(data, image=array)
+        text = ok(models_dir / "digits_cnn.onnx", "-o", tmp_path / "d.tflite", "--check",
+                  "--inputs", data)
+        moved = "(the .tflite's layout, transposed to ONNX layout)" in text
+        assert moved == (layout == "NHWC"), text

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from edgelite.cli import COMMANDS, choices, frontends, version
 from edgelite.cli.params import Arg, Opt
-from tests.cli.helpers import invoke
-from tests.schema.test_light_import import BLOCKER
+from tests.cli.helpers import invoke, run_blocked
 
 FRONTENDS = ["typer", "argparse"]
 
@@ -83,12 +81,7 @@ def test_both_frontends_give_the_same_reports(models_dir):
 
 
 def _runtime_only(*args) -> subprocess.CompletedProcess:
-    """`edgelite ARGS` where onnx, typer (and click, rich, pydantic) cannot be imported."""
-    blocker = BLOCKER.replace('BLOCKED = (', 'BLOCKED = ("click", "rich", "pydantic", ', 1)
-    code = blocker + f"import sys\nsys.argv = ['edgelite', *{[str(a) for a in args]!r}]\n" \
-        "from edgelite.cli import main\nsys.exit(main())"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+    return run_blocked("edgelite", args)
 
 
 def test_run_and_inspect_need_only_the_runtime(models_dir):

@@ -3,6 +3,7 @@ name, one sample at a time or whole; profiles; and one clean error line for what
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -244,3 +245,19 @@ def test_reference_flag_gives_the_reference_kernels_bits(tmp_path):
     assert not np.array_equal(fast, theirs)
     assert np.abs(fast.astype(int) - theirs).max() == 1
     assert run_json(path, "--reference", "--repeat", "1")["outputs"][0]["dtype"] == "int8"
+
+
+def test_data_in_either_layout(models_dir, tmp_path):
+    """`run --data` takes the ONNX layout (NCHW) too, as tflite-convert --inputs does, and says
+    which it used; the predictions are the same."""
+    d = np.load(models_dir / "digits.npz")
+    nchw, y = d["x_test"][:40], d["y_test"][:40]
+    model = models_dir / "digits_cnn.tflite"
+    texts = []
+    for name, x in (("nchw", nchw), ("nhwc", nchw.transpose(0, 2, 3, 1))):
+        np.savez(tmp_path / f"{name}.npz", x=x, y=y)
+        texts.append(run(model, "--data", tmp_path / f"{name}.npz"))
+    assert "--data 'x' (NCHW, transposed to NHWC), 40 samples" in texts[0]
+    assert "transposed" not in texts[1]
+    accuracy = [re.search(r"accuracy: (\S+ \(\d+/40)", t)[1] for t in texts]
+    assert accuracy[0] == accuracy[1]
