@@ -73,10 +73,17 @@ def runtime_dependencies(folder: Path) -> Path:
     return folder
 
 
-def run_python(code: str, cwd: Path, pythonpath: list, args=()) -> subprocess.CompletedProcess:
+def run_python(code: str | Path, cwd: Path, pythonpath: list, args=(),
+               python=(sys.executable, "-S")) -> subprocess.CompletedProcess:
     """`python -S` (no site: no .pth files, so not the editable install, and no site-packages)
-    with only `pythonpath`. `code` is a script's path, or source to run with -c."""
-    env = {"PYTHONPATH": ":".join(map(str, pythonpath)), "PATH": "/usr/bin:/bin"}
+    with only `pythonpath`. `code` is a script's path, or source to run with -c; `python` is
+    the command that runs Python."""
+    env = {"PYTHONPATH": ":".join(map(str, pythonpath)), "PATH": "/usr/bin:/bin",
+           "OPENBLAS_NUM_THREADS": "1"}
     script = [str(code)] if isinstance(code, Path) else ["-c", textwrap.dedent(code)]
-    return subprocess.run([sys.executable, "-S", *script, *map(str, args)], cwd=cwd, env=env,
+    return subprocess.run([*map(str, python), *script, *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
+
+
+if __name__ == "__main__":  # python -m tests.wheel OUT: build the wheel into OUT, print its path
+    print(_build_wheel(Path(sys.argv[1]).resolve()))
