@@ -22,6 +22,7 @@ _SOURCES: dict = {}  # .cl file name -> its text
 GLOBAL = frozenset({"HALF", "WEIGHTS_FLOAT"})
 RESET = frozenset({"SUFFIX", "VW", "TM", "NV", "DM", "TW", "IS_MAX", "KH", "KW", "SH", "SW",
                    "DH", "DW", "IN_F32"})
+WARNING_COUNT = r"\d+ warnings? generated\."   # clang's summary line (PoCL prints it)
 
 
 def _import_cl():
@@ -123,18 +124,26 @@ class Device:
                 source += ["".join(f"#define {k} {v}\n" for k, v in own),
                            f"#define SUFFIX _{i}\n", _text("vector"), _text(name),
                            "".join(f"#undef {k}\n" for k in sorted(RESET | {k for k, _ in own}))]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # compiler chatter, not errors
-                try:
-                    prog = self.cl.Program(self.context, "".join(source)).build(
-                        options=["-cl-mad-enable", "-cl-no-signed-zeros"])
-                except self.cl.RuntimeError as e:
-                    what = "; ".join(f"{n}.cl {dict(d)}" for n, d in instances)
-                    raise DelegateError(f"OpenCL program ({what}) failed to build on "
-                                        f"{self.name}: {e}") from e
+            try:
+                prog = self._build_quietly("".join(source))
+            except self.cl.RuntimeError as e:
+                what = "; ".join(f"{n}.cl {dict(d)}" for n, d in instances)
+                raise DelegateError(f"OpenCL program ({what}) failed to build on "
+                                    f"{self.name}: {e}") from e
             self.builds += 1
             for i, key in enumerate(instances):
                 self.programs[key] = (prog, f"_{i}")
+
+    def _build_quietly(self, source: str):
+        """The built program, without the compiler's chatter: pyopencl's CompilerWarning for a
+        non-empty build log, and the "N warnings generated." that PoCL's compiler prints on
+        descriptor 2. A failed build still raises, its log in the message."""
+        from edgelite.interpreter.native_stderr import filtered_stderr
+
+        with warnings.catch_warnings(), filtered_stderr(WARNING_COUNT):
+            warnings.filterwarnings("ignore", category=self.cl.CompilerWarning)
+            return self.cl.Program(self.context, source).build(
+                options=["-cl-mad-enable", "-cl-no-signed-zeros"])
 
     def kernel(self, name: str, kernel: str, defines: dict):
         """Kernel `kernel` of `<name>.cl` built with `defines` (built now if `build` has not)."""
