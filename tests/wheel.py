@@ -73,14 +73,15 @@ def runtime_dependencies(folder: Path) -> Path:
     return folder
 
 
-def run_python(code: str | Path, cwd: Path, pythonpath: list, args=(),
+def run_python(code: str | Path | list, cwd: Path, pythonpath: list, args=(),
                python=(sys.executable, "-S")) -> subprocess.CompletedProcess:
     """`python -S` (no site: no .pth files, so not the editable install, and no site-packages)
-    with only `pythonpath`. `code` is a script's path, or source to run with -c; `python` is
-    the command that runs Python."""
+    with only `pythonpath`. `code` is a script's path, source to run with -c, or Python's own
+    arguments (["-m", "edgelite.cli"]); `python` is the command that runs Python."""
     env = {"PYTHONPATH": ":".join(map(str, pythonpath)), "PATH": "/usr/bin:/bin",
            "OPENBLAS_NUM_THREADS": "1"}
-    script = [str(code)] if isinstance(code, Path) else ["-c", textwrap.dedent(code)]
+    script = (list(code) if isinstance(code, list) else [str(code)] if isinstance(code, Path)
+              else ["-c", textwrap.dedent(code)])
     return subprocess.run([*map(str, python), *script, *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 

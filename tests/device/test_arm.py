@@ -11,6 +11,7 @@ and under EDGELITE_REQUIRE_ARM=1 (as CI sets) a missing one fails.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -33,6 +34,11 @@ SPECS = ("digits_cnn", "mobilenet_v2", "mp_face_detection", "mp_hand_landmark",
          "digits_cnn_int8", "digits_cnn_int8:ref", "mobilenet_v2_int8", "mobilenet_v2_int8:ref",
          "mwk_okay_nabu:ref")
 RTOL = 1e-5
+# The command line with the runtime install alone (argparse, no typer), on int8 models: its JSON
+# (but the latency) is the same on every arch.
+CLI = (("run", "digits_cnn_int8.tflite", "--data", "refs/digits_cnn_int8_tfl.npz", "--reference",
+        "--repeat", "1"),
+       ("inspect", "mobilenet_v2_int8.tflite"))
 
 
 def roots_dir() -> Path:
@@ -88,22 +94,54 @@ def arch_root(request) -> tuple:
     return request.param, sysroot(request.param)
 
 
+def _run_cli(tmp: Path, models_dir: Path, pythonpath: list, **kwargs) -> list:
+    """`python -m edgelite.cli COMMAND MODEL ... --json` for each of CLI: the documents."""
+    documents = []
+    for command, model, *rest in CLI:
+        args = [command, models_dir / model,
+                *(models_dir / a if a.startswith("refs/") else a for a in rest), "--json"]
+        result = run_python(["-m", "edgelite.cli"], tmp, pythonpath, args=args, **kwargs)
+        assert result.returncode == 0, f"{command} {model}: {result.stderr[-4000:]}"
+        document = json.loads(result.stdout)
+        document.pop("latency_ms", None)
+        documents.append(document)
+    return documents
+
+
 @pytest.fixture(scope="module")
-def x86_outputs(models_dir, tmp_path_factory):
-    """The same wheel on this machine, beside only numpy and flatbuffers."""
+def x86_site(tmp_path_factory) -> list:
+    """The same wheel on this machine, beside only numpy and flatbuffers: its PYTHONPATH."""
     tmp = tmp_path_factory.mktemp("x86")
-    site = install(built_wheel(tmp_path_factory), tmp / "site")
-    return _run_models(tmp, models_dir, [site, runtime_dependencies(tmp / "deps")])
+    return [install(built_wheel(tmp_path_factory), tmp / "site"), runtime_dependencies(tmp / "deps")]
 
 
-def test_models_under_qemu_match_x86(arch_root, x86_outputs, models_dir, tmp_path,
-                                     tmp_path_factory):
+@pytest.fixture(scope="module")
+def x86_outputs(x86_site, models_dir, tmp_path_factory):
+    return _run_models(tmp_path_factory.mktemp("x86-models"), models_dir, x86_site)
+
+
+@pytest.fixture(scope="module")
+def arm_site(arch_root, tmp_path_factory) -> list:
+    """The wheel installed for the arch (--no-deps), beside its root's numpy and flatbuffers."""
     arch, root = arch_root
-    site = install(built_wheel(tmp_path_factory), tmp_path / "site")
+    site = install(built_wheel(tmp_path_factory), tmp_path_factory.mktemp(arch) / "site")
+    return [site, root / "opt" / "py"]
+
+
+def test_models_under_qemu_match_x86(arch_root, arm_site, x86_outputs, models_dir, tmp_path):
+    arch, root = arch_root
     start = time.perf_counter()
-    ours = _run_models(tmp_path, models_dir, [site, root / "opt" / "py"],
-                       python=qemu_python(arch, root))
+    ours = _run_models(tmp_path, models_dir, arm_site, python=qemu_python(arch, root))
     print(f"{arch}: {len(SPECS)} models under qemu in {time.perf_counter() - start:.1f} s")
     for spec in SPECS:
         run_models.assert_same(run_models.outputs(ours, spec),
                                run_models.outputs(x86_outputs, spec), RTOL, f"x86 ({spec})")
+
+
+def test_cli_under_qemu_matches_x86(arch_root, arm_site, x86_site, models_dir, tmp_path):
+    arch, root = arch_root
+    start = time.perf_counter()
+    ours = _run_cli(tmp_path, models_dir, arm_site, python=qemu_python(arch, root))
+    print(f"{arch}: {len(CLI)} commands under qemu in {time.perf_counter() - start:.1f} s")
+    assert ours == _run_cli(tmp_path, models_dir, x86_site)
+    assert [e["max_abs_diff"] for e in ours[0]["expected"]] == [0.0]   # = refs/, bit for bit
