@@ -95,8 +95,8 @@ def installed(module: str) -> bool:
         return False
 
 
-def needs(module: str, extra: str, command: str) -> None:
-    """Fail with what to install when `module` (a converter dependency) is missing."""
+def needs(module: str, extra: str, what: str) -> None:
+    """Fail with what to install when `module` (a dependency of an extra) is missing."""
     if not installed(module):
-        fail(f"edgelite {command} needs {module}, which the runtime install leaves out: "
+        fail(f"{what} needs {module}, which the runtime install leaves out: "
              f"pip install 'edgelite[{extra}]'")

@@ -59,7 +59,7 @@ def convert_command(
         "optimizer's own)")] = None,
 ) -> None:
     """Convert an ONNX model into a .tflite model."""
-    needs("onnx", "convert", "convert")
+    needs("onnx", "convert", "converting an ONNX model")
     from edgelite.converter import ConversionError
 
     training = (trainable, value(loss), value(optimizer), learning_rate) if train else None

@@ -99,5 +99,5 @@ def test_run_and_inspect_need_only_the_runtime(models_dir):
 def test_convert_without_the_extra_says_what_to_install(models_dir):
     result = _runtime_only("convert", models_dir / "digits_cnn.onnx")
     assert result.returncode == 1
-    assert result.stderr.strip() == ("error: edgelite convert needs onnx, which the runtime "
-                                     "install leaves out: pip install 'edgelite[convert]'")
+    assert result.stderr.strip() == ("error: converting an ONNX model needs onnx, which the "
+                                     "runtime install leaves out: pip install 'edgelite[convert]'")

@@ -55,7 +55,8 @@ def test_train_errors_are_one_line(models_dir, tmp_path):
     assert _invoke(models_dir / "digits_cnn.tflite", "--data", train, "--save-training",
                    training).exit_code == 0
     for args, expect in (
-            ((models_dir / "digits_cnn.tflite", "--data", bad), "lacks ['image', 'labels']"),
+            ((models_dir / "digits_cnn.tflite", "--data", bad),
+             "has no labels: an array 'labels' or 'y' of numbers (it has: x)"),
             ((models_dir / "digits_cnn.tflite", "--data", train, "--trainable", "last:0"),
              "last:0"),
             ((training, "--data", train, "--loss", "mean_squared_error"),
