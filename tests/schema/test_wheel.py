@@ -86,6 +86,12 @@ def test_wheel_installs_and_works_alone(models_dir, tmp_path, tmp_path_factory):
         run_models.assert_same(run_models.outputs(saved, spec), run_models.outputs(refs, ""),
                                1e-5, f"refs/{run_models.REFS[name]}.npz")
 
+    # The command line's run and inspect need no typer (argparse serves them).
+    for command in ("run", "inspect"):
+        result = run_python(["-m", "edgelite.cli", command, models_dir / "digits_cnn.tflite"],
+                            elsewhere, pythonpath)
+        assert result.returncode == 0, f"edgelite {command}: {result.stderr}"
+
 
 def test_editable_install_maps_the_repository(tmp_path):
     """The installed edgelite (pip install -e . in this environment) is this checkout."""
