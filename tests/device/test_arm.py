@@ -29,7 +29,7 @@ from tests.wheel import built_wheel, install, run_python, runtime_dependencies
 ARCHES = {"arm64": ("qemu-aarch64-static", "cortex-a72"), "armhf": ("qemu-arm-static", "cortex-a7")}
 SYSROOT_SCRIPT = REPO_ROOT.parent / "shared" / "tools" / "arm_sysroot.sh"
 # Float (one of them with float16 weights), int8 under both resolvers, int8 with resource
-# variables: ~11 s an arch under qemu.
+# variables: 9-25 s an arch under qemu (2 busy cores).
 SPECS = ("digits_cnn", "mobilenet_v2", "mp_face_detection", "mp_hand_landmark",
          "digits_cnn_int8", "digits_cnn_int8:ref", "mobilenet_v2_int8", "mobilenet_v2_int8:ref",
          "mwk_okay_nabu:ref")
