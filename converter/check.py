@@ -44,18 +44,20 @@ def load_feeds(conversion, path) -> tuple:
     arrays in the .tflite's layout are transposed (`edgelite.interpreter.feeds`)."""
     from edgelite.interpreter.feeds import inverse, to_layout
 
-    from .errors import ConversionError
+    from .errors import ConversionError, Worded
 
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
-        raise ConversionError(f"--inputs {path}: cannot read it ({e})") from None
+        raise ConversionError(Worded(f"cannot read the inputs file {path} ({e})",
+                                     f"--inputs {path}: cannot read it ({e})")) from None
     feeds, notes = [], []
     entries = conversion.io_layout["inputs"]
     for k, ((name, shape, dtype), entry) in enumerate(zip(onnx_input_specs(conversion), entries)):
         key = name if name in data else f"input_{k}"
         if key not in data:
-            raise ConversionError(f"--inputs {path} has no {name!r} or {key!r}")
+            raise ConversionError(Worded(f"the inputs file {path} has no {name!r} or {key!r}",
+                                         f"--inputs {path} has no {name!r} or {key!r}"))
         value, note = to_layout(np.asarray(data[key], dtype), shape, inverse(entry["perm"]),
                                 "ONNX layout", "the .tflite's layout")
         if value.ndim == len(shape) - 1:
@@ -65,9 +67,10 @@ def load_feeds(conversion, path) -> tuple:
             note += f" (the first of its {value.shape[0]} samples)"
             value = value[:1]
         if value.shape != tuple(shape):
-            raise ConversionError(f"--inputs {key!r} has shape {list(value.shape)}; input "
-                                  f"{name!r} takes {list(shape)} (ONNX layout) or "
-                                  f"{[shape[p] for p in entry['perm']]} (the .tflite's)")
+            takes = (f"has shape {list(value.shape)}; input {name!r} takes {list(shape)} "
+                     f"(ONNX layout) or {[shape[p] for p in entry['perm']]} (the .tflite's)")
+            raise ConversionError(Worded(f"{key!r} in the inputs file {path} {takes}",
+                                         f"--inputs {key!r} {takes}"))
         feeds.append(value)
         if note:
             notes.append(f"--inputs {key!r}{note}")
@@ -101,6 +104,14 @@ def run_onnxruntime(source, feeds: dict, output_names: list):
     return session.run(output_names, feeds)
 
 
+def quiet_litert():
+    """A context without LiteRT's INFO lines ("INFO: Created TensorFlow Lite XNNPACK delegate
+    for CPU.", printed by its C++ side when a model is prepared); its warnings and errors stay."""
+    from edgelite.interpreter.native_stderr import filtered_stderr
+
+    return filtered_stderr(r"INFO: .*")
+
+
 def run_tflite(content: bytes, feeds: list, runtime: str = "edgelite"):
     """Outputs of `runtime` ("edgelite" or "litert") on the .tflite; None when LiteRT is not
     installed."""
@@ -111,8 +122,9 @@ def run_tflite(content: bytes, feeds: list, runtime: str = "edgelite"):
             from ai_edge_litert.interpreter import Interpreter
         except ImportError:
             return None
-    it = Interpreter(model_content=content)
-    it.allocate_tensors()
+    with quiet_litert():
+        it = Interpreter(model_content=content)
+        it.allocate_tensors()
     for detail, x in zip(it.get_input_details(), feeds):
         it.set_tensor(detail["index"], x)
     it.invoke()

@@ -332,18 +332,19 @@ def _run(content: bytes, feeds: list, runtime: str):
     """Float outputs of edgelite or LiteRT, both with the reference kernels' arithmetic
     (BUILTIN_REF), on float feeds, quantizing integer inputs and dequantizing integer outputs;
     None without LiteRT."""
+    from edgelite.converter.check import quiet_litert
+
     if runtime == "edgelite":
         from edgelite.interpreter import Interpreter, OpResolverType
-        it = Interpreter(model_content=content,
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     else:
         try:
             from ai_edge_litert.interpreter import Interpreter, OpResolverType
         except ImportError:
             return None
+    with quiet_litert():
         it = Interpreter(model_content=content,
                          experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
+        it.allocate_tensors()
     for d, x in zip(it.get_input_details(), feeds):
         if np.dtype(d["dtype"]).kind in "iu" and x.dtype.kind == "f":
             scale, zp = d["quantization"]

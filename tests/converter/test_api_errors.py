@@ -127,3 +127,16 @@ def test_dynamic_dim_warning_names_the_argument(monkeypatch):
     warning, = converter.last_conversion.warnings
     assert "fix it with input_shapes" in warning and not FLAG.search(warning)
     assert "fix it with --input-shape" in cli_wording(warning)
+
+
+def test_check_inputs_errors_name_the_file(tmp_path):
+    from edgelite.converter.check import load_feeds
+
+    converter = TFLiteConverter.from_onnx(relu_model([1, 4]))
+    converter.convert()
+    np.savez(tmp_path / "wrong.npz", other=np.zeros((1, 4), np.float32))
+    for path in (tmp_path / "missing.npz", tmp_path / "wrong.npz"):
+        with pytest.raises(ConversionError) as err:
+            load_feeds(converter.last_conversion, path)
+        assert str(path) in str(err.value) and not FLAG.search(str(err.value)), str(err.value)
+        assert err.value.cli_message.startswith(f"--inputs {path}")
