@@ -78,7 +78,7 @@ class TFLiteConverter:
         training: a TrainingOptions: add train, infer, save and restore signatures so the
             model fine-tunes on the device; None (the default) for inference only.
         last_conversion: what the latest convert() made (content, model, op counts, warnings,
-            seconds); None before it.
+            and seconds: the whole conversion, calibration included); None before it.
     """
 
     def __init__(self, model, input_shapes: dict | None = None):
@@ -103,10 +103,13 @@ class TFLiteConverter:
     def convert(self) -> bytes:
         """The `.tflite` model as bytes; raises `ConversionError` (a ValueError) with one message
         that names every problem."""
+        import time
+
         from .convert import convert_onnx
         from .quantize.conversion import request_from   # quantization hook (converter/quantize)
         from .quantize.qdq import request_for           # QDQ models: integer (quantize/qdq.py)
 
+        start = time.perf_counter()
         request = request_for(self) or request_from(self)
         self.last_conversion = convert_onnx(self._model, self.input_shapes,
                                             keep_io_layout=self.keep_io_layout)
@@ -114,6 +117,8 @@ class TFLiteConverter:
             request.apply(self.last_conversion)
         if self.training is not None:
             self._add_training()
+        # the whole conversion: import and passes, calibration, quantization, training signatures
+        self.last_conversion.seconds = time.perf_counter() - start
         return self.last_conversion.content
 
     def _add_training(self) -> None:

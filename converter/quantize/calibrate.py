@@ -94,21 +94,23 @@ def _fit(a: np.ndarray, spec) -> np.ndarray:
 # -- progress ------------------------------------------------------------------------------------
 
 class Progress:
-    """A progress bar on stderr: rich's when installed, else a plain line every 10 %."""
+    """Progress on stderr: rich's bar on a terminal (when rich is installed), else a plain line
+    every 10 % (rich off a terminal leaves a blank line behind)."""
 
     def __init__(self, total: int, description: str, enabled: bool = True):
         self.total, self.done, self.enabled = total, 0, enabled
         self.description = description
         self._rich = None
         self._shown = -1
-        if enabled:
+        if enabled and _is_terminal(sys.stderr):
             try:
+                from rich.console import Console
                 from rich.progress import Progress as RichProgress
-                self._rich = RichProgress(transient=True, console=None)
-                self._task = self._rich.add_task(description, total=total)
-                self._rich.start()
             except ImportError:
-                self._rich = None
+                return
+            self._rich = RichProgress(transient=True, console=Console(stderr=True))
+            self._task = self._rich.add_task(description, total=total)
+            self._rich.start()
 
     def advance(self) -> None:
         self.done += 1
@@ -125,6 +127,13 @@ class Progress:
     def close(self) -> None:
         if self._rich is not None:
             self._rich.stop()
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):   # no isatty, or closed
+        return False
 
 
 # -- calibration ---------------------------------------------------------------------------------
