@@ -259,7 +259,8 @@ class SubgraphPlan:
     def _fold(node: Node, run) -> None:
         ins = [None if t is None else t.data for t in node.inputs]
         outs = [np.empty(o.shape, o.dtype) for o in node.outputs]
-        run(*ins, *outs)
+        with np.errstate(all="ignore"):  # as invoke (and LiteRT): inf/nan arithmetic is silent
+            run(*ins, *outs)
         for o, value in zip(node.outputs, outs):
             value.flags.writeable = False
             o.data = value
