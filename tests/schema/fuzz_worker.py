@@ -21,8 +21,10 @@ import resource
 import signal
 import struct
 import sys
+import time
 import traceback
 
+SLOWDOWN = 8   # a case may take this many times the clean model's run before the alarm
 KINDS = {  # mutation kind -> weight
     "bit_flip": 3, "byte_overwrite": 3, "word_overwrite": 3, "truncate": 1, "splice": 1,
     "duplicate": 1, "vector_length": 3, "shape_value": 2, "field_value": 3,
@@ -296,23 +298,30 @@ def worker(corpus_json: str, timeout_s: float, memory_extra: int) -> None:
     import edgelite.interpreter  # noqa: F401  (import before measuring the baseline)
     import edgelite.schema  # noqa: F401
     cache: dict = {}
+    clean_s = {}   # per model: seconds of a run of the unmutated file (this machine's pace)
     for c in corpus:
-        _read(c["path"], cache)
+        start = time.perf_counter()
+        run_case(_read(c["path"], cache))
+        clean_s[c["name"]] = time.perf_counter() - start
     _limit_memory(memory_extra)
     signal.signal(signal.SIGALRM, _on_alarm)
     out = sys.stdout
     for line in sys.stdin:
         seed = int(line)
         name = kind = "?"
+        limit = timeout_s
         try:
             name, kind, data = make_case(seed, corpus, cache)
-            signal.setitimer(signal.ITIMER_REAL, timeout_s)
+            # A slow or busy machine runs every case slower: the alarm is relative to the clean
+            # file's time there (a mutation that makes a run 8x slower than the model is a bug).
+            limit = max(timeout_s, SLOWDOWN * clean_s[name])
+            signal.setitimer(signal.ITIMER_REAL, limit)
             try:
                 outcome, detail = run_case(data)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except CaseTimeout:
-            outcome, detail = "failure", f"timeout: more than {timeout_s} s"
+            outcome, detail = "failure", f"timeout: more than {limit:.2g} s"
         except MemoryError:
             outcome, detail = "failure", "MemoryError: over the address-space limit"
         except Exception:  # noqa: BLE001 -- any other exception is the failure being reported

@@ -1,8 +1,9 @@
 """Fuzz the loader and writer with seeded mutations of the shared models.
 
-Each case runs in a worker process (tests/schema/fuzz_worker.py) under a 1 s alarm and an address
-space limit of 2 GiB above the worker's baseline; many cases run per worker, and a worker that dies
-is restarted, the case that killed it being a failure. Allowed outcomes: loaded (then `save`
+Each case runs in a worker process (tests/schema/fuzz_worker.py) under an alarm (1 s, or 8x the
+unmutated model's run on this machine if longer: busy and slow machines pass alike) and an
+address space limit of 2 GiB above the worker's baseline; many cases run per worker, and a worker
+that dies is restarted, the case that killed it being a failure. Allowed outcomes: loaded (then `save`
 succeeds or raises ModelError, and what it saved loads again; then the interpreter allocates and
 invokes it, or refuses it with one clear error) or ModelError.
 
