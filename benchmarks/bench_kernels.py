@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import os
 import sys
 import time
@@ -84,7 +85,7 @@ def bench_model(path: Path, ref: Path, ops: set | None, top: int, reps: int,
             op = operators[oi].opcode.name
             if ops and op not in ops:
                 continue
-            t = best_of(lambda: run(*args), reps)
+            t = best_of(functools.partial(run, *args), reps)
             shapes = [None if a is None else tuple(a.shape) for a in args]
             rows.append((t, op, shapes, macs(op, args), t_seq))
     total = sum(r[0] for r in rows)

@@ -333,7 +333,8 @@ def tables(results: list, meta: dict) -> list:
     threads = meta["threads"]
     lines = [f"### edgelite vs LiteRT (XNNPACK), {threads} thread{'s' if threads > 1 else ''}",
              "",
-             f"numpy {meta['numpy']}, OpenBLAS kernels {meta['openblas']}; load average {meta['load_before']:.1f} before, "
+             f"numpy {meta['numpy']}, OpenBLAS kernels {meta['openblas']}; load average "
+             f"{meta['load_before']:.1f} before, "
              f"{meta['load_after']:.1f} after, on {meta['cpus']} CPUs. Latency: median (p10–p90) "
              "of single invokes, wall clock; CPU: the process's CPU time per invoke (median over "
              "blocks), which does not count the time the scheduler gave other processes.", "",

@@ -166,7 +166,7 @@ def measure(n_ops: int, blocks: int, block_s: float) -> dict:
         plan = ours._main   # the execution plan of subgraph 0
         steps = plan.steps
 
-        def bare_loop():
+        def bare_loop(steps=steps):
             for run, args in steps:
                 run(*args)
 
@@ -185,7 +185,9 @@ def report(r: dict) -> list:
     n, budget = r["ops"], r["budget_us_per_op"]
     plain, fused = r["plain"]["us_per_op"], r["fused_relu"]["us_per_op"]
     key = "edgelite Interpreter.invoke"
-    verdict = lambda us: "within" if us <= budget else "OVER"
+    def verdict(us: float) -> str:
+        return "within" if us <= budget else "OVER"
+
     lines = [f"## Interpreter overhead: a chain of {n} [1]-shaped float32 ops, 1 thread "
              f"(numpy {r['numpy']})", "",
              "| chain | edgelite µs/op | LiteRT µs/op | edgelite/LiteRT | Python frames/op | "

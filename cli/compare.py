@@ -81,7 +81,7 @@ def compare_files(float_path: Path, quant_path: Path, data: Path | None, key: st
             stats[name] += [np.sum(e * e), np.sum(f * f), np.sum(q * q), np.sum(f * q), f.size]
             worst[name] = max(worst[name], float(np.abs(e).max(initial=0.0)))
     rows = []
-    for name, fi, qi, (index, op) in pairs:
+    for name, _, qi, (index, op) in pairs:
         err2, f2, q2, fq, n = stats[name]
         detail = qu.get_tensor_details()[qi]
         scale = detail["quantization"][0]
@@ -133,7 +133,8 @@ def dequantized(it, index: int):
     shape = [1] * value.ndim
     if scales.size > 1:
         shape[axis] = -1
-    return (value.astype(np.float64) - zps.reshape(shape)) * scales.astype(np.float64).reshape(shape)
+    real = value.astype(np.float64) - zps.reshape(shape)
+    return real * scales.astype(np.float64).reshape(shape)
 
 
 def _run(it, details: list, values: list) -> None:

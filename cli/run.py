@@ -22,7 +22,8 @@ def run_command(
         "--data", help="an .npz of inputs, keyed by input name (signature or tensor name) or "
         "input_0, input_1, ... (or x for a one-input model); a leading axis of samples is fed "
         f"one at a time; an array '{LABELS_KEY}' of labels gives accuracy, arrays named like an "
-        "output are compared with it, 'labels' names classes. Default: seeded random inputs")] = None,
+        "output are compared with it, 'labels' names classes. Default: seeded random inputs")] \
+        = None,
     signature: Annotated[str | None, Opt(
         "--signature", help="run this signature instead of subgraph 0")] = None,
     repeat: Annotated[int, Opt("--repeat", min=1, help="invokes timed for the latency")] = 10,
@@ -54,7 +55,10 @@ def report(session: Session, feeds: list, arrays: dict, repeat: int, profile: bo
     import numpy as np
 
     n = next((len(v) for v, per_sample, _ in feeds if per_sample), None)
-    sample = lambda s: [v[s:s + 1] if per_sample else v for v, per_sample, _ in feeds]
+
+    def sample(s: int) -> list:
+        return [v[s:s + 1] if per else v for v, per, _ in feeds]
+
     results = [session.invoke(sample(s)) for s in range(n or 1)]
     gathered = [np.concatenate(outs) if n else outs[0] for outs in zip(*results)]
     first = results[0]
@@ -120,8 +124,6 @@ def _compare(ports: list, outputs: list, arrays: dict) -> list:
 
 def _accuracy(ports: list, outputs: list, arrays: dict) -> dict | None:
     """Argmax of the first output against the labels array, when --data has one."""
-    import numpy as np
-
     labels = arrays.get(LABELS_KEY)
     if labels is None or not outputs or outputs[0].ndim == 0:
         return None

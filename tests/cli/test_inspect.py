@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.cli.helpers import invoke
@@ -98,7 +97,7 @@ def test_per_channel_quantization(tmp_path):
     assert "per-channel axis 3, 4 channels, scale 0.125..1, zero_point 0" in inspect(path)
 
 
-# --- the shared real models, against their manifest ------------------------------------------------
+# --- the shared real models, against their manifest ---------------------------------------------
 
 def _manifest_quantization(q):
     """The manifest writes quantization as {scale, zero_point}, [scale, zero_point] or None;
@@ -212,7 +211,8 @@ def test_console_script_errors_without_traceback(tmp_path):
 def test_tflite_convert_needs_a_model():
     """The converter command's own tests are tests/cli/test_convert.py."""
     run = subprocess.run([sys.executable, "-c",
-                          "import sys; from edgelite.cli import convert_main; sys.exit(convert_main())"],
+                          "import sys; from edgelite.cli import convert_main; "
+                          "sys.exit(convert_main())"],
                          capture_output=True, text=True)
     assert run.returncode == 2
     assert "Missing argument" in run.stderr
