@@ -135,3 +135,22 @@ def test_cli(digits, tmp_path):
                           (["--quantize", "int4"], "'dynamic', 'dynamic-int4', 'int8'")):
         result = invoke(["convert", str(digits["onnx"]), "-o", str(out), *args])
         assert result.exit_code == 2 and choices in result.output, result.output   # usage
+
+
+def test_calibration_data_in_either_layout(digits, tmp_path):
+    """--calibration-data in the .tflite's layout (NHWC) is transposed, said so, and quantizes
+    exactly as the same samples in ONNX's layout (NCHW)."""
+    from tests.cli.helpers import invoke
+
+    files = []
+    nhwc = digits["calib"].transpose(0, 2, 3, 1)
+    for layout, samples in (("nchw", digits["calib"]), ("nhwc", nhwc)):
+        np.savez(tmp_path / f"{layout}.npz", image=samples)
+        out = tmp_path / f"{layout}.tflite"
+        result = invoke(["convert", digits["onnx"], "-o", out, "--quantize", "int8",
+                         "--calibration-data", tmp_path / f"{layout}.npz"])
+        assert result.exit_code == 0, result.output
+        moved = "calibration input 'image' (the .tflite's layout, transposed to ONNX layout)"
+        assert (moved in result.stdout) == (layout == "nhwc"), result.stdout
+        files.append(out.read_bytes())
+    assert files[0] == files[1]

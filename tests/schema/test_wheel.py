@@ -39,12 +39,14 @@ def _requirements(wheel: Path) -> dict:
 
 def test_wheel_requires_only_numpy_and_flatbuffers(tmp_path_factory):
     """`pip install edgelite` on a device gets numpy and flatbuffers only; `edgelite[convert]`
-    adds onnx and typer; `dev` has all of convert's."""
+    adds onnx and typer; `dev` has all of convert's; `opencl-cpu` (the README's OpenCL line)
+    brings PoCL, a CPU OpenCL device."""
     requires = _requirements(built_wheel(tmp_path_factory))
     assert requires[None] == {"numpy", "flatbuffers"}, requires[None]
     assert {"onnx", "typer"} <= requires["convert"], requires["convert"]
     assert "edgelite[convert]" in requires["dev"] or requires["convert"] <= requires["dev"]
-    assert "opencl" in requires
+    assert requires["opencl"] == {"pyopencl"}
+    assert requires["opencl-cpu"] == {"pyopencl[pocl]"}, requires.get("opencl-cpu")
 
 
 def test_wheel_installs_and_works_alone(models_dir, tmp_path, tmp_path_factory):
