@@ -47,10 +47,16 @@ def load_feeds(conversion, path) -> tuple:
     from .errors import ConversionError, Worded
 
     try:
-        data = np.load(path, allow_pickle=False)
+        npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise ConversionError(Worded(f"cannot read the inputs file {path} ({e})",
                                      f"--inputs {path}: cannot read it ({e})")) from None
+    if not hasattr(npz, "files"):
+        raise ConversionError(Worded(f"the inputs file {path} holds one array, not an .npz of "
+                                     "arrays by input name", f"--inputs {path}: one array, not "
+                                     "an .npz of arrays by input name"))
+    with npz:       # closed even when a check below fails
+        data = {k: npz[k] for k in npz.files}
     feeds, notes = [], []
     entries = conversion.io_layout["inputs"]
     for k, ((name, shape, dtype), entry) in enumerate(zip(onnx_input_specs(conversion), entries)):

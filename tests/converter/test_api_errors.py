@@ -140,3 +140,13 @@ def test_check_inputs_errors_name_the_file(tmp_path):
             load_feeds(converter.last_conversion, path)
         assert str(path) in str(err.value) and not FLAG.search(str(err.value)), str(err.value)
         assert err.value.cli_message.startswith(f"--inputs {path}")
+
+
+def test_check_inputs_file_of_one_array(tmp_path):
+    from edgelite.converter.check import load_feeds
+
+    converter = TFLiteConverter.from_onnx(relu_model([1, 4]))
+    converter.convert()
+    np.save(tmp_path / "one.npy", np.zeros((1, 4), np.float32))
+    with pytest.raises(ConversionError, match="one array"):
+        load_feeds(converter.last_conversion, tmp_path / "one.npy")
