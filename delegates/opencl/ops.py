@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgelite.interpreter.kernels.reduce import constant_axes
+from edgelite.interpreter.kernels.resize import bilinear_axis
+
 from .helpers import MAX_INDEX, _float_io, _rank4, _size, _width, clamp, nd
 from .ops_conv import (_build_pool, build_batch_matmul, build_conv_2d, build_depthwise_conv_2d,
                        build_fully_connected, build_transpose_conv,
@@ -97,8 +100,7 @@ def build_unary(node, g):
 # -- reductions, softmax -----------------------------------------------------------------------
 
 def _reduce_axes(node):
-    from edgelite.interpreter.kernels.reduce import _axes
-    return sorted(_axes(node, len(node.inputs[0].shape)))
+    return sorted(constant_axes(node, len(node.inputs[0].shape)))
 
 
 def support_reduce(node):
@@ -230,14 +232,13 @@ def support_resize_bilinear(node):
 
 
 def build_resize_bilinear(node, g):
-    from edgelite.interpreter.kernels.resize import _bilinear_axis
     x, out = node.inputs[0], node.outputs[0]
     n, h, w, c = x.shape
     _, ho, wo, _ = out.shape
     align = bool(node.options.align_corners)
     half = bool(node.options.half_pixel_centers)
-    y0, y1, fy = _bilinear_axis(h, ho, align, half)
-    x0, x1, fx = _bilinear_axis(w, wo, align, half)
+    y0, y1, fy = bilinear_axis(h, ho, align, half)
+    x0, x1, fx = bilinear_axis(w, wo, align, half)
     i32 = np.int32
     gsize, lsize = nd(g, (c, wo, n * ho))
     g.launch("data", "resize_bilinear", gsize, lsize,

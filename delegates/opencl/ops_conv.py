@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgelite.interpreter.kernels.common import conv_output
+from edgelite.interpreter.kernels.conv import transpose_padding
 
 from .helpers import _float_io, _rank4, _size, clamp, nd
 
@@ -282,7 +283,6 @@ def support_transpose_conv(node):
 
 
 def build_transpose_conv(node, g):
-    from edgelite.interpreter.kernels.conv import _transpose_padding
     w, x, out = node.inputs[1], node.inputs[2], node.outputs[0]
     b = node.inputs[3] if len(node.inputs) > 3 else None
     o = node.options
@@ -290,7 +290,7 @@ def build_transpose_conv(node, g):
     co, kh, kw, _ = w.shape
     _, ho, wo, _ = out.shape
     sh, sw, padding = int(o.stride_h or 1), int(o.stride_w or 1), int(o.padding or 0)
-    pt, pl = _transpose_padding(padding, ho, kh, sh), _transpose_padding(padding, wo, kw, sw)
+    pt, pl = transpose_padding(padding, ho, kh, sh), transpose_padding(padding, wo, kw, sw)
     bias = np.zeros(co, np.float32) if b is None else np.asarray(b.data, np.float32)
     lo, hi = clamp(node, g)
     i32, f32 = np.int32, np.float32

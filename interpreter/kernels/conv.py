@@ -569,8 +569,8 @@ def transpose_conv(node):
     o_ = node.options
     sh, sw, padding = int(o_.stride_h or 1), int(o_.stride_w or 1), int(o_.padding or 0)
     ho, wo = out_shape[1], out_shape[2]
-    pt = _transpose_padding(padding, ho, kh, sh)
-    pl = _transpose_padding(padding, wo, kw, sw)
+    pt = transpose_padding(padding, ho, kh, sh)
+    pl = transpose_padding(padding, wo, kw, sw)
     node.outputs[0].shape = out_shape
     act = clamp_activation(getattr(o_, "fused_activation_function", 0), node)
     tail = _epilogue(b, act, (n * ho, wo * o), wo)
@@ -602,7 +602,7 @@ def _patch_weights(w):
     return w.transpose(3, 1, 2, 0).reshape(c, kh * kw * o)
 
 
-def _transpose_padding(padding, out_size, kernel, stride):
+def transpose_padding(padding, out_size, kernel, stride):
     """TFLite's padding of a transposed convolution: that of the forward convolution from the
     output size."""
     conv_out, _ = conv_output(padding, out_size, kernel, stride)

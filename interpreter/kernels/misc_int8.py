@@ -183,7 +183,7 @@ def _bilinear_float(shape, out_h, out_w, align, half):
     one = F32(1)
 
     def axis(in_size, out_size):
-        lo, hi, frac = resize._bilinear_axis(in_size, out_size, align, half)
+        lo, hi, frac = resize.bilinear_axis(in_size, out_size, align, half)
         return lo, hi, (one - frac).astype(F32), frac.astype(F32)
 
     corners = _corners(shape, out_h, out_w, axis(h, out_h), axis(w, out_w))

@@ -13,7 +13,7 @@ import numpy as np
 from .registry import register
 
 
-def _axes(node, rank: int, k: int = 1) -> list:
+def constant_axes(node, rank: int, k: int = 1) -> list:
     """The normalized, de-duplicated axes of the constant input `k`."""
     t = node.input(k)
     if t.data is None and 0 in t.shape:
@@ -46,7 +46,7 @@ def _plan(node):
     or None when nothing is reduced (the output is a copy)."""
     node.expect_inputs(2)
     shape = node.input(0).shape
-    axes = set(_axes(node, len(shape))) if shape else set()
+    axes = set(constant_axes(node, len(shape))) if shape else set()
     out_shape, plan = _plan_for(shape, axes, _keep_dims(node))
     node.outputs[0].shape = out_shape
     return plan
@@ -202,7 +202,7 @@ def _arg(ufunc_name):
         node.expect_inputs(2)
         x = node.input(0)
         rank = len(x.shape)
-        axes = _axes(node, rank)
+        axes = constant_axes(node, rank)
         if len(axes) != 1:
             raise node.fail(f"expected one axis, got {len(axes)}")
         axis = axes[0]

@@ -66,7 +66,7 @@ def _scale(in_size, out_size, align_corners):
     return F32(in_size) / F32(out_size)
 
 
-def _bilinear_axis(in_size, out_size, align_corners, half_pixel):
+def bilinear_axis(in_size, out_size, align_corners, half_pixel):
     """Per output coordinate: the lower and upper source index and the upper's weight."""
     scale = _scale(in_size, out_size, align_corners)
     pos = np.arange(out_size, dtype=F32)
@@ -88,8 +88,8 @@ def resize_bilinear(node):
 
 def _bilinear(shape, out_h, out_w, align, half):
     n, h, w, c = shape
-    y0, y1, dy = _bilinear_axis(h, out_h, align, half)
-    x0, x1, dx = _bilinear_axis(w, out_w, align, half)
+    y0, y1, dy = bilinear_axis(h, out_h, align, half)
+    x0, x1, dx = bilinear_axis(w, out_w, align, half)
     one = F32(1)
     # The four corners: flat source indices and weights, [out_h * out_w] and [.., 1].
     corners = [(np.add.outer(ys * w, xs).reshape(-1),

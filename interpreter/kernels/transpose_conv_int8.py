@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conv import _transpose_padding
+from .conv import transpose_padding
 from .conv_int16 import X_MAX, bias_16x8, requantizer, symmetric_weights
 from .conv_int8 import _bias
 from .quantized import EXACT_F32, Requantizer, activation_range, channel_scales, f32, \
@@ -48,7 +48,7 @@ def transpose_conv(node):
     opts = node.options
     sh, sw, padding = int(opts.stride_h or 1), int(opts.stride_w or 1), int(opts.padding or 0)
     ho, wo = out_shape[1], out_shape[2]
-    pt, pl = _transpose_padding(padding, ho, kh, sh), _transpose_padding(padding, wo, kw, sw)
+    pt, pl = transpose_padding(padding, ho, kh, sh), transpose_padding(padding, wo, kw, sw)
     node.outputs[0].shape = out_shape
 
     _, zx = quant_params(node, 2)
