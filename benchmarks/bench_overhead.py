@@ -111,9 +111,8 @@ RELU_SCRATCH = "np.add(x, c, tmp); clip(tmp, 0, inf, out)  (no in-place call)"
 
 def microbenchmarks(n_ops: int) -> dict:
     """The calls a kernel's `run` can make, n_ops times each, on [1]-shaped float32 arrays."""
-    from edgelite.interpreter.kernels.common import _clip_ufunc, clip_
+    from edgelite.interpreter.kernels.common import clip, clip_
 
-    clip = _clip_ufunc or np.clip
     x, c, out, tmp = (np.ones(1, np.float32) for _ in range(4))
     add, ops, inf = np.add, range(n_ops), np.inf
 

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgelite.interpreter.kernels.fixed_point import round_half_away
 from edgelite.schema import QuantizationParameters
 
 QRANGE = {"int8": (-128, 127), "int16": (-32768, 32767)}
 INT32_MAX = (1 << 31) - 1
-
-
-def round_half_away(x) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
 def activation_params(lo: float, hi: float, dtype: str) -> tuple:

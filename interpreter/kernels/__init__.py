@@ -6,7 +6,7 @@ from . import elementwise  # noqa: F401  ADD SUB MUL DIV ... comparisons, logic,
 from . import unary  # noqa: F401  ABS NEG EXP LOG SQRT RSQRT SQUARE SIN COS FLOOR CEIL ROUND SIGN
 from . import activations  # noqa: F401  RELU ... GELU LOGISTIC TANH SOFTMAX L2_NORMALIZATION CUMSUM
 from . import reduce  # noqa: F401  MEAN SUM REDUCE_* ARG_MAX ARG_MIN
-from . import convert  # noqa: F401  CAST DEQUANTIZE QUANTIZE
+from . import convert  # noqa: F401  CAST DEQUANTIZE QUANTIZE (from float32, and from integers: requantization)
 from . import control  # noqa: F401  CALL_ONCE IF WHILE VAR_HANDLE READ_VARIABLE ASSIGN_VARIABLE
 from . import lstm  # noqa: F401  UNIDIRECTIONAL_SEQUENCE_LSTM
 from . import where  # noqa: F401  WHERE (data-dependent output shape)
@@ -21,7 +21,6 @@ from . import pool  # noqa: F401  AVERAGE_POOL_2D MAX_POOL_2D L2_POOL_2D
 from . import resize  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH
 from . import elementwise_int8  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int8, uint8)
 from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH LOGISTIC TANH SOFTMAX (int8, uint8)
-from . import quantize  # noqa: F401  QUANTIZE from integers (requantize)
 from . import slicing  # noqa: F401  SLICE STRIDED_SLICE GATHER GATHER_ND TOPK_V2 PAD MIRROR_PAD ...
 from . import conv_int16  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (16x8)
 from . import hybrid, hybrid_lstm  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL UNIDIRECTIONAL_SEQUENCE_LSTM (float activations, int8 weights)

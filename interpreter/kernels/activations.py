@@ -9,17 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import broadcast_shape, clip_
+from .common import broadcast_shape, clip, clip_
 from .registry import register
-
-try:  # the clip ufunc, which writes into another array (np.clip's wrapper costs ~3x a call)
-    from numpy._core.umath import clip as _clip
-except ImportError:  # numpy < 2
-    try:
-        from numpy.core.umath import clip as _clip
-    except ImportError:
-        def _clip(x, lo, hi, out):
-            return np.clip(x, lo, hi, out=out)
 
 INF = float("inf")
 
@@ -36,7 +27,7 @@ def _clamp(lo, hi):
         _same_shape(node)
 
         def run(x, out):
-            _clip(x, lo, hi, out=out)
+            clip(x, lo, hi, out=out)
         return run
     return prepare
 
@@ -61,9 +52,9 @@ def leaky_relu(node):
     part = np.empty(x.shape, np.float32)  # min(x, 0) * alpha + max(x, 0): no masked writes
 
     def run(x, out):
-        _clip(x, -INF, 0.0, out=out)
+        clip(x, -INF, 0.0, out=out)
         multiply(out, alpha, out=out)
-        _clip(x, 0.0, INF, out=part)
+        clip(x, 0.0, INF, out=part)
         np.add(out, part, out=out)
     return run
 
@@ -77,9 +68,9 @@ def prelu(node):
     part = np.empty(x.shape, np.float32)
 
     def run(x, alpha, out):
-        _clip(x, -INF, 0.0, out=part)
+        clip(x, -INF, 0.0, out=part)
         np.multiply(part, alpha, out=out)
-        _clip(x, 0.0, INF, out=part)
+        clip(x, 0.0, INF, out=part)
         np.add(out, part, out=out)
     return run
 
@@ -91,9 +82,9 @@ def elu(node):
     part = np.empty(x.shape, np.float32)
 
     def run(x, out):
-        _clip(x, -INF, 0.0, out=out)
+        clip(x, -INF, 0.0, out=out)
         np.expm1(out, out=out)
-        _clip(x, 0.0, INF, out=part)
+        clip(x, 0.0, INF, out=part)
         np.add(out, part, out=out)
     return run
 
@@ -182,7 +173,7 @@ def _gelu_erfc(shape):
         multiply(p, t, out=p)           # e = erfc(u)
         multiply(p, u, out=p)
         multiply(p, _SQRT1_2, out=p)    # 0.5 |x| e
-        _clip(x, 0.0, INF, out=out)
+        clip(x, 0.0, INF, out=out)
         np.subtract(out, p, out=out)
     return run
 

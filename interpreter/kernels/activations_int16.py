@@ -17,12 +17,11 @@ import numpy as np
 
 from . import pool_int8
 from .activations_int8 import INF
-from .elementwise_int16 import all_int16, checked_log2, lookup16
-from .quantized import TYPE_RANGE, f32, mbqm, quant_params, quantize_multiplier, \
-    round_half_away
+from .elementwise_int16 import checked_log2
+from .fixed_point import f32, mbqm, quantize_multiplier, round_half_away
+from .lut import HI16, LO16, all_values, lookup, lut_lookup_int16, lut_populate_int16
+from .quant_params import quant_params
 from .registry import register
-
-LO16, HI16 = TYPE_RANGE["int16"]
 
 # TFLite's sigmoid(i / 24) in unsigned Q0.16, i = 0..255 (common.h's sigmoid_table_uint16: a
 # table of its own, not reproducible by rounding the function).
@@ -63,7 +62,7 @@ def _unary(node):
 
 
 def _table(values) -> callable:
-    return lookup16(np.clip(values, LO16, HI16).astype(np.int16))
+    return lookup(np.clip(values, LO16, HI16).astype(np.int16))
 
 
 def _relu_x(act_min: float, act_max: float):
@@ -73,7 +72,7 @@ def _relu_x(act_min: float, act_max: float):
         lo = max(LO16, round_half_away(float(f32(act_min) / f32(s_out))))
         hi = HI16 if act_max == INF else \
             min(HI16, round_half_away(float(f32(act_max) / f32(s_out))))
-        return _table(np.clip(mbqm(all_int16(), m, s), lo, hi))
+        return _table(np.clip(mbqm(all_values("int16"), m, s), lo, hi))
     return prepare
 
 
@@ -87,7 +86,7 @@ def leaky_relu(node):
     alpha = f32(getattr(node.options, "alpha", 0.0))
     m_alpha, s_alpha = quantize_multiplier(float(f32(s_in) * alpha / f32(s_out)))
     m_id, s_id = quantize_multiplier(float(f32(s_in) / f32(s_out)))
-    v = all_int16()
+    v = all_values("int16")
     scaled_alpha = np.sign(m_alpha) * mbqm(v, abs(m_alpha), s_alpha)
     return _table(np.where(v >= 0, mbqm(v, m_id, s_id), scaled_alpha))
 
@@ -119,7 +118,7 @@ def _check_q15_output(node, exact: bool) -> None:
 
 def _rescaled_input(multiplier: int, shift: int) -> np.ndarray:
     rounding = (1 << (shift - 1)) if shift > 0 else 0
-    return (all_int16() * multiplier + rounding) >> shift
+    return (all_values("int16") * multiplier + rounding) >> shift
 
 
 @register("LOGISTIC", "int16")
@@ -151,51 +150,6 @@ def tanh(node):
 
 
 # -- SOFTMAX -----------------------------------------------------------------------------------
-
-def lut_populate_int16(input_scale, input_zp, output_scale, output_zp, f,
-                       ftype=np.float64) -> np.ndarray:
-    """LUTPopulateInt16<FloatT> (common.h): 513 samples of f over the int16 input range, each
-    biased so that interpolating between neighbours is exact at the midpoints; every step in
-    `ftype` (float64 for the deprecated double overload, float32 for the float one; f takes and
-    returns that type)."""
-    t = ftype
-    input_min = t(input_scale) * t(LO16 - input_zp)
-    input_max = t(input_scale) * t(HI16 - input_zp)
-    output_min = t(output_scale) * t(LO16 - output_zp)
-    output_max = t(output_scale) * t(HI16 - output_zp)
-    steps = 512
-    step = (input_max - input_min) / t(steps)
-    half_step = step / t(2)
-    inv = t(HI16 - LO16 + 1) / (output_max - output_min)
-
-    def rnd(v):
-        return t(round_half_away(float(v)))
-
-    lut = np.empty(steps + 1, np.int64)
-    for i in range(steps):
-        start = input_min + t(i) * step
-        val, val_mid = f(start), f(start + half_step)
-        val_next = f(input_min + t(i + 1) * step)
-        sample = rnd(val * inv)
-        interp = rnd((val_next * inv + rnd(val * inv)) / t(2))
-        bias = rnd((interp - rnd(val_mid * inv)) / t(2))
-        lut[i] = int(min(max(sample - bias, t(LO16)), t(HI16)))
-    lut[steps] = int(min(max(rnd(f(input_max) * inv), t(LO16)), t(HI16)))
-    return lut
-
-
-def wrap16(x):
-    return ((np.asarray(x, np.int64) + (1 << 15)) & 0xFFFF) - (1 << 15)
-
-
-def lut_lookup_int16(value, lut: np.ndarray):
-    """LUTLookup(int16 value, 513-entry lut): interpolation on the low 7 bits."""
-    value = np.asarray(value, np.int64)
-    index = 256 + (value >> 7)
-    base = lut[index]
-    slope = wrap16(lut[index + 1] - base)
-    return wrap16(base + ((slope * (value & 0x7F) + 64) >> 7))
-
 
 @register("SOFTMAX", "int16")
 def softmax(node):

@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_
-from .quantized import INT32_MAX, TYPE_RANGE, all_values, f32, lookup, mbqm, \
-    quant_params, quantize_multiplier, rdbpot, round_half_away, saturating_shift_left, srdhm
+from .fixed_point import INT32_MAX, f32, mbqm, quantize_multiplier, rdbpot, round_half_away, \
+    saturating_shift_left, srdhm
+from .lut import all_values, lookup, lut_populate_int8
+from .quant_params import TYPE_RANGE, quant_params
 from .registry import register
 
 INF = float("inf")
@@ -120,17 +122,6 @@ def hard_swish(node):
     return lookup(np.clip(y, *TYPE_RANGE[key]).astype(key))
 
 
-def _lut_8bit(node, key: str, transform) -> np.ndarray:
-    """LUTPopulateInt8: the float32 function sampled at every input, quantized to the output."""
-    s_in, z_in = quant_params(node, 0)
-    s_out, z_out = quant_params(node, 0, output=True)
-    dequantized = f32(s_in) * (all_values(key) - z_in).astype(np.float32)
-    transformed = transform(dequantized.astype(np.float32))
-    scaled = (transformed * (f32(1.0) / f32(s_out))).astype(np.float64)
-    rescaled = np.array([round_half_away(v) for v in scaled], np.int64)
-    return np.clip(rescaled + z_out, *TYPE_RANGE[key]).astype(key)
-
-
 # float64 values from here on round to float32 infinity (float32's max plus half its last ulp).
 _F32_INF_FROM = float(np.finfo(np.float32).max) + 2.0 ** 103
 
@@ -152,13 +143,14 @@ def _check_logistic_output(node):
 def logistic(node):
     key = _unary(node)
     _check_logistic_output(node)
-    return lookup(_lut_8bit(node, key, lambda x: f32(1.0) / (f32(1.0) + _exp32(-x))))
+    return lookup(lut_populate_int8(node, key, lambda x: f32(1.0) / (f32(1.0) + _exp32(-x))))
 
 
 @register("TANH", "int8", "uint8")
 def tanh(node):
     key = _unary(node)
-    return lookup(_lut_8bit(node, key, lambda x: np.tanh(x.astype(np.float64)).astype(np.float32)))
+    return lookup(lut_populate_int8(node, key,
+                                    lambda x: np.tanh(x.astype(np.float64)).astype(np.float32)))
 
 
 # -- SOFTMAX -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ GREATER_EQUAL) on quantized int8 / uint8 (and int16 where TFLite has them), bit-
 TFLite's reference kernels.
 
 8-bit PRELU and SQUARED_DIFFERENCE have 65536 input pairs: prepare evaluates TFLite's arithmetic
-on all of them and run is one lookup (quantized.pair_lookup). PRELU requantizes x (x >= 0) or
+on all of them and run is one lookup (lut.pair_lookup). PRELU requantizes x (x >= 0) or
 x * alpha (x < 0); SQUARED_DIFFERENCE rescales both inputs to a common scale with 7 bits of
 headroom, squares the difference and rescales (squared_difference.cc). DIV multiplies by the
 divisor's fixed-point reciprocal and rescales (reference_ops::DivElementwise). Comparisons
@@ -18,11 +18,11 @@ import numpy as np
 
 from .activations_int8 import one_over_one_plus_x_for_x_in_0_1
 from .common import broadcast_shape
-from .elementwise_int16 import all_int16
 from .elementwise_int8 import _mul_smaller
 from .elementwise_int8 import _rdbpot_negative
-from .quantized import TYPE_RANGE, activation_range, all_values, f32, mbqm, pair_lookup, \
-    pair_table, quant_params, quantize_multiplier, srdhm, wrap32
+from .fixed_point import f32, mbqm, quantize_multiplier, srdhm, wrap32
+from .lut import all_values, pair_lookup, pair_table
+from .quant_params import TYPE_RANGE, activation_range, quant_params
 from .registry import register
 
 
@@ -63,7 +63,7 @@ def prelu(node):
     if key != "int16":
         return pair_lookup(pair_table(key, key, f, np.dtype(key)), shape)
 
-    positive = np.clip(mbqm(all_int16() - z_in, m1, e1) + z_out, lo, hi)
+    positive = np.clip(mbqm(all_values("int16") - z_in, m1, e1) + z_out, lo, hi)
 
     def run(x, alpha, out):
         v = x.astype(np.int64) - z_in
@@ -168,7 +168,7 @@ def _rescaling_table(node, k: int, key: str) -> np.ndarray:
     if scale <= 0:
         raise node.fail(f"input {k} needs a positive scale, got {scale:g}")
     m, e = quantize_multiplier(float(scale))
-    values = all_int16() if key == "int16" else all_values(key)
+    values = all_values(key)
     return _mul_smaller((values - zp) << 8, m, e)
 
 

@@ -3,27 +3,27 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # the clip ufunc without np.clip's Python wrapper (~3x cheaper per call)
-    from numpy._core.umath import clip as _clip_ufunc
+from edgelite.schema.ops import ACTIVATION_BOUNDS, Activation
+
+try:  # the clip ufunc, without np.clip's Python wrapper (~3x cheaper per call); private in numpy 2
+    from numpy._core.umath import clip
 except ImportError:  # numpy < 2
     try:
-        from numpy.core.umath import clip as _clip_ufunc
+        from numpy.core.umath import clip
     except ImportError:
-        _clip_ufunc = None
+        def clip(x, lo, hi, out=None):
+            return np.clip(x, lo, hi, out=out)
 
 
 def clip_(x: np.ndarray, lo, hi) -> None:
     """x = clip(x, lo, hi) in place, with scalar bounds."""
-    if _clip_ufunc is not None:
-        _clip_ufunc(x, lo, hi, out=x)
-    else:
-        np.clip(x, lo, hi, out=x)
+    clip(x, lo, hi, out=x)
 
 
-# ActivationFunctionType values of the format.
-NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT, SIGMOID = 0, 1, 2, 3, 4, 5, 6
-
-_FLOAT_BOUNDS = {RELU: (0.0, np.inf), RELU_N1_TO_1: (-1.0, 1.0), RELU6: (0.0, 6.0)}
+# The fused activations' codes (ActivationFunctionType), by name.
+NONE, RELU, RELU_N1_TO_1, RELU6 = Activation.NONE, Activation.RELU, Activation.RELU_N1_TO_1, \
+    Activation.RELU6
+TANH, SIGN_BIT, SIGMOID = Activation.TANH, Activation.SIGN_BIT, Activation.SIGMOID
 
 
 def fused_activation(code: int, node=None):
@@ -32,8 +32,8 @@ def fused_activation(code: int, node=None):
     As TFLite's CalculateActivationRange: RELU, RELU6 and RELU_N1_TO_1 clamp; TANH, SIGN_BIT and
     SIGMOID fused into an op are ignored by its kernels (or refused at prepare), so here too."""
     code = int(code or 0)
-    if code in _FLOAT_BOUNDS:
-        lo, hi = _FLOAT_BOUNDS[code]
+    if code in ACTIVATION_BOUNDS:
+        lo, hi = ACTIVATION_BOUNDS[code]
         return lambda x: clip_(x, lo, hi)
     if code in (NONE, TANH, SIGN_BIT, SIGMOID):
         return None

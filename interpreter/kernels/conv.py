@@ -19,7 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import RELU, RELU6, RELU_N1_TO_1, conv_output, fused_activation
-from .quantized import Scratch
+from .scratch import Scratch
 from .registry import register
 
 F32 = np.dtype(np.float32)

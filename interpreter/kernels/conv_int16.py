@@ -5,7 +5,7 @@ reference_ops::BatchMatMul<int16_t, int64_t>).
 
 int16 x int8 sums run on float64 BLAS: every partial sum is an integer far below 2^53, so exact.
 Convolutions and BATCH_MATMUL requantize int64 accumulators with TFLite's single-rounding
-MultiplyByQuantizedMultiplier (quantized.WideRequantizer); a CONV_2D whose options say
+MultiplyByQuantizedMultiplier (requantize.WideRequantizer); a CONV_2D whose options say
 quantized_bias_type INT32 accumulates in int32 and takes the double-rounding one instead.
 FULLY_CONNECTED requantizes in double: round(acc * input_scale * filter_scale / output_scale).
 """
@@ -17,8 +17,9 @@ from numpy.lib.stride_tricks import as_strided
 from .common import clip_, matmul_shape
 from .conv_int8 import _PaddedSource, _chunks, _conv_geometry, _multipliers, _weights, \
     conv_inputs
-from .quantized import TYPE_RANGE, Requantizer, WideRequantizer, activation_range, \
-    channel_scales, f32, quant_params, quantize_multiplier
+from .fixed_point import f32, quantize_multiplier, round_half_away
+from .quant_params import TYPE_RANGE, activation_range, channel_scales, quant_params
+from .requantize import Requantizer, WideRequantizer
 from .registry import register
 
 INT32_TYPE, INT64_TYPE = 2, 4  # TensorType values of quantized_bias_type
@@ -187,17 +188,6 @@ def depthwise_conv_2d(node):
     return run
 
 
-def round_half_away_(v: np.ndarray, frac: np.ndarray, flag: np.ndarray) -> None:
-    """v = C's round(v) in place (halves away from zero), exactly; frac and flag are work
-    buffers of v's shape."""
-    np.trunc(v, out=frac)
-    np.subtract(v, frac, out=v)                 # the fraction, exact
-    np.greater_equal(v, 0.5, out=flag)
-    np.add(frac, flag, out=frac)
-    np.less_equal(v, -0.5, out=flag)
-    np.subtract(frac, flag, out=v)
-
-
 @register("FULLY_CONNECTED", "int16")
 def fully_connected(node):
     node.expect_inputs(2, 3)
@@ -244,7 +234,7 @@ def fully_connected(node):
         np.matmul(xf, wmat, out=acc)
         np.add(acc, bias_f, out=acc)
         np.multiply(acc, effective, out=acc)
-        round_half_away_(acc, frac, flag)
+        round_half_away(acc, (frac, flag))
         if overflow:
             np.greater_equal(np.abs(acc, out=frac), 2.0 ** 31, out=flag)
             acc[flag] = lo

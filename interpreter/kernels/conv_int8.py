@@ -6,7 +6,7 @@ The integer sums run on float BLAS: raw 8-bit values as float32 are exact while 
 sum stays below 2^24 (checked in prepare from the weights; float64 otherwise). Zero points fold
 into the bias with precomputed weight sums: sum w (x - zx) = sum w x - zx sum w, and padding
 holds zx, so padded taps add w zx - zx w = 0, as TFLite skips them. The requantization
-(quantized.Requantizer) reads the float accumulators; the temporaries live in the interpreter's
+(requantize.Requantizer) reads the float accumulators; the temporaries live in the interpreter's
 shared Scratch. CONV_2D runs in blocks of output rows (im2col patches, GEMM, requantization).
 
 Where the rounding error stays small enough (few inputs per output; most depthwise layers),
@@ -21,8 +21,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from .common import conv_output
 from .conv import check_padded
-from .quantized import EXACT_F32, Requantizer, Scratch, activation_range, channel_scales, f32, \
-    quant_params, quantize_multiplier, quantize_multipliers, exact_rounding
+from .fixed_point import EXACT_F32, f32, quantize_multiplier, quantize_multipliers
+from .quant_params import activation_range, channel_scales, quant_params
+from .requantize import Requantizer, exact_rounding
+from .scratch import Scratch
 from .registry import register
 
 CHUNK_BYTES = 1 << 23
@@ -393,7 +395,7 @@ def depthwise_conv_2d(node):
     acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * (128 if key == "int8" else 255)
     # The float weights carry the requantization scale (one pass fewer), the sums then being
     # within (taps + 2) roundings of sum |x w R| of the exact product.
-    # Small outputs requantize exact integer sums in float64 (quantized.TINY).
+    # Small outputs requantize exact integer sums in float64 (requantize.TINY).
     ftype = _float_type(acc_bound)
     exact = exact_rounding(node)
     requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,

@@ -17,23 +17,12 @@ import numpy as np
 
 from .common import broadcast_shape, clip_
 from .elementwise_int8 import _mul_smaller, _raw
-from .quantized import activation_range, f32, mbqm, quant_params, quantize_multiplier, \
-    round_half_away
+from .fixed_point import f32, mbqm, quantize_multiplier, round_half_away
+from .lut import all_values
+from .quant_params import activation_range, quant_params
 from .registry import register
 
 LEFT_SHIFT = 15
-
-
-def all_int16() -> np.ndarray:
-    """Every int16 value as int64, ordered by its bits (index = value viewed as uint16)."""
-    return np.arange(1 << 16, dtype=np.uint16).view(np.int16).astype(np.int64)
-
-
-def lookup16(table: np.ndarray):
-    """run(x, out): out = table[x] for an int16 x (the table built over `all_int16`)."""
-    def run(x, out):
-        np.take(table, x.view(np.uint16), out=out, mode="clip")
-    return run
 
 
 def checked_log2(x: float) -> tuple:
@@ -125,7 +114,7 @@ def _add_sub(sign: int):
                 raise node.fail(f"rescaling multiplier {real:g} must lie in (0, 1)")
             multipliers.append((m, e))
         (m1, e1), (m2, e2), (mo, eo) = multipliers
-        v = all_int16() << LEFT_SHIFT
+        v = all_values("int16") << LEFT_SHIFT
         table_a = _mul_smaller(v, m1, e1)
         table_b = _mul_smaller(v, m2, e2)
         if sign < 0:

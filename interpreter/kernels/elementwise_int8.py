@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .common import broadcast_shape
-from .quantized import activation_range, f32, mbqm, pair_lookup, pair_table, \
-    quant_params, quantize_multiplier, rdbpot, srdhm, wrap32
+from .fixed_point import f32, mbqm, quantize_multiplier, rdbpot, srdhm, wrap32
+from .lut import pair_lookup, pair_table
+from .quant_params import activation_range, quant_params
 from .registry import register
 
 LEFT_SHIFT = 20  # 8-bit ADD/SUB headroom

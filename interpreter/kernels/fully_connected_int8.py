@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_, matmul_shape
-from .quantized import EXACT_F32, TYPE_RANGE, Requantizer, activation_range, channel_scales, f32, \
-    quant_params, quantize_multiplier, round_half_away_array, exact_rounding
+from .fixed_point import EXACT_F32, f32, quantize_multiplier, round_half_away
+from .quant_params import TYPE_RANGE, activation_range, channel_scales, quant_params
+from .requantize import Requantizer, exact_rounding
 from .registry import register
 
 
@@ -99,7 +100,7 @@ def fully_connected(node):
         np.abs(scaled, out=scaled)
         if scaled.max(initial=0.0) >= 0.5:
             product = (acc if fold else acc + bias_f) * effective
-            np.copyto(rounded, round_half_away_array(product))
+            np.copyto(rounded, round_half_away(product))
         clip_(rounded, low, high)
         np.add(rounded, zo, out=out, casting="unsafe")
     return run

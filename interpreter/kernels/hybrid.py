@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_, matmul_shape
-from .quantized import EXACT_F32, round_half_away_array
+from edgelite.schema.ops import ACTIVATION_BOUNDS
+
+from .common import SIGMOID, TANH, clip_, matmul_shape
+from .fixed_point import EXACT_F32, round_half_away
 from .registry import KERNELS, Node, TensorInfo, register
 
 F32 = np.dtype(np.float32)
-_CLAMPS = {RELU: (0.0, np.inf), RELU_N1_TO_1: (-1.0, 1.0), RELU6: (0.0, 6.0)}
 
 
 # -- on-the-fly input quantization ---------------------------------------------------------------
@@ -46,7 +47,7 @@ def _round_litert(q: np.ndarray, half: np.ndarray) -> None:
     same 0); halves away from zero, exactly, for the rest. `half`: a work buffer like q."""
     v = q.shape[1] // 8 * 8
     if v < q.shape[1]:
-        q[:, v:] = round_half_away_array(q[:, v:])
+        q[:, v:] = round_half_away(q[:, v:])
     if v:
         head, h = q[:, :v], half[:, :v]
         np.copysign(np.float32(0.5), head, out=h)
@@ -83,7 +84,7 @@ def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
     from_min, from_max = -128.0 - rmin / scale, 127.0 - rmax / scale
     use_min = (128.0 + np.abs(rmin / scale)) < (127.0 + np.abs(rmax / scale))
     zp = np.where(use_min, from_min, from_max)
-    zp = np.where(zp <= -128, -128.0, np.where(zp >= 127, 127.0, round_half_away_array(zp)))
+    zp = np.where(zp <= -128, -128.0, np.where(zp >= 127, 127.0, round_half_away(zp)))
     zp[flat] = 0
     scales[...] = scale
     scales[flat] = 1
@@ -103,8 +104,8 @@ def _activation(node, code: int, allow_curves: bool):
     """In-place float activation: clamps (every hybrid op), tanh / sigmoid (FULLY_CONNECTED's
     ApplyActivationToVector); the other codes do nothing, as in TFLite's conv kernels."""
     code = int(code or 0)
-    if code in _CLAMPS:
-        lo, hi = _CLAMPS[code]
+    if code in ACTIVATION_BOUNDS:
+        lo, hi = ACTIVATION_BOUNDS[code]
         return lambda v: clip_(v, lo, hi)
     if allow_curves and code == TANH:
         return lambda v: np.tanh(v, out=v)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_
+from .fixed_point import round_half_away
 from .registry import register
 
 
@@ -60,12 +61,6 @@ def broadcast_args(node):
     def run(a, b, out):
         out[...] = np.broadcast_shapes(tuple(int(d) for d in a), tuple(int(d) for d in b))
     return run
-
-
-def round_half_away(x: np.ndarray) -> np.ndarray:
-    """C's round(): halves away from zero (numpy's rint rounds them to even)."""
-    t = np.trunc(x)
-    return t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0).astype(x.dtype)
 
 
 @register("FAKE_QUANT", "float32")

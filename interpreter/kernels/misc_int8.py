@@ -20,8 +20,9 @@ import numpy as np
 from . import reduce, resize
 from .activations_int8 import exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1
 from .pool_int8 import quantized_reduction
-from .quantized import INT32_MAX, INT32_MIN, TYPE_RANGE, mbqm, mbqm64, quant_params, \
-    quantize_multiplier, rdbpot, saturating_shift_left, srdhm, wrap32
+from .fixed_point import INT32_MAX, INT32_MIN, mbqm, mbqm64, quantize_multiplier, rdbpot, \
+    saturating_shift_left, srdhm, wrap32
+from .quant_params import TYPE_RANGE, quant_params
 from .registry import register
 from .unary_int8 import inv_sqrt_multiplier
 

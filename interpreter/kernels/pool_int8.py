@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_, conv_output
-from .quantized import EXACT_F32, TYPE_RANGE, Requantizer, activation_range, mbqm, quant_params, \
-    quantize_multiplier, exact_rounding
+from .fixed_point import EXACT_F32, mbqm, quantize_multiplier
+from .quant_params import TYPE_RANGE, activation_range, quant_params
+from .requantize import Requantizer, exact_rounding
 from .registry import register
 
 

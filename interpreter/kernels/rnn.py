@@ -14,7 +14,7 @@ import numpy as np
 
 from .common import clip_
 from .hybrid import quantize_rows_asymmetric, quantize_rows_symmetric
-from .quantized import mbqm, quantize_multiplier, wrap32
+from .fixed_point import mbqm, quantize_multiplier, wrap32
 from .registry import register
 
 F32 = np.float32

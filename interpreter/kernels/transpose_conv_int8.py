@@ -17,8 +17,9 @@ import numpy as np
 from .conv import transpose_padding
 from .conv_int16 import X_MAX, bias_16x8, requantizer, symmetric_weights
 from .conv_int8 import _bias
-from .quantized import EXACT_F32, Requantizer, activation_range, channel_scales, f32, \
-    quant_params, quantize_multiplier, quantize_multipliers, exact_rounding
+from .fixed_point import EXACT_F32, f32, quantize_multiplier, quantize_multipliers
+from .quant_params import activation_range, channel_scales, quant_params
+from .requantize import Requantizer, exact_rounding
 from .registry import register
 
 

@@ -15,11 +15,10 @@ import math
 
 import numpy as np
 
-from .activations_int16 import lut_lookup_int16, lut_populate_int16
-from .activations_int8 import _lut_8bit
-from .elementwise_int16 import all_int16, lookup16
-from .quantized import INT32_MAX, TYPE_RANGE, all_values, f32, lookup, mbqm, quant_params, \
-    quantize_multiplier, rdbpot, saturating_shift_left, srdhm, wrap32
+from .fixed_point import INT32_MAX, f32, mbqm, quantize_multiplier, rdbpot, saturating_shift_left, \
+    srdhm, wrap32
+from .lut import all_values, lookup, lut_lookup_int16, lut_populate_int16, lut_populate_int8
+from .quant_params import TYPE_RANGE, quant_params
 from .registry import register
 
 F32 = np.float32
@@ -41,13 +40,8 @@ def _unary(node, keys):
     return key, s_in, z_in, s_out, z_out
 
 
-def _values(key):
-    return all_int16() if key == "int16" else all_values(key)
-
-
 def _table(key, values):
-    table = np.clip(values, *TYPE_RANGE[key]).astype(key)
-    return lookup16(table) if key == "int16" else lookup(table)
+    return lookup(np.clip(values, *TYPE_RANGE[key]).astype(key))
 
 
 def _float_fn(fn):
@@ -58,10 +52,10 @@ def _float_fn(fn):
 def _lut(node, key, s_in, z_in, s_out, z_out, transform):
     """TFLite's LUT of a float32 transform (array in, array out) for an int8/uint8/int16 input."""
     if key != "int16":
-        return lookup(_lut_8bit(node, key, transform))
+        return lookup(lut_populate_int8(node, key, transform))
     lut = lut_populate_int16(s_in, z_in, s_out, z_out,
                              lambda v: F32(transform(np.array([v], F32))[0]), F32)
-    return lookup16(lut_lookup_int16(all_int16(), lut).astype(np.int16))
+    return lookup(lut_lookup_int16(all_values("int16"), lut).astype(np.int16))
 
 
 @register("EXP", "int8", "int16")
@@ -129,7 +123,7 @@ def abs_(node):
             np.abs(x, out=out)
         return raw
     key, s_in, z_in, s_out, z_out = _unary(node, ("int8", "int16"))
-    value = np.abs(_values(key) - z_in)
+    value = np.abs(all_values(key) - z_in)
     if f32(s_in) != f32(s_out):
         m, s = quantize_multiplier(float(f32(s_in) / f32(s_out)))
         value = mbqm(value, m, s)
@@ -153,7 +147,7 @@ def _refusing_below(node, run, key, z_in, strict: bool, what: str):
 @register("SQRT", "int8", "int16")
 def sqrt(node):
     key, s_in, z_in, s_out, z_out = _unary(node, ("int8", "int16"))
-    dq = F32(s_in) * (_values(key) - z_in).astype(F32)
+    dq = F32(s_in) * (all_values(key) - z_in).astype(F32)
     root = np.sqrt(np.maximum(dq, F32(0)))
     value = np.trunc(root / F32(s_out)).astype(np.int64) + z_out
     return _refusing_below(node, _table(key, value), key, z_in, False,
@@ -201,7 +195,7 @@ def rsqrt(node):
     else:
         m, s = quantize_multiplier(1.0 / float(np.sqrt(F32(s_in)) * F32(s_out)))
         lo, hi = TYPE_RANGE[key]
-        v = _values(key) - z_in
+        v = all_values(key) - z_in
         inv, inv_shift = inv_sqrt_multiplier(np.maximum(v, 0))
         values = mbqm(mbqm(1, inv, inv_shift + 20), m, s - 20) + z_out
         # 0 stands for the largest output; below 0 is refused while running.

@@ -1,4 +1,4 @@
-"""Cases for the integer convolutions' fast requantization (quantized.Requantizer's float32 path
+"""Cases for the integer convolutions' fast requantization (requantize.Requantizer's float32 path
 and its exact redo of the outputs near a rounding edge): outputs large enough to leave the small
 exact float64 path, found near an edge through 8-byte words (a few words redone whole, many
 byte by byte, an odd tail), in place and not, with the scale in the weights or applied after,

@@ -1,206 +1,41 @@
-"""TFLite's integer arithmetic, bit-exact, in numpy int64.
+"""Requantization, the hot path of conv-like integer kernels: integer accumulators (held exactly
+in float arrays) to the output type, as TFLite's MultiplyByQuantizedMultiplier and clamp do.
 
-The facts follow TFLite's reference kernels (LiteRT built without TFLITE_SINGLE_ROUNDING):
-`quantize_multiplier` is QuantizeMultiplier (quantization_util.cc), `srdhm` and `rdbpot` are
-gemmlowp's SaturatingRoundingDoublingHighMul and RoundingDivideByPOT, `mbqm` is the
-double-rounding MultiplyByQuantizedMultiplier (common.cc). Arrays hold int32 values in int64 so
-that products never overflow. `Requantizer` is the hot path of conv-like kernels: the same
-arithmetic as `mbqm`, reordered into few in-place passes.
+`Requantizer` is the double-rounding arithmetic of 8-bit kernels (fixed_point.mbqm) reordered
+into few in-place passes; `WideRequantizer` the single-rounding one of 16x8 kernels (mbqm64).
 """
 from __future__ import annotations
-
-import math
-import weakref
 
 import numpy as np
 
 from .common import clip_
+from .fixed_point import mbqm, mbqm64, reduced_multiplier
 
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
-              "int32": (INT32_MIN, INT32_MAX)}
-NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
-EXACT_F32 = 1 << 24  # integers below this are exact in float32 (sums of products stay so)
 TINY = 1 << 11       # outputs up to this many requantize in float64 (exact; beyond, the float32
                      # path with its few redone outputs costs less: MobileNetV2 -0.1 ms)
 SIGN_PASSES = 2 ** -7  # 2 delta from which negative sums get their own passes (see Requantizer)
 
 
-# -- scalars: what Prepare functions compute --------------------------------------------------
-
-def round_half_away(x: float) -> int:
-    """C's round(): halves away from zero (exact, unlike floor(x + 0.5))."""
-    t = math.trunc(x)
-    return t + (1 if x - t >= 0.5 else -1 if x - t <= -0.5 else 0)
+ROW_VALUES = 1 << 16   # the most values in a row of per-channel vectors tiled along pixels
 
 
-def quantize_multiplier(real: float) -> tuple:
-    """(multiplier, shift) with real ~= multiplier * 2^(shift - 31), multiplier in [2^30, 2^31)."""
-    real = float(real)
-    if real == 0.0:
-        return 0, 0
-    q, shift = math.frexp(real)
-    fixed = round_half_away(q * (1 << 31))
-    if fixed == 1 << 31:
-        fixed //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return fixed, shift
+def _row_pixels(tile: int, channels: int) -> int:
+    """The pixels of a row of tiled per-channel vectors: `tile` (an output row), or its largest
+    divisor that keeps the row within ROW_VALUES (a very wide output would tile vectors of
+    millions of values at prepare)."""
+    tile, cap = max(1, tile), max(1, ROW_VALUES // max(1, channels))
+    if tile <= cap:
+        return tile
+    return next(d for d in range(cap, 0, -1) if tile % d == 0)
 
 
-def quantize_multipliers(reals) -> tuple:
-    """`quantize_multiplier` over an array: (int64 multipliers, int64 shifts)."""
-    pairs = [quantize_multiplier(r) for r in np.asarray(reals, np.float64).reshape(-1)]
-    return (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
+def exact_rounding(node) -> bool:
+    """Whether a node's integer kernels must round exactly as TFLite's reference kernels: under
+    OpResolverType.BUILTIN_REF (see interpreter.plan.Runtime.reference), and for a node prepared
+    outside an interpreter."""
+    runtime = getattr(node, "runtime", None)
+    return runtime is None or bool(getattr(runtime, "reference", True))
 
-
-def f32(x) -> np.float32:
-    return np.float32(x)
-
-
-def quantize_f32(value: float, scale: float, zero_point: int) -> int:
-    """kernel_util's Quantize: zero_point + roundf(value / scale), in float32."""
-    return int(zero_point) + round_half_away(float(f32(value) / f32(scale)))
-
-
-def activation_range(code: int, out, node=None) -> tuple:
-    """CalculateActivationRangeQuantized: the clamp bounds of a fused activation on the output's
-    integer type. Other codes (TANH, SIGN_BIT) clamp to the type's range, as TFLite does."""
-    lo, hi = TYPE_RANGE[out.type_name]
-    code = int(code or 0)
-    scale, zp = out.scale, out.zero_point
-    if code == RELU:
-        lo = max(lo, quantize_f32(0.0, scale, zp))
-    elif code == RELU6:
-        lo = max(lo, quantize_f32(0.0, scale, zp))
-        hi = min(hi, quantize_f32(6.0, scale, zp))
-    elif code == RELU_N1_TO_1:
-        lo = max(lo, quantize_f32(-1.0, scale, zp))
-        hi = min(hi, quantize_f32(1.0, scale, zp))
-    return lo, hi
-
-
-def quant_params(node, k: int, output: bool = False) -> tuple:
-    """(scale, zero_point) of input/output `k`, failing when the tensor is not quantized."""
-    t = node.outputs[k] if output else node.input(k)
-    q = t.quantization
-    if q is None or q.scale.size == 0:
-        where = "output" if output else "input"
-        raise node.fail(f"{where} {k} ({t.name!r}, {t.type_name}) has no quantization parameters")
-    scale = float(q.scale[0])
-    if not (np.isfinite(scale) and scale > 0):
-        where = "output" if output else "input"
-        raise node.fail(f"{where} {k} ({t.name!r}) has scale {scale}; a quantized tensor's "
-                        "scale must be positive and finite")
-    return scale, int(q.zero_point[0]) if q.zero_point.size else 0
-
-
-def channel_scales(node, k: int, channels: int, axis: int) -> np.ndarray:
-    """The float32 scales of a (per-channel or per-tensor) quantized weight, one per channel."""
-    t = node.input(k)
-    q = t.quantization
-    if q is None or q.scale.size == 0:
-        raise node.fail(f"weights (input {k}, {t.name!r}) have no quantization parameters")
-    bad = ~(np.isfinite(q.scale) & (q.scale > 0))
-    if bad.any():
-        raise node.fail(f"weights (input {k}, {t.name!r}) have scale {float(q.scale[bad][0])} "
-                        f"(channel {int(np.flatnonzero(bad)[0])}); scales must be positive and "
-                        "finite")
-    if q.scale.size == 1:
-        return np.full(channels, q.scale[0], np.float32)
-    if q.scale.size != channels or q.quantized_dimension != axis:
-        raise node.fail(f"weights (input {k}) have {q.scale.size} scales along axis "
-                        f"{q.quantized_dimension}; expected {channels} along axis {axis}")
-    return q.scale.astype(np.float32)
-
-
-# -- arrays: exact integer arithmetic on int32 values held in int64 ---------------------------
-
-def srdhm(a, b):
-    """SaturatingRoundingDoublingHighMul: round(a * b / 2^31), halves upward.
-
-    gemmlowp adds 2^30 (or 1 - 2^30 for negative products) and divides truncating; both cases
-    reduce to one floor shift. The saturating case (a == b == INT32_MIN) is handled."""
-    a = np.asarray(a, np.int64)
-    b = np.asarray(b, np.int64)
-    r = (a * b + (1 << 30)) >> 31
-    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, r)
-
-
-def rdbpot(x, exponent):
-    """RoundingDivideByPOT: x / 2^exponent rounded to nearest, halves away from zero."""
-    x = np.asarray(x, np.int64)
-    e = np.asarray(exponent, np.int64)
-    mask = (np.int64(1) << e) - 1
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> e) + ((x & mask) > threshold)
-
-
-def mbqm(x, multiplier, shift):
-    """MultiplyByQuantizedMultiplier (double rounding): x * multiplier * 2^(shift - 31)."""
-    x = np.asarray(x, np.int64)
-    shift = np.asarray(shift, np.int64)
-    left = np.maximum(shift, 0)
-    right = np.maximum(-shift, 0)
-    return rdbpot(srdhm(wrap32(x << left), multiplier), right)
-
-
-def wrap32(x):
-    """int32 wrap-around of int64 values (what C's int32 arithmetic leaves)."""
-    return ((np.asarray(x, np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def saturating_shift_left(x, exponent: int):
-    """gemmlowp's SaturatingRoundingMultiplyByPOT for a positive exponent (int32)."""
-    threshold = (1 << (31 - exponent)) - 1
-    x = np.asarray(x, np.int64)
-    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
-
-
-def round_half_away_array(v: np.ndarray) -> np.ndarray:
-    """C's round() on a float64 array, exactly (no `v + 0.5` rounding error)."""
-    t = np.trunc(v)
-    frac = v - t  # exact
-    return t + (frac >= 0.5) - (frac <= -0.5)
-
-
-# -- integer types as 256-entry tables ---------------------------------------------------------
-
-def all_values(type_name: str) -> np.ndarray:
-    """Every value of an 8-bit type as int64, ordered by its byte (index = value viewed as uint8),
-    so that `table[x.view(np.uint8)]` looks a value up."""
-    codes = np.arange(256, dtype=np.uint8)
-    return (codes.view(np.int8) if type_name == "int8" else codes).astype(np.int64)
-
-
-def lookup(table: np.ndarray):
-    """run(x, out): out = table[x] for an 8-bit x (the table built over `all_values`)."""
-    def run(x, out):
-        np.take(table, x.view(np.uint8), out=out, mode="wrap")
-    return run
-
-
-def pair_table(type_a: str, type_b: str, f, out_dtype) -> np.ndarray:
-    """f over every pair of 8-bit values: a 65536-entry table indexed by (a_byte << 8) | b_byte."""
-    a = all_values(type_a)[:, None]
-    b = all_values(type_b)[None, :]
-    return np.ascontiguousarray(np.broadcast_to(f(a, b), (256, 256)), dtype=out_dtype).reshape(-1)
-
-
-def pair_lookup(table: np.ndarray, out_shape: tuple):
-    """run(a, b, out): out = table[(a << 8) | b] with numpy broadcasting of a and b."""
-    index = np.empty(out_shape, np.uint16)
-    eight = np.uint16(8)
-
-    def run(a, b, out):
-        np.left_shift(a.view(np.uint8), eight, out=index, dtype=np.uint16)
-        np.bitwise_or(index, b.view(np.uint8), out=index, dtype=np.uint16)
-        np.take(table, index, out=out, mode="wrap")   # indices < 65536: no wrapping
-    return run
-
-
-# -- the hot path ------------------------------------------------------------------------------
 
 class Requantizer:
     """Integer accumulators (held exactly in a float array, last axis = channels) -> output:
@@ -257,7 +92,7 @@ class Requantizer:
         self.all_right = bool(np.all(right > 0))
         self.some_right = bool(np.any(right > 0)) and not self.all_right
         self.lo, self.hi = int(lo), int(hi)
-        self.exact = bool(exact)
+        self.rounds_exactly = bool(exact)
         size = int(np.prod(shape))
         self.rmask = (right > 0).astype(np.int64)
         self.tile = _row_pixels(int(tile), channels)
@@ -502,7 +337,7 @@ class Requantizer:
         flat = out.reshape(-1)
         raw = flat.view(np.uint8)
         np.copyto(raw, s, casting="unsafe")
-        if not self.exact:
+        if not self.rounds_exactly:
             if self.lift:
                 np.bitwise_xor(raw, np.uint8(self.lift), out=raw)
             return
@@ -542,93 +377,6 @@ def _differing(raw: np.ndarray, below: np.ndarray, words: np.ndarray) -> np.ndar
     if n8 < n:
         near = np.concatenate([near, np.flatnonzero(raw[n8:] != below[n8:n]) + n8])
     return near
-
-
-# -- shared work buffers -----------------------------------------------------------------------
-
-ROW_VALUES = 1 << 16   # the most values in a row of per-channel vectors tiled along pixels
-
-
-def _row_pixels(tile: int, channels: int) -> int:
-    """The pixels of a row of tiled per-channel vectors: `tile` (an output row), or its largest
-    divisor that keeps the row within ROW_VALUES (a very wide output would tile vectors of
-    millions of values at prepare)."""
-    tile, cap = max(1, tile), max(1, ROW_VALUES // max(1, channels))
-    if tile <= cap:
-        return tile
-    return next(d for d in range(cap, 0, -1) if tile % d == 0)
-
-
-def exact_rounding(node) -> bool:
-    """Whether a node's integer kernels must round exactly as TFLite's reference kernels: under
-    OpResolverType.BUILTIN_REF (see interpreter.plan.Runtime.reference), and for a node prepared
-    outside an interpreter."""
-    runtime = getattr(node, "runtime", None)
-    return runtime is None or bool(getattr(runtime, "reference", True))
-
-
-class Scratch:
-    """Work buffers shared by the integer kernels of one interpreter: its kernels run one at a
-    time, so their temporaries (im2col patches, accumulators, requantization) can overlap in one
-    block. prepare reserves buffers; run gets them, as views of the block allocated at the
-    first run (when every kernel has reserved). A later, larger reservation (a subgraph
-    prepared later, a resize) gets a larger block of its own."""
-
-    _pools = weakref.WeakKeyDictionary()
-
-    def __init__(self):
-        self.size = 0
-        self.block = None
-
-    @classmethod
-    def of(cls, node) -> "Scratch":
-        """The pool of the node's interpreter (a private one without an interpreter)."""
-        owner = node.runtime
-        if owner is None:
-            return cls()
-        pool = cls._pools.get(owner)
-        if pool is None:
-            pool = cls._pools[owner] = cls()
-        return pool
-
-    def reserve(self, specs: list):
-        """specs: [(shape, dtype)]; returns get() -> the list of those arrays, non-overlapping
-        with each other (and the same arrays on every call)."""
-        offsets, total = [], 0
-        for shape, dtype in specs:
-            offsets.append(total)
-            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-            total += (nbytes + 63) // 64 * 64
-        self.size = max(self.size, total)
-        arrays = []
-
-        def get() -> list:
-            if not arrays:
-                if self.block is None or self.block.nbytes < total:
-                    self.block = np.empty(max(self.size, total), np.uint8)
-                for (shape, dtype), offset in zip(specs, offsets):
-                    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                    arrays.append(self.block[offset:offset + nbytes].view(dtype).reshape(shape))
-            return arrays
-        return get
-
-
-# -- 64-bit accumulators (16x8 kernels) --------------------------------------------------------
-
-def reduced_multiplier(multiplier):
-    """The 16-bit multiplier of MultiplyByQuantizedMultiplier(int64 x, ...): round(m / 2^16),
-    saturated at 0x7FFF."""
-    m = np.asarray(multiplier, np.int64)
-    return np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
-
-
-def mbqm64(x, multiplier, shift):
-    """MultiplyByQuantizedMultiplier for int64 accumulators (common.cc): one rounding,
-    (x * reduced + 2^(14 - shift)) >> (15 - shift), truncated to int32."""
-    x = np.asarray(x, np.int64)
-    total = 15 - np.asarray(shift, np.int64)
-    y = (x * reduced_multiplier(multiplier) + (np.int64(1) << (total - 1))) >> total
-    return wrap32(y)
 
 
 class WideRequantizer:
