@@ -13,7 +13,8 @@ from tests.opmodel import In, op_model
 from .test_api import _mlp_model
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: pip install "
+                                    "-e '.[dev]'")
 from edgelite import interpreter as edgelite  # noqa: E402
 
 F = np.float32
@@ -129,7 +130,8 @@ CASES = {
     "Interpreter: no model": lambda rt: rt.Interpreter(),
     "Interpreter: both model_path and model_content":
         lambda rt: rt.Interpreter(model_path="m.tflite", model_content=MLP),
-    "Interpreter: missing model file": lambda rt: rt.Interpreter(model_path="/nonexistent/m.tflite"),
+    "Interpreter: missing model file":
+        lambda rt: rt.Interpreter(model_path="/nonexistent/m.tflite"),
     "Interpreter: a directory as model file": lambda rt: rt.Interpreter(model_path="/"),
     "Interpreter: model_path not a path": lambda rt: rt.Interpreter(model_path=123),
     "Interpreter: corrupt model bytes": lambda rt: rt.Interpreter(model_content=b"garbage" * 10),
