@@ -14,9 +14,10 @@ from .lower_nn import SAME, VALID, same_equivalent
 OUT_CHANNEL_AXIS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0}
 # Fused activations as the format numbers them.
 ACTIVATION_CODES = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
-# Ops whose float kernels (edgelite's and LiteRT's) apply a fused RELU / RELU_N1_TO_1 / RELU6.
+# Ops whose float kernels (edgelite's and LiteRT's) apply a fused RELU / RELU_N1_TO_1 / RELU6
+# (not CONCATENATION: its options have the field, but LiteRT ignores it and edgelite refuses it).
 TAKES_ACTIVATION = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB",
-                              "MUL", "DIV", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION"})
+                              "MUL", "DIV", "AVERAGE_POOL_2D", "MAX_POOL_2D"})
 
 
 def _each_op(model: Model, kinds):

@@ -166,6 +166,16 @@ def test_fuse_activation(act, code):
     assert model.subgraphs[0].operators[0].options.fused_activation_function == code
 
 
+def test_no_activation_fused_into_concatenation():
+    """CONCATENATION's options hold a fused activation that LiteRT ignores and edgelite refuses:
+    a RELU after it stays an op (Concat -> Relu converted to a model that did not run)."""
+    def build(b, x, y):
+        return b.op("RELU", [b.op("CONCATENATION", [x, y], {"axis": 1})])
+    model, feeds = graph([(1, 4), (1, 4)], build)
+    assert not fuse_activation(model)
+    assert np.all(outputs(model, feeds)[0] >= 0)
+
+
 def test_tanh_is_not_fused():
     """LiteRT's float kernels ignore a fused TANH on CONV_2D and friends: keep the op."""
     def build(b, x):
