@@ -47,7 +47,7 @@ def op_version(op: Operator, sg: Subgraph) -> int:
     if first == "int8":
         version = max(version, _INT8.get(name, 1))
     elif first == "int16":
-        version = _INT16.get(name, 1)
+        version = max(version, _INT16.get(name, 1))
     elif first == "float32" and len(dtypes) > 1 and dtypes[1] in ("int8", "uint8"):
         version = _HYBRID.get(name, 1)
     if name == "DEQUANTIZE" and op.inputs and op.inputs[0] >= 0:

@@ -183,6 +183,18 @@ def test_reload_keeps_everything_but_versions(content):
     assert save(reloaded) == content
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int16"])
+def test_versions_keep_the_first_registered(dtype):
+    """BROADCAST_TO starts at version 2 in every arithmetic (LiteRT has no version 1 of it)."""
+    sg = Subgraph()
+    q = QuantizationParameters(scale=[0.1], zero_point=[0]) if dtype != "float32" else None
+    x = sg.add_tensor(Tensor("x", (1, 3), dtype, quantization=q))
+    shape = sg.add_tensor(Tensor("shape", (2,), "int32"))
+    y = sg.add_tensor(Tensor("y", (2, 3), dtype, quantization=q))
+    op = Operator(OperatorCode("BROADCAST_TO", 0), [x, shape], [y], None)
+    assert op_version(op, sg) == 2
+
+
 @pytest.mark.parametrize("name", ["digits_cnn", "digits_cnn_int8", "mobilenet_v2",
                                   "mobilenet_v2_int8", "mwk_okay_nabu"])
 def test_versions_agree_with_tensorflows_converter(models_dir, name):
