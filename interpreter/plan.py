@@ -18,6 +18,7 @@ from . import arena
 from .kernels import registry
 from .kernels.registry import KernelError, Node, TensorInfo
 from .kernels.sparse import densify_input
+from .partition import delegate_steps
 
 
 class UnsupportedOpsError(RuntimeError):
@@ -194,6 +195,7 @@ class SubgraphPlan:
         self.arena_bytes = 0
         self.live_bytes = 0
         self.step_ops: list = []       # operator index of each step (for profiles and errors)
+        self.placement: list = []      # Placement per operator, with delegates (delegation.py)
 
     # -- preparation -------------------------------------------------------------------------
 
@@ -244,9 +246,9 @@ class SubgraphPlan:
             nodes[oi] = node
         self.infos = infos
         self.dynamic = dynamic
-        if self.runtime.delegates:  # imported only then: the interpreter needs no pyopencl
-            from edgelite.delegates.partition import delegate_steps
-            specs = delegate_steps(self, specs, nodes)
+        if self.runtime.delegates:
+            specs, self.placement = delegate_steps(self.runtime.delegates, si, sg, infos, specs,
+                                                   nodes, keep_all=self.runtime.preserve_all)
         self._allocate(specs)
         self.ready = True
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import weakref
 
-from ..base import Delegate, DelegateError, Partition
+from edgelite.interpreter.delegation import Delegate, DelegateError, Partition
+
 from .device import open_device
 from .fuse import plan as plan_fusions
 from .graph import Builder

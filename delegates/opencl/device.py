@@ -12,7 +12,7 @@ import os
 import warnings
 from pathlib import Path
 
-from ..base import DelegateError
+from edgelite.interpreter.delegation import DelegateError
 
 HERE = Path(__file__).resolve().parent
 _DEVICES: dict = {}  # (platform name, device name, index) -> Device

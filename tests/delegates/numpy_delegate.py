@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgelite.delegates import Delegate
+from edgelite.interpreter.delegation import Delegate
 
 
 class NumpyDelegate(Delegate):

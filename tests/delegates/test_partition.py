@@ -1,5 +1,6 @@
-"""The shared partitioning, with a trivial numpy delegate: maximal partitions, transfers only at
-their edges, the options, the placement report, and results equal to the CPU interpreter's."""
+"""The interpreter's partitioning, with a trivial numpy delegate: maximal partitions, transfers
+only at their edges, the options, the placement report, and results equal to the CPU
+interpreter's; delegates by name."""
 from __future__ import annotations
 
 import logging
@@ -7,8 +8,8 @@ import logging
 import numpy as np
 import pytest
 
-from edgelite.delegates import load_delegate, placement, register_delegate
 from edgelite.interpreter import Interpreter
+from edgelite.interpreter.delegation import load_delegate, placement, register_delegate
 from tests.delegates.graphs import Graph
 from tests.delegates.numpy_delegate import NumpyDelegate
 
@@ -138,3 +139,5 @@ def test_registry_by_name_and_errors():
         load_delegate("nope")
     from edgelite.interpreter import load_delegate as from_interpreter
     assert from_interpreter("test-numpy").name == "numpy"
+    import edgelite.delegates as delegates  # the delegates package re-exports the registry
+    assert delegates.load_delegate is load_delegate and delegates.placement is placement

@@ -49,6 +49,16 @@ def test_wheel_requires_only_numpy_and_flatbuffers(tmp_path_factory):
     assert requires["opencl-cpu"] == {"pyopencl[pocl]"}, requires.get("opencl-cpu")
 
 
+def test_wheel_declares_the_opencl_delegate_by_entry_point(tmp_path_factory):
+    """`load_delegate("opencl")` finds edgelite's delegate as any other: through the entry
+    point group edgelite.delegates (the interpreter names no delegate package)."""
+    with zipfile.ZipFile(built_wheel(tmp_path_factory)) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        text = z.read(name).decode()
+    group = text.split("[edgelite.delegates]", 1)[1].split("[", 1)[0]
+    assert "opencl = edgelite.delegates.opencl:OpenCLDelegate" in group, text
+
+
 def test_wheel_installs_and_works_alone(models_dir, tmp_path, tmp_path_factory):
     """The wheel, installed with --no-deps beside numpy and flatbuffers and nothing else, loads
     and saves a model and runs the shared float and int8 models as their references say."""

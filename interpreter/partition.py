@@ -1,12 +1,12 @@
-"""Shared partitioning: a plan's steps -> maximal supported subsets, each one delegate step.
+"""Partitioning: a plan's steps -> maximal supported subsets, each one delegate step.
 
-`delegate_steps(plan, specs, nodes)` is what the interpreter calls after its kernels prepared
-(and constant folding ran): for each delegate in order, it asks which nodes it supports, groups
-them into partitions, lets the delegate make one kernel per partition, and returns the new step
-specs. Tensors cross between the host and a delegate only at partition edges: a partition's
-inputs are the tensors its nodes read and do not write (constants excluded: the delegate takes
-them at prepare), its outputs the tensors it writes that a CPU step, another partition or the
-caller reads.
+`delegate_steps(...)` is what the plan calls after its kernels prepared (and constant folding
+ran): for each delegate in order, it asks which nodes it supports, groups them into
+partitions, lets the delegate make one kernel per partition, and returns the new step specs
+and where each operator runs. Tensors cross between the host and a delegate only at partition
+edges: a partition's inputs are the tensors its nodes read and do not write (constants
+excluded: the delegate takes them at prepare), its outputs the tensors it writes that a CPU
+step, another partition or the caller reads.
 
 Grouping follows TFLite's graph partitioning: repeatedly take every node of the current kind
 (supported or not) whose inputs are ready, then switch kinds. Independent branches therefore
@@ -21,40 +21,36 @@ from dataclasses import dataclass
 
 from edgelite.schema.graph import has_side_effects
 
-from .base import Partition
+from .delegation import Partition, Placement
 
-log = logging.getLogger("edgelite.delegates")
+log = logging.getLogger("edgelite.delegates")  # the name users configure: kept from before
 
 
 @dataclass
-class Placement:
-    """Where one operator of a subgraph runs."""
+class _Subgraph:
+    """What partitioning reads of a subgraph's plan."""
 
-    subgraph: int
-    index: int            # operator index in the subgraph
-    op: str
-    where: str            # the delegate's name, "CPU", or "folded" (computed at prepare)
-    partition: int | None = None
-    reason: str | None = None  # why the delegate did not take it (None when it did)
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
+    index: int
+    sg: object            # schema Subgraph: its operators and outputs
+    infos: list           # TensorInfo per tensor, as the kernels prepared them
+    keep_all: bool        # experimental_preserve_all_tensors: every tensor is read outside
 
 
-def delegate_steps(plan, specs: list, nodes: dict) -> list:
-    """The step specs of `plan` with each delegate's partitions replaced by one step each.
+def delegate_steps(delegates, index: int, sg, infos: list, specs: list, nodes: dict,
+                   keep_all: bool = False) -> tuple:
+    """(step specs, placement): `specs` with each delegate's partitions replaced by one step
+    each, and a Placement per operator of subgraph `index`.
 
-    `specs`: [(op index, run, input tensors, output tensors)]; `nodes`: op index -> Node."""
-    ops = plan.sg.operators
-    placement = {oi: Placement(plan.index, oi, op.opcode.name, "folded")
-                 for oi, op in enumerate(ops)}
+    `specs`: [(op index, run, input tensors, output tensors)]; `nodes`: op index -> Node;
+    `keep_all`: every tensor must stay readable on the host (preserve_all_tensors)."""
+    plan = _Subgraph(index, sg, infos, keep_all)
+    ops = sg.operators
+    placement = {oi: Placement(index, oi, op.opcode.name, "folded") for oi, op in enumerate(ops)}
     for oi, *_ in specs:
         placement[oi].where = "CPU"
-    for delegate in plan.runtime.delegates:
+    for delegate in delegates:
         specs = _apply(plan, delegate, specs, nodes, placement)
-    result = [placement[oi] for oi in range(len(ops))]
-    plan.placement = result
-    return specs
+    return specs, [placement[oi] for oi in range(len(ops))]
 
 
 def _apply(plan, delegate, specs, nodes, placement) -> list:
@@ -178,7 +174,7 @@ def _partition(plan, specs, nodes, group, members, readers, k) -> Partition:
                 seen.add(t)
                 inputs.append(infos[t])
     graph_outs = set(plan.sg.outputs)
-    keep_all = plan.runtime.preserve_all
+    keep_all = plan.keep_all
     outputs = []
     for s in group:
         for t in specs[s][3]:
