@@ -1,21 +1,18 @@
 """The graph helper: the only mutation API that passes need.
 
-Operators run in list order. Ops with side effects (resource variables, CALL_ONCE, anything with no
-outputs) are barriers: `order` never moves an op across one and `remove_dead` never removes one.
+Operators run in list order. Ops with side effects (resource variables, CALL_ONCE, control flow:
+their rows in ops.py say so; anything with no outputs) are barriers: `order` never moves an op
+across one and `remove_dead` never removes one.
 """
 from __future__ import annotations
 
 from .model import Operator, Subgraph
-
-SIDE_EFFECT_OPS = frozenset({
-    "ASSIGN_VARIABLE", "READ_VARIABLE", "VAR_HANDLE", "CALL_ONCE", "IF", "WHILE", "CALL",
-    "HASHTABLE", "HASHTABLE_FIND", "HASHTABLE_IMPORT", "HASHTABLE_SIZE", "RANDOM_UNIFORM",
-    "RANDOM_STANDARD_NORMAL", "MULTINOMIAL", "CUSTOM",
-})
+from .ops import facts
 
 
 def has_side_effects(op: Operator) -> bool:
-    return op.opcode.builtin in SIDE_EFFECT_OPS or not op.outputs
+    """Whether `op` is a barrier: its row says it has side effects, or it has no outputs."""
+    return facts(op.opcode.builtin).side_effects or not op.outputs
 
 
 def producers(sg: Subgraph) -> dict:

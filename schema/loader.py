@@ -20,7 +20,8 @@ from .model import (TENSOR_TYPES, Buffer, DimensionMetadata, Metadata, Model, Op
                     Subgraph, Tensor)
 from .options import (OPERATOR_NAMES, OPTIONS2_NAMES, OPTIONS_NAMES, default_options,
                       options_from_table, options_kind)
-from .validate import OPTIONS_REQUIRED, validate
+from .ops import facts
+from .validate import validate
 
 BUFFER_LOCATION = "buffer_location"  # the large-model marker; see writer.save
 
@@ -343,7 +344,7 @@ def _read_operator(o, where: str, codes: list, buf, budget: _Budget) -> Operator
         options = options_from_table(kind, buf, table.Pos)
         budget.spend(sum(len(v) for v in options.fields.values()
                          if isinstance(v, (tuple, str))), where)
-    elif opcode.builtin in OPTIONS_REQUIRED:
+    elif facts(opcode.builtin).options_required:
         raise ModelError(f"{where}: missing its options table {options_kind(opcode.builtin)}")
     else:  # files may omit a table whose fields all have their defaults
         options = default_options(opcode.builtin)

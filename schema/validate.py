@@ -6,18 +6,12 @@ import math
 
 from .errors import ModelError
 from .model import NUMPY_DTYPES, Model, Subgraph, int4_bytes
+from .ops import facts
 from .options import OPERATOR_CODES, options_kind
 
 # Largest tensor edgelite accepts: 2**31 elements (8 GiB of float32). A shape beyond it is absurd.
 MAX_ELEMENTS = 2 ** 31
 INT32_MAX = 2 ** 31 - 1
-
-# Ops that cannot run without their options table (no sensible default exists).
-OPTIONS_REQUIRED = frozenset({
-    "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "AVERAGE_POOL_2D", "MAX_POOL_2D",
-    "L2_POOL_2D", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "IF", "WHILE", "CALL_ONCE", "CONV_3D",
-    "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "GATHER", "CONCATENATION",
-})
 
 _SUBGRAPH_FIELDS = ("then_subgraph_index", "else_subgraph_index", "cond_subgraph_index",
                     "body_subgraph_index", "init_subgraph_index", "subgraph")
@@ -119,7 +113,7 @@ def _check_operators(si: int, sg: Subgraph, nsub: int) -> None:
             raise ModelError(f"{where}: a CUSTOM operator needs a custom_code")
         expected = options_kind(op.opcode.builtin) if op.opcode.builtin != "CUSTOM" else None
         if op.options is None:
-            if op.opcode.builtin in OPTIONS_REQUIRED:
+            if facts(op.opcode.builtin).options_required:
                 raise ModelError(f"{where}: missing its options table {expected}")
         else:
             if expected is not None and op.options.kind != expected:

@@ -14,8 +14,8 @@ import dataclasses
 import numpy as np
 
 from edgelite.schema import Operator, OperatorCode, Subgraph, Tensor, default_options
-from edgelite.schema.graph import SIDE_EFFECT_OPS
 from edgelite.schema.model import NUMPY_DTYPES, dtype_name
+from edgelite.schema.ops import facts
 
 from ..kernels import registry
 from ..kernels.registry import KernelError, Node, TensorInfo
@@ -193,7 +193,7 @@ class Emitter:
         """Compute outputs whose value is known before running, as the plan does."""
         if all(o.data is not None for o in node.outputs) and node.outputs:
             return
-        if node.op in SIDE_EFFECT_OPS or node.is_custom or not node.outputs:
+        if facts(node.op).side_effects or node.is_custom or not node.outputs:
             return
         if not all(t is None or t.data is not None for t in node.inputs):
             return
