@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from edgelite.schema.model import QuantizationParameters
+from edgelite.schema.ops import OPS
 
 
 class KernelError(ValueError, RuntimeError):
@@ -118,12 +119,10 @@ def register_custom_op(name: str, prepare: Prepare, *, replace: bool = False) ->
     CUSTOM_OPS[name] = prepare
 
 
-HYBRID_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL",
-                        "UNIDIRECTIONAL_SEQUENCE_LSTM", "EMBEDDING_LOOKUP"})
-
-
+# The table's facts in the form the hot path wants (schema/ops.py says which ops and inputs).
+HYBRID_OPS = frozenset(op for op, f in OPS.items() if f.hybrid)
 # Ops whose first input is not the data that selects the arithmetic: op -> that input's position.
-DATA_INPUT = {"TRANSPOSE_CONV": 2, "SPLIT": 1}
+DATA_INPUT = {op: f.data[0] for op, f in OPS.items() if f.data and f.data[0] != 0}
 
 
 def arithmetic(node: Node) -> str:

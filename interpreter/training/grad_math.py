@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from ..kernels.common import RELU, RELU6, RELU_N1_TO_1
+from edgelite.schema.ops import Activation
+
 from .emit import Emitter, GradientError
 
 
@@ -26,11 +27,11 @@ def fused_activation_grad(em: Emitter, op, dy: int) -> int:
     float kernels ignore a fused TANH, SIGN_BIT or SIGMOID, so their gradient is dy too."""
     code = _fused_code(op)
     y = op.outputs[0]
-    if code == RELU:
+    if code == Activation.RELU:
         return em.mul(dy, em.mask("GREATER", y, 0.0))
-    if code == RELU6:
+    if code == Activation.RELU6:
         return em.mul(dy, em.mul(em.mask("GREATER", y, 0.0), em.mask("LESS", y, 6.0)))
-    if code == RELU_N1_TO_1:
+    if code == Activation.RELU_N1_TO_1:
         return em.mul(dy, em.mask("LESS", em.op("ABS", [y]), 1.0))
     return dy
 

@@ -12,12 +12,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgelite.schema import Model, Subgraph
+from edgelite.schema.ops import facts
 
 from .emit import GradientError
 
-# Layers with weights, and the input positions that hold them (None: any constant input).
-WEIGHTED = {"FULLY_CONNECTED": (1, 2), "CONV_2D": (1, 2), "DEPTHWISE_CONV_2D": (1, 2),
-            "TRANSPOSE_CONV": (1, 3), "BATCH_MATMUL": None}
+# The ops that count as layers (for last:N, all, and re-initialization): torch's Linear, Conv,
+# ConvTranspose and MatMul. Which of their inputs are weights is the op table's to say.
+LAYERS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "BATCH_MATMUL")
+
+
+def layer_weights(op: str):
+    """The input positions that hold a layer's weights and bias: () for an op that is no layer,
+    None where any constant input may be one (a weight that may also be data)."""
+    if op not in LAYERS:
+        return ()
+    f = facts(op)
+    if f.weights_when_constant:
+        return None
+    return f.weights + ((f.bias,) if f.bias is not None else ())
 
 
 @dataclass
@@ -136,7 +148,7 @@ def _layers(sg: Subgraph, found: dict, upstream: set) -> list:
     layers = []
     for i in sorted(upstream):
         op = sg.operators[i]
-        positions = WEIGHTED.get(op.opcode.builtin, ())
+        positions = layer_weights(op.opcode.builtin)
         if positions is None:
             positions = range(len(op.inputs))
         weights = [op.inputs[k] for k in positions if k < len(op.inputs)
@@ -164,10 +176,10 @@ def reinitialize(model: Model, names, seed: int = 0, subgraph: int = 0) -> None:
         raise GradientError(f"no tensors named {missing}")
     targets = {by_name[n] for n in names}
     for op in sg.operators:
-        positions = WEIGHTED.get(op.opcode.builtin)
-        if positions is None or not any(t in targets for t in op.inputs):
+        positions = layer_weights(op.opcode.builtin)
+        if not positions or not any(t in targets for t in op.inputs):
             continue
-        w = sg.tensors[op.inputs[1]]
+        w = sg.tensors[op.inputs[positions[0]]]
         fan_in = int(np.prod(w.shape[1:3] if op.opcode.builtin == "DEPTHWISE_CONV_2D"
                              else w.shape[1:]))
         for k in positions:
