@@ -28,7 +28,7 @@ from edgelite.interpreter.delegation import Delegate, DelegateError, Partition
 from .device import open_device
 from .fuse import plan as plan_fusions
 from .graph import Builder
-from .ops import OPS, build_gathered
+from .ops import OPS
 
 PRECISIONS = ("fp32", "fp16")
 
@@ -75,16 +75,13 @@ class OpenCLDelegate(Delegate):
         g.fusion = plan_fusions(partition.nodes, partition.outputs, self.dev.is_cpu)
         g.fused = g.fusion.clamps
         for node, cpu_run in zip(partition.nodes, partition.cpu_runs):
-            build = OPS[node.op][1]
-            g.node = node
+            g.node, g.cpu_run = node, cpu_run
             if node.index in g.fusion.skipped:
                 continue
             if node.index in g.fusion.aliased:  # its producer clamps: same values, same buffer
                 g.alias(node.outputs[0], node.inputs[0])
-            elif build is build_gathered:
-                build(node, g, cpu_run)
             else:
-                build(node, g)
+                OPS[node.op][1](node, g)
         return g.finish(partition.inputs, partition.outputs)
 
 

@@ -13,8 +13,9 @@ __kernel void KERNEL(gather)(__global const T* restrict in, __global const int* 
 
 // One input of a concatenation: [outer, inner] into columns [offset, offset + inner) of
 // [outer, total], with the op's fused clamp.
-__kernel void KERNEL(concat_part)(__global const T* restrict in, __global T* restrict out,
-                                  int outer, int inner, int total, int offset, float lo, float hi)
+__kernel void KERNEL(concatenation)(__global const T* restrict in, __global T* restrict out,
+                                    int outer, int inner, int total, int offset, float lo,
+                                    float hi)
 {
     const int i = get_global_id(0), o = get_global_id(1);
     if (i >= inner || o >= outer) return;
@@ -118,22 +119,22 @@ __kernel void KERNEL(transpose_conv)(__global const T* restrict in, __global con
 }
 
 // DEQUANTIZE of an int8 / uint8 / float16 tensor computed on the device.
-__kernel void KERNEL(dequantize_i8)(__global const char* restrict in, __global T* restrict out,
-                                    int n, float scale, int zp)
+__kernel void KERNEL(dequantize_int8)(__global const char* restrict in, __global T* restrict out,
+                                      int n, float scale, int zp)
 {
     const int i = get_global_id(0);
     if (i < n) ST(((float)in[i] - zp) * scale, out, i);
 }
 
-__kernel void KERNEL(dequantize_u8)(__global const uchar* restrict in, __global T* restrict out,
-                                    int n, float scale, int zp)
+__kernel void KERNEL(dequantize_uint8)(__global const uchar* restrict in,
+                                       __global T* restrict out, int n, float scale, int zp)
 {
     const int i = get_global_id(0);
     if (i < n) ST(((float)in[i] - zp) * scale, out, i);
 }
 
-__kernel void KERNEL(dequantize_f16)(__global const half* restrict in, __global T* restrict out,
-                                     int n)
+__kernel void KERNEL(dequantize_float16)(__global const half* restrict in,
+                                         __global T* restrict out, int n)
 {
     const int i = get_global_id(0);
     if (i < n) ST(vload_half(i, in), out, i);

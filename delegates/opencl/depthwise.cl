@@ -3,8 +3,8 @@
 // dilations (DH, DW) are compile-time constants: the taps unroll, their offsets fold.
 // Channels need not be a multiple of VW: the last vector of a pixel reads on into the next
 // pixel (buffers have slack at the end) and stores only its own lanes. Depth multiplier
-// DM > 1 (VW 1 only): output channel c reads input channel c / DM. Weights [KH * KW, CP]
-// [KH * KW, CP], scales and biases [2, CP] (float32), CP = C rounded up to VW.
+// DM > 1 (VW 1 only): output channel c reads input channel c / DM. Weights [KH * KW, CP],
+// scales and biases [2, CP] (float32), CP = C rounded up to VW.
 #ifndef DM
 #define DM 1
 #endif
@@ -27,10 +27,11 @@
             if ((c0) + VW <= (C)) STV(acc[t], o_, 0); \
             else ST_TAIL(acc[t], o_, (C) - (c0)); }
 
-__kernel void KERNEL(depthwise)(__global const T* restrict in, __global const TW_* restrict w,
-                                __global const float* restrict sb, __global T* restrict out, int H,
-                                int W, int C, int Cin, int Ho, int Wo, int pt, int pl, float lo,
-                                float hi)
+__kernel void KERNEL(depthwise_conv_2d)(__global const T* restrict in,
+                                        __global const TW_* restrict w,
+                                        __global const float* restrict sb,
+                                        __global T* restrict out, int H, int W, int C, int Cin,
+                                        int Ho, int Wo, int pt, int pl, float lo, float hi)
 {
     const int c0 = get_global_id(0) * VW;
     const int ox0 = get_global_id(1) * TW;
@@ -71,9 +72,14 @@ __kernel void KERNEL(depthwise)(__global const T* restrict in, __global const TW
 }
 
 // MAX_POOL_2D (IS_MAX 1) and AVERAGE_POOL_2D (IS_MAX 0; divides by the taps inside the input,
-// as TFLite). Window KH x KW, strides SH, SW.
-__kernel void KERNEL(pool)(__global const T* restrict in, __global T* restrict out, int H, int W,
-                           int C, int Ho, int Wo, int pt, int pl, float lo, float hi)
+// as TFLite): one body, named after the op it is. Window KH x KW, strides SH, SW.
+#if IS_MAX
+__kernel void KERNEL(max_pool_2d)
+#else
+__kernel void KERNEL(average_pool_2d)
+#endif
+    (__global const T* restrict in, __global T* restrict out, int H, int W, int C, int Ho, int Wo,
+     int pt, int pl, float lo, float hi)
 {
     const int c0 = get_global_id(0) * VW;
     const int ox0 = get_global_id(1) * TW;

@@ -17,6 +17,7 @@ from edgelite.interpreter.delegation import DelegateError
 HERE = Path(__file__).resolve().parent
 _DEVICES: dict = {}  # (platform name, device name, index) -> Device
 _SOURCES: dict = {}  # .cl file name -> its text
+_CODES: dict = {}    # .cl file name -> {prefix: {op: code}} (define_codes)
 # Defines of a whole program (common.cl reads them once), and the names a kernel file defaults
 # or an instance sets, forgotten after each instance.
 GLOBAL = frozenset({"HALF", "WEIGHTS_FLOAT"})
@@ -154,11 +155,20 @@ class Device:
         return self.cl.Kernel(prog, kernel + suffix)
 
 
+def define_codes(name: str, prefix: str, codes: dict) -> None:
+    """`<name>.cl` is built with `#define <prefix><op> <code>` for each entry of `codes`, put
+    before its text: op codes a kernel switches on come from the host's table, so the two
+    cannot drift apart."""
+    _CODES.setdefault(name, {})[prefix] = dict(codes)
+
+
 def _text(name: str) -> str:
     text = _SOURCES.get(name)
     if text is None:
         text = _SOURCES[name] = (HERE / f"{name}.cl").read_text()
-    return text
+    codes = _CODES.get(name, {})
+    return "".join(f"#define {prefix}{op} {int(code)}\n" for prefix, table in codes.items()
+                   for op, code in table.items()) + text
 
 
 def open_device(want=None) -> Device:

@@ -1,20 +1,13 @@
-// Elementwise ops. Binary op codes:
-#define OP_ADD 0
-#define OP_SUB 1
-#define OP_MUL 2
-#define OP_DIV 3
-#define OP_MAX 4
-#define OP_MIN 5
-#define OP_PRELU 6
-#define OP_SQDIFF 7
-#define OP_POW 8
+// Elementwise ops, selected by an op code argument. The codes (OP_ADD, ... for binary_flat and
+// binary_4d; UN_RELU, ... for unary) are #defines generated from the host's tables (ops.py:
+// BINARY, UNARY) and put before this text when the program is built (device.define_codes).
 
 // Type-generic (scalars and vectors): a macro.
 #define binary_op(op, a, b) \
     ((op) == OP_ADD ? (a) + (b) : (op) == OP_SUB ? (a) - (b) : (op) == OP_MUL ? (a) * (b) : \
-     (op) == OP_DIV ? (a) / (b) : (op) == OP_MAX ? fmax((a), (b)) : \
-     (op) == OP_MIN ? fmin((a), (b)) : (op) == OP_PRELU ? ((a) >= 0.0f ? (a) : (a) * (b)) : \
-     (op) == OP_SQDIFF ? ((a) - (b)) * ((a) - (b)) : pow((a), (b)))
+     (op) == OP_DIV ? (a) / (b) : (op) == OP_MAXIMUM ? fmax((a), (b)) : \
+     (op) == OP_MINIMUM ? fmin((a), (b)) : (op) == OP_PRELU ? ((a) >= 0.0f ? (a) : (a) * (b)) : \
+     (op) == OP_SQUARED_DIFFERENCE ? ((a) - (b)) * ((a) - (b)) : pow((a), (b)))
 
 // Both inputs of the output's size (bstride 1), or b repeating every `bsize` values (a
 // per-channel vector: bsize % VW == 0; a scalar: bsize 1 with VW 1), VW values per item.
@@ -46,24 +39,7 @@ __kernel void KERNEL(binary_4d)(__global const T* restrict a, __global const T* 
     ST(CLAMP(r, lo, hi), out, o);
 }
 
-#define UN_RELU 0
-#define UN_RELU6 1
-#define UN_RELU_N1_TO_1 2
-#define UN_LEAKY_RELU 3
-#define UN_LOGISTIC 4
-#define UN_TANH 5
-#define UN_HARD_SWISH 6
-#define UN_GELU 7
-#define UN_GELU_TANH 8
-#define UN_ELU 9
-#define UN_ABS 10
-#define UN_NEG 11
-#define UN_EXP 12
-#define UN_SQRT 13
-#define UN_RSQRT 14
-#define UN_SQUARE 15
-#define UN_LOG 16
-#define UN_RELU_0_TO_1 17
+// Unary op codes UN_<op>: generated (see the top); UN_GELU_TANH is GELU with approximate.
 
 __kernel void KERNEL(unary)(__global const T* restrict in, __global T* restrict out, int n, int op,
                             float alpha)

@@ -4,9 +4,9 @@
 // work-item streams one panel front to back), zeros beyond N. Per panel, float32 scales then
 // biases (`sb`, [panels, 2, PANEL]): the epilogue computes acc * scale + bias.
 //   gemm:   A is a [M, lda] matrix (1x1 convolutions with stride 1, fully connected layers)
-//   conv2d: A is the im2col of an NHWC input, read in place (any kernel, stride, dilation,
-//           padding); K = KH * KW * C in (ky, kx, c) order, as the packed weights. A work-item
-//           computes TM neighbouring output pixels of one output row.
+//   conv_2d: A is the im2col of an NHWC input, read in place (any kernel, stride, dilation,
+//            padding); K = KH * KW * C in (ky, kx, c) order, as the packed weights. A work-item
+//            computes TM neighbouring output pixels of one output row.
 // Epilogue: scale and bias, then (rc > 0) a residual [M, rc] added (rc <= N; zeros beyond rc,
 // a fused channel PAD), then the clamp. Whatever costs nothing at run time is an argument, not
 // a define (the residual, mt, the launch order): fewer programs for PoCL to compile.
@@ -125,11 +125,11 @@ __kernel void KERNEL(gemm)(__global const TI* restrict a, __global const TW_* re
     }
 }
 
-__kernel void KERNEL(conv2d)(__global const TI* restrict in, __global const TW_* restrict w,
-                             __global const float* restrict sb, __global T* restrict out, int H,
-                             int W, int C, int Ho, int Wo, int kh, int kw, int sh, int sw, int dh,
-                             int dw, int pt, int pl, int N, float lo, float hi,
-                             __global const T* restrict res, int rc)
+__kernel void KERNEL(conv_2d)(__global const TI* restrict in, __global const TW_* restrict w,
+                              __global const float* restrict sb, __global T* restrict out, int H,
+                              int W, int C, int Ho, int Wo, int kh, int kw, int sh, int sw, int dh,
+                              int dw, int pt, int pl, int N, float lo, float hi,
+                              __global const T* restrict res, int rc)
 {
     const int n0 = get_global_id(0) * PANEL;
     const int ox0 = get_global_id(1) * TM;
@@ -189,14 +189,12 @@ __kernel void KERNEL(conv2d)(__global const TI* restrict in, __global const TW_*
 // a unit stride and dilation loads each input pixel once, as the compile-time 1 let the
 // compiler do: 6% of fp16's depthwise time); depthwise weights [KH * KW, CP] and scales and
 // biases [2, CP], CP = C rounded up to 16; 1x1 weights in panels of K = C.
-__kernel void KERNEL(depthwise_gemm)(__global const T* restrict in, __global const TW_* restrict wd,
-                                     __global const float* restrict sbd,
-                                     __global const TW_* restrict w,
-                                     __global const float* restrict sb, __global T* restrict out,
-                                     __local float* restrict scratch, int H, int W, int C, int Ho,
-                                     int Wo, int sh, int sw, int dh, int dw, int pt, int pl,
-                                     float dlo, float dhi, int N, float lo, float hi,
-                                     __global const T* restrict res, int rc)
+__kernel void KERNEL(depthwise_conv_2d_then_conv_2d)(
+    __global const T* restrict in, __global const TW_* restrict wd,
+    __global const float* restrict sbd, __global const TW_* restrict w,
+    __global const float* restrict sb, __global T* restrict out, __local float* restrict scratch,
+    int H, int W, int C, int Ho, int Wo, int sh, int sw, int dh, int dw, int pt, int pl,
+    float dlo, float dhi, int N, float lo, float hi, __global const T* restrict res, int rc)
 {
     const int ox0 = get_global_id(0) * TM;
     const int row = get_global_id(1);  // b * Ho + oy

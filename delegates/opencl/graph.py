@@ -69,6 +69,7 @@ class Builder:
         self.fusion = Fusion()     # what fuse.py folded together in this partition
         self.fused: dict = {}      # node index -> (lo, hi) narrowing its clamp (fusion.clamps)
         self.node = None           # the node being built: named by its launches
+        self.cpu_run = None        # its CPU kernel (gather tables are derived from it)
         self.wide: set = set()     # partition inputs kept float32 under half storage
         self._nothing = None       # see `nothing`
 

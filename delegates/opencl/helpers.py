@@ -22,11 +22,12 @@ def clamp(node, g=None) -> tuple:
     return lo, hi
 
 
-def _size(shape) -> int:
+def elements(shape) -> int:
+    """How many values a tensor of `shape` holds."""
     return int(np.prod(shape, dtype=np.int64))
 
 
-def _width(n: int, widest: int = 16) -> int:
+def vector_width(n: int, widest: int = 16) -> int:
     """The widest vector width <= `widest` dividing n."""
     w = widest
     while w > 1 and n % w:
@@ -50,7 +51,7 @@ def nd(g, dims, local=None):
 
 # -- support checks ----------------------------------------------------------------------------
 
-def _float_io(node, const_inputs=(), data_inputs=None) -> str | None:
+def float_io(node, const_inputs=(), data_inputs=None) -> str | None:
     """Inputs and outputs float32; inputs in `const_inputs` must be constants."""
     for k, t in enumerate(node.inputs):
         if t is None:
@@ -67,7 +68,7 @@ def _float_io(node, const_inputs=(), data_inputs=None) -> str | None:
     return None
 
 
-def _rank4(node) -> str | None:
+def rank4(node) -> str | None:
     for t in list(node.inputs[:1]) + node.outputs:
         if t is not None and len(t.shape) != 4:
             return f"{t.name!r} is {list(t.shape)}; 4-D NHWC expected"

@@ -1,9 +1,12 @@
 """What the OpenCL delegate runs: per op, `support(node) -> reason | None` and `build(node, g)`.
 
 `build` turns one prepared node (shapes, options and constants known) into kernel launches on
-the Builder `g` (see graph.py). Weights are packed and uploaded here, once. Each op's name is
-the builtin's, lower-case, as everywhere in edgelite. Convolutions, matrix products and pools are
-in ops_conv.py; the rest here, and the table of all of them at the end.
+the Builder `g` (see graph.py; `g.cpu_run` is the node's CPU kernel, which gather tables are
+derived from). Weights are packed and uploaded here, once. Each op's name is the builtin's,
+lower-case, as everywhere in edgelite, and so is the .cl kernel of an op that has its own
+(`depthwise_conv_2d`, `conv_2d`, ...); ops that share a kernel select theirs by an op code,
+generated into the .cl source from the tables here (device.define_codes). Convolutions, matrix
+products and pools are in ops_conv.py; the rest here, and the table of all of them at the end.
 """
 from __future__ import annotations
 
@@ -12,21 +15,25 @@ import numpy as np
 from edgelite.interpreter.kernels.reduce import constant_axes
 from edgelite.interpreter.kernels.resize import bilinear_axis
 
-from .helpers import MAX_INDEX, _float_io, _rank4, _size, _width, clamp, nd
-from .ops_conv import (_build_pool, build_batch_matmul, build_conv_2d, build_depthwise_conv_2d,
-                       build_fully_connected, build_transpose_conv,
-                       support_batch_matmul, support_conv_2d, support_depthwise_conv_2d,
-                       support_fully_connected, support_pool, support_transpose_conv)
+from .device import define_codes
+from .helpers import MAX_INDEX, clamp, elements, float_io, nd, rank4, vector_width
+from .ops_conv import (build_average_pool_2d, build_batch_matmul, build_conv_2d,
+                       build_depthwise_conv_2d, build_fully_connected, build_max_pool_2d,
+                       build_transpose_conv, support_batch_matmul, support_conv_2d,
+                       support_depthwise_conv_2d, support_fully_connected, support_pool,
+                       support_transpose_conv)
 
 # -- elementwise -------------------------------------------------------------------------------
 
-BINARY = {"ADD": 0, "SUB": 1, "MUL": 2, "DIV": 3, "MAXIMUM": 4, "MINIMUM": 5, "PRELU": 6,
-          "SQUARED_DIFFERENCE": 7, "POW": 8}
+# The op codes of elementwise.cl's binary kernels, #define OP_<op> there.
+BINARY = {op: code for code, op in enumerate(
+    ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "PRELU", "SQUARED_DIFFERENCE", "POW"))}
+define_codes("elementwise", "OP_", BINARY)
 COMMUTATIVE = {"ADD", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"}
 
 
 def support_binary(node):
-    reason = _float_io(node)
+    reason = float_io(node)
     if reason:
         return reason
     if len(node.outputs[0].shape) > 4:
@@ -49,12 +56,12 @@ def build_binary(node, g):
         a, b = b, a
     lo, hi = clamp(node, g)
     i32, f32 = np.int32, np.float32
-    total = _size(shape)
+    total = elements(shape)
     bs = _strip(b.shape)
-    if tuple(a.shape) == shape and (tuple(b.shape) == shape or _size(b.shape) == 1
+    if tuple(a.shape) == shape and (tuple(b.shape) == shape or elements(b.shape) == 1
                                     or (len(bs) == 1 and shape and bs[0] == shape[-1])):
-        bsize = _size(b.shape)
-        vw = _width(total) if bsize == 1 else _width(np.gcd(total, bsize))
+        bsize = elements(b.shape)
+        vw = vector_width(total) if bsize == 1 else vector_width(np.gcd(total, bsize))
         if bsize == 1:
             vw = 1 if g.dev.is_cpu else vw  # a broadcast scalar: PoCL vectorizes across items
         gsize, lsize = nd(g, (total // vw,))
@@ -74,23 +81,26 @@ def build_binary(node, g):
               strides(b.shape), i32(BINARY[op]), f32(lo), f32(hi)])
 
 
-UNARY = {"RELU": 0, "RELU6": 1, "RELU_N1_TO_1": 2, "LEAKY_RELU": 3, "LOGISTIC": 4, "TANH": 5,
-         "HARD_SWISH": 6, "GELU": 7, "ELU": 9, "ABS": 10, "NEG": 11, "EXP": 12, "SQRT": 13,
-         "RSQRT": 14, "SQUARE": 15, "LOG": 16, "RELU_0_TO_1": 17}
+# The builtins elementwise.cl's unary kernel computes; its op codes, #define UN_<op> there, add
+# GELU_TANH (GELU with `approximate`).
+UNARY_OPS = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "LOGISTIC", "TANH", "HARD_SWISH",
+             "GELU", "ELU", "ABS", "NEG", "EXP", "SQRT", "RSQRT", "SQUARE", "LOG", "RELU_0_TO_1")
+UNARY = {op: code for code, op in enumerate(UNARY_OPS + ("GELU_TANH",))}
+define_codes("elementwise", "UN_", UNARY)
 
 
 def support_unary(node):
-    return _float_io(node)
+    return float_io(node)
 
 
 def build_unary(node, g):
     x, out = node.inputs[0], node.outputs[0]
     code = UNARY[node.op]
     if node.op == "GELU" and getattr(node.options, "approximate", False):
-        code = 8
+        code = UNARY["GELU_TANH"]
     alpha = float(getattr(node.options, "alpha", 0.0) or 0.0) if node.op == "LEAKY_RELU" else 0.0
-    total = _size(out.shape)
-    vw = _width(total)
+    total = elements(out.shape)
+    vw = vector_width(total)
     gsize, lsize = nd(g, (total // vw,))
     g.launch("elementwise", "unary", gsize, lsize,
              [g.value(x), g.tensor(out), np.int32(total), np.int32(code), np.float32(alpha)],
@@ -106,7 +116,7 @@ def _reduce_axes(node):
 def support_reduce(node):
     if node.inputs[1].data is None:
         return "the axes must be a constant"
-    reason = _float_io(node, data_inputs=(0,))
+    reason = float_io(node, data_inputs=(0,))
     if reason:
         return reason
     axes = _reduce_axes(node)
@@ -122,11 +132,11 @@ def build_reduce(node, g):
     if not axes:
         g.alias(out, x)
         return
-    outer = _size(shape[:axes[0]])
-    r = _size(shape[axes[0]:axes[-1] + 1])
-    inner = _size(shape[axes[-1] + 1:])
+    outer = elements(shape[:axes[0]])
+    r = elements(shape[axes[0]:axes[-1] + 1])
+    inner = elements(shape[axes[-1] + 1:])
     scale = 1.0 / max(r, 1) if node.op == "MEAN" else 1.0
-    vw = _width(inner)
+    vw = vector_width(inner)
     gsize, lsize = nd(g, (inner // vw, outer))
     g.launch("data", "reduce_mid", gsize, lsize,
              [g.value(x), g.tensor(out), np.int32(outer), np.int32(r), np.int32(inner),
@@ -136,7 +146,7 @@ def build_reduce(node, g):
 def build_softmax(node, g):
     x, out = node.inputs[0], node.outputs[0]
     length = x.shape[-1] if x.shape else 1
-    rows = _size(x.shape) // max(length, 1)
+    rows = elements(x.shape) // max(length, 1)
     gsize, lsize = nd(g, (rows,))
     g.launch("data", "softmax", gsize, lsize,
              [g.value(x), g.tensor(out), np.int32(rows), np.int32(length),
@@ -148,7 +158,7 @@ def build_softmax(node, g):
 def support_alias(node):
     if node.inputs[0].data is not None:
         return "a constant input (folded on the CPU)"
-    return _float_io(node, data_inputs=(0,))
+    return float_io(node, data_inputs=(0,))
 
 
 def build_alias(node, g):
@@ -156,7 +166,7 @@ def build_alias(node, g):
 
 
 def support_concatenation(node):
-    reason = _float_io(node)
+    reason = float_io(node)
     if reason:
         return reason
     return None
@@ -168,15 +178,15 @@ def build_concatenation(node, g):
     axis = int(node.options.axis)
     axis = axis + rank if axis < 0 else axis
     lo, hi = clamp(node, g)
-    outer = _size(out.shape[:axis])
-    total = _size(out.shape[axis:])
+    outer = elements(out.shape[:axis])
+    total = elements(out.shape[axis:])
     offset = 0
     ref = g.tensor(out)
     for t in node.inputs:
-        inner = _size(t.shape[axis:])
+        inner = elements(t.shape[axis:])
         if inner * outer:
             gsize, lsize = nd(g, (inner, outer))
-            g.launch("data", "concat_part", gsize, lsize,
+            g.launch("data", "concatenation", gsize, lsize,
                      [g.value(t), ref, np.int32(outer), np.int32(inner), np.int32(total),
                       np.int32(offset), np.float32(lo), np.float32(hi)])
         offset += inner
@@ -193,9 +203,9 @@ def support_gathered(node):
     for k, t in enumerate(node.inputs[1:], 1):
         if t is not None and t.data is None:
             return f"input {k} ({t.name!r}) must be a constant"
-    if _size(node.inputs[0].shape) >= MAX_INDEX:
+    if elements(node.inputs[0].shape) >= MAX_INDEX:
         return f"more than {MAX_INDEX} input values"
-    return _float_io(node, data_inputs=(0,))
+    return float_io(node, data_inputs=(0,))
 
 
 def gather_table(node, run) -> tuple:
@@ -203,7 +213,7 @@ def gather_table(node, run) -> tuple:
     once on the input's positions +1 and once on their negatives; where both agree it wrote
     the fill value, elsewhere the position."""
     x, out = node.inputs[0], node.outputs[0]
-    pos = np.arange(1, _size(x.shape) + 1, dtype=np.float32).reshape(x.shape)
+    pos = np.arange(1, elements(x.shape) + 1, dtype=np.float32).reshape(x.shape)
     outs = []
     for sign in (1.0, -1.0):
         args = [sign * pos] + [None if t is None else t.data for t in node.inputs[1:]]
@@ -216,8 +226,8 @@ def gather_table(node, run) -> tuple:
     return index, fill
 
 
-def build_gathered(node, g, run):
-    index, fill = gather_table(node, run)
+def build_gathered(node, g):
+    index, fill = gather_table(node, g.cpu_run)
     total = index.size
     gsize, lsize = nd(g, (total,))
     g.launch("data", "gather", gsize, lsize,
@@ -228,7 +238,7 @@ def build_gathered(node, g, run):
 def support_resize_bilinear(node):
     if node.inputs[1].data is None:
         return "the size must be a constant"
-    return _float_io(node, data_inputs=(0,)) or _rank4(node)
+    return float_io(node, data_inputs=(0,)) or rank4(node)
 
 
 def build_resize_bilinear(node, g):
@@ -265,13 +275,13 @@ def support_dequantize(node):
 
 def build_dequantize(node, g):
     x, out = node.inputs[0], node.outputs[0]
-    total = _size(x.shape)
+    total = elements(x.shape)
     gsize, lsize = nd(g, (total,))
     args = [g.value(x), g.tensor(out), np.int32(total)]
     if x.type_name == "float16":
-        g.launch("data", "dequantize_f16", gsize, lsize, args)
+        g.launch("data", "dequantize_float16", gsize, lsize, args)
         return
-    kernel = "dequantize_i8" if x.type_name == "int8" else "dequantize_u8"
+    kernel = "dequantize_int8" if x.type_name == "int8" else "dequantize_uint8"
     g.launch("data", kernel, gsize, lsize, args + [np.float32(x.scale), np.int32(x.zero_point)])
 
 
@@ -283,8 +293,8 @@ OPS = {
     "TRANSPOSE_CONV": (support_transpose_conv, build_transpose_conv),
     "FULLY_CONNECTED": (support_fully_connected, build_fully_connected),
     "BATCH_MATMUL": (support_batch_matmul, build_batch_matmul),
-    "MAX_POOL_2D": (support_pool, _build_pool(True)),
-    "AVERAGE_POOL_2D": (support_pool, _build_pool(False)),
+    "MAX_POOL_2D": (support_pool, build_max_pool_2d),
+    "AVERAGE_POOL_2D": (support_pool, build_average_pool_2d),
     "MEAN": (support_reduce, build_reduce),
     "SUM": (support_reduce, build_reduce),
     "SOFTMAX": (support_unary, build_softmax),
@@ -296,5 +306,5 @@ OPS = {
     "DEQUANTIZE": (support_dequantize, build_dequantize),
 }
 OPS.update({op: (support_binary, build_binary) for op in BINARY})
-OPS.update({op: (support_unary, build_unary) for op in UNARY})
+OPS.update({op: (support_unary, build_unary) for op in UNARY_OPS})
 OPS.update({op: (support_gathered, build_gathered) for op in GATHERED})

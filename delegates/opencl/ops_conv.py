@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from edgelite.interpreter.kernels.common import conv_output
-from edgelite.interpreter.kernels.conv import transpose_padding
+from edgelite.interpreter.kernels.geometry import transpose_padding
 
-from .helpers import _float_io, _rank4, _size, clamp, nd
+from .helpers import clamp, elements, float_io, nd, rank4
 
 # -- convolutions and matrix products ----------------------------------------------------------
 
 def _tiles(n: int, rows: int, cpu: bool) -> tuple:
-    """(VW, NV, TM) of the gemm/conv2d kernels for n output columns and `rows` rows (output
-    pixels of a row for conv2d). Measured on PoCL (AVX-512): two 16-wide vectors of columns
+    """(VW, NV, TM) of the gemm/conv_2d kernels for n output columns and `rows` rows (output
+    pixels of a row for conv_2d). Measured on PoCL (AVX-512): two 16-wide vectors of columns
     beat one or three even where the second is partly padding (24, 28 channels); one for 9-16
     columns; TM rows as many as the registers hold, the count that wastes fewest rows."""
     if n > 16:
@@ -83,7 +83,7 @@ def _input(node, g):
 def support_conv_2d(node):
     if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
         return "the bias must be a constant"
-    reason = _float_io(node, const_inputs=(1,)) or _rank4(node)
+    reason = float_io(node, const_inputs=(1,)) or rank4(node)
     if reason is None and node.inputs[1].shape[3] != node.inputs[0].shape[3]:
         return "grouped convolution"
     return reason
@@ -92,7 +92,7 @@ def support_conv_2d(node):
 def build_conv_2d(node, g):
     dw_node = g.fusion.depthwise.get(node.index)
     if dw_node is not None:
-        if _build_depthwise_gemm(dw_node, node, g):
+        if _build_depthwise_conv_2d_then_conv_2d(dw_node, node, g):
             return
         build_depthwise_conv_2d(dw_node, g)  # not fused after all: its launch goes here
     x, w = node.inputs[0], node.inputs[1]
@@ -127,7 +127,7 @@ def build_conv_2d(node, g):
             f32(lo), f32(hi)]
     args[3] = g.tensor(_epilogue(node, g, args))
     gsize, lsize = nd(g, (panels, -(-wo // tm), n * ho), (1, 1, 1) if g.dev.is_cpu else None)
-    g.launch("gemm", "conv2d", gsize, lsize, args, defines)
+    g.launch("gemm", "conv_2d", gsize, lsize, args, defines)
 
 
 def support_fully_connected(node):
@@ -135,14 +135,14 @@ def support_fully_connected(node):
         return "only the DEFAULT weights format"
     if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
         return "the bias must be a constant"
-    return _float_io(node, const_inputs=(1,))
+    return float_io(node, const_inputs=(1,))
 
 
 def build_fully_connected(node, g):
     x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
     b = node.inputs[2] if len(node.inputs) > 2 else None
     units, depth = w.shape
-    rows = _size(x.shape) // depth
+    rows = elements(x.shape) // depth
     lo, hi = clamp(node, g)
     vw, nv, tm = _tiles(units, rows, g.dev.is_cpu)
     wbuf, bbuf = g.packed(node, "panels", (vw, nv), w.data, lambda: _packed(
@@ -157,7 +157,7 @@ def build_fully_connected(node, g):
 def support_depthwise_conv_2d(node):
     if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
         return "the bias must be a constant"
-    return _float_io(node, const_inputs=(1,)) or _rank4(node)
+    return float_io(node, const_inputs=(1,)) or rank4(node)
 
 
 def _channel_width(c: int) -> int:
@@ -173,7 +173,7 @@ def _pad_to(a: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-class _Depthwise:
+class _DepthwiseConv2D:
     """A DEPTHWISE_CONV_2D's geometry (a fused zero PAD's input read in place), its packed
     weights and scales and biases ([KH * KW, CP] and [2, CP], CP = channels rounded up to
     `vw`) and its compile-time defines."""
@@ -213,22 +213,22 @@ def build_depthwise_conv_2d(node, g):
     co, cin = node.inputs[1].shape[3], node.inputs[0].shape[3]
     dm = co // cin
     vw = _channel_width(co) if dm == 1 else 1
-    d = _Depthwise(node, g, vw)
+    d = _DepthwiseConv2D(node, g, vw)
     tw = 4
     i32, f32 = np.int32, np.float32
     gsize, lsize = nd(g, (d.cp // vw, -(-d.wo // tw), d.n * d.ho))
-    g.launch("depthwise", "depthwise", gsize, lsize,
+    g.launch("depthwise", "depthwise_conv_2d", gsize, lsize,
              [g.value(d.src), d.wbuf, d.bbuf, g.tensor(node.outputs[0]), i32(d.h), i32(d.w),
               i32(co), i32(cin), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), f32(d.lo),
               f32(d.hi)], {"VW": vw, "TW": tw, "DM": dm, **d.defines})
 
 
-def _build_depthwise_gemm(dw_node, node, g) -> bool:
+def _build_depthwise_conv_2d_then_conv_2d(dw_node, node, g) -> bool:
     """The depthwise node `dw_node` and the 1x1 conv `node` reading its output as one launch
     (fuse.py); False when its scratch would not fit the device's local memory."""
     w, b = node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else None
     co, c = w.shape[0], w.shape[3]
-    d = _Depthwise(dw_node, g, 16)
+    d = _DepthwiseConv2D(dw_node, g, 16)
     vw, nv, tm = _tiles(co, d.wo, True)
     scratch = tm * d.cp * 4
     if vw != 16 or scratch > g.dev.device.local_mem_size // 2:
@@ -245,33 +245,39 @@ def _build_depthwise_gemm(dw_node, node, g) -> bool:
             f32(d.lo), f32(d.hi), i32(co), f32(lo), f32(hi)]
     args[5] = g.tensor(_epilogue(node, g, args))
     gsize, lsize = nd(g, (-(-d.wo // tm), d.n * d.ho), (1, 1))
-    g.launch("gemm", "depthwise_gemm", gsize, lsize, args, defines)
+    g.launch("gemm", "depthwise_conv_2d_then_conv_2d", gsize, lsize, args, defines)
     return True
 
 
 def support_pool(node):
-    return _float_io(node) or _rank4(node)
+    return float_io(node) or rank4(node)
 
 
-def _build_pool(is_max):
-    def build(node, g):
-        x, out = node.inputs[0], node.outputs[0]
-        o = node.options
-        n, h, wd, c = x.shape
-        kh, kw = int(o.filter_height), int(o.filter_width)
-        sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
-        ho, pt = conv_output(int(o.padding or 0), h, kh, sh)
-        wo, pl = conv_output(int(o.padding or 0), wd, kw, sw)
-        vw, tw = _channel_width(c), 4
-        lo, hi = clamp(node, g)
-        i32, f32 = np.int32, np.float32
-        gsize, lsize = nd(g, (-(-c // vw), -(-wo // tw), n * ho))
-        g.launch("depthwise", "pool", gsize, lsize,
-                 [g.value(x), g.tensor(out), i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(pt),
-                  i32(pl), f32(lo), f32(hi)],
-                 {"VW": vw, "TW": tw, "IS_MAX": int(is_max), "KH": kh, "KW": kw, "SH": sh,
-                  "SW": sw})
-    return build
+def build_max_pool_2d(node, g):
+    _pool_2d(node, g, "max_pool_2d", is_max=True)
+
+
+def build_average_pool_2d(node, g):
+    _pool_2d(node, g, "average_pool_2d", is_max=False)
+
+
+def _pool_2d(node, g, kernel: str, is_max: bool) -> None:
+    x, out = node.inputs[0], node.outputs[0]
+    o = node.options
+    n, h, wd, c = x.shape
+    kh, kw = int(o.filter_height), int(o.filter_width)
+    sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
+    ho, pt = conv_output(int(o.padding or 0), h, kh, sh)
+    wo, pl = conv_output(int(o.padding or 0), wd, kw, sw)
+    vw, tw = _channel_width(c), 4
+    lo, hi = clamp(node, g)
+    i32, f32 = np.int32, np.float32
+    gsize, lsize = nd(g, (-(-c // vw), -(-wo // tw), n * ho))
+    g.launch("depthwise", kernel, gsize, lsize,
+             [g.value(x), g.tensor(out), i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(pt),
+              i32(pl), f32(lo), f32(hi)],
+             {"VW": vw, "TW": tw, "IS_MAX": int(is_max), "KH": kh, "KW": kw, "SH": sh,
+              "SW": sw})
 
 
 def support_transpose_conv(node):
@@ -279,7 +285,7 @@ def support_transpose_conv(node):
         return "the filter must be a constant"
     if len(node.inputs) > 3 and node.inputs[3] is not None and node.inputs[3].data is None:
         return "the bias must be a constant"
-    return _float_io(node, data_inputs=(1, 2, 3))
+    return float_io(node, data_inputs=(1, 2, 3))
 
 
 def build_transpose_conv(node, g):
@@ -305,7 +311,7 @@ def _batch_stride(shape, batch):
     """The stride between batches of an operand whose batch dims broadcast to `batch`: one
     matrix per batch, or one shared by all; None for a partial broadcast."""
     own = tuple(shape[:-2])
-    if _size(own) == 1:
+    if elements(own) == 1:
         return 0
     if (1,) * (len(batch) - len(own)) + own == tuple(batch):
         return shape[-2] * shape[-1]
@@ -313,7 +319,7 @@ def _batch_stride(shape, batch):
 
 
 def support_batch_matmul(node):
-    reason = _float_io(node)
+    reason = float_io(node)
     if reason:
         return reason
     x, y, out = node.inputs[0], node.inputs[1], node.outputs[0]
@@ -330,7 +336,7 @@ def build_batch_matmul(node, g):
     m, n = out.shape[-2], out.shape[-1]
     k = x.shape[-2] if adj_x else x.shape[-1]
     batch = out.shape[:-2]
-    batches = _size(batch)
+    batches = elements(batch)
     xsm, xsk = (1, m) if adj_x else (k, 1)
     ysk, ysn = (1, k) if adj_y else (n, 1)
     i32 = np.int32
