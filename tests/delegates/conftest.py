@@ -1,5 +1,6 @@
 """The OpenCL delegate for tests: one per precision, made once per session (so one context and
-one set of compiled programs), or a skip with one reason when pyopencl or a device is missing."""
+one set of compiled programs), or a skip with one reason when pyopencl or a device is missing.
+Tests that use it carry the marker `opencl`."""
 from __future__ import annotations
 
 import pytest
@@ -26,3 +27,10 @@ def opencl_delegate(precision: str = "fp32"):
 @pytest.fixture(name="opencl", scope="session")
 def opencl_fixture():
     return opencl_delegate
+
+
+def pytest_collection_modifyitems(items):
+    """A test that asks for the `opencl` fixture is marked `opencl` (`-m opencl` runs them)."""
+    for item in items:
+        if "opencl" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.opencl)

@@ -23,6 +23,7 @@ def _build(monkeypatch, body: str):
     return seen
 
 
+@pytest.mark.opencl
 def test_compiler_warnings_are_not_shown(monkeypatch, capfd):
     seen = _build(monkeypatch, "__kernel void NAME(__global float *x) { int z = 3.5; "
                                "x[0] = z; }")
@@ -31,6 +32,7 @@ def test_compiler_warnings_are_not_shown(monkeypatch, capfd):
     assert "generated" not in err and "warning" not in err.lower(), err
 
 
+@pytest.mark.opencl
 def test_build_errors_still_raise(monkeypatch):
     from edgelite.delegates import DelegateError
 

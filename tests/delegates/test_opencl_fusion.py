@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgelite.delegates import placement
 from edgelite.interpreter import Interpreter
+from edgelite.interpreter.delegation import placement
+from tests.delegates.compare import TOLERANCE, assert_matches
 from tests.delegates.graphs import Graph
-from tests.delegates.test_opencl_ops import TOLERANCE, assert_matches
 
 RNG = np.random.default_rng(7)
 

@@ -8,10 +8,10 @@ import logging
 import numpy as np
 import pytest
 
-from edgelite.delegates import placement
 from edgelite.interpreter import Interpreter
+from edgelite.interpreter.delegation import placement
+from tests.delegates.compare import TOLERANCE, assert_matches
 from tests.delegates.graphs import Graph
-from tests.delegates.test_opencl_ops import TOLERANCE, assert_matches
 
 FLOAT_MODELS = {"digits_cnn": "digits_cnn_tfl", "mobilenet_v2": "mobilenet_v2",
                 "mp_face_detection": "mp_face_detection", "mp_hand_landmark": "mp_hand_landmark"}

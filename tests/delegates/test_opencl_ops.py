@@ -1,28 +1,18 @@
 """Every delegated op on its own, through the same cases as the CPU kernels (the `CASES` and
 `AUTO_CASES` of tests/interpreter/cases_*.py), on the OpenCL delegate against edgelite's CPU
 interpreter: max abs error <= 1e-4 x max |ref| in fp32, <= 1e-2 x max |ref| in fp16. Cases the
-delegate declines (int8 arithmetic, ...) stay on the CPU and must give exactly the CPU's result."""
+delegate declines (int8 arithmetic, ...) stay on the CPU and must give exactly the CPU's result.
+Needs an OpenCL device, not LiteRT (the cases come from a plain module, op_cases.py)."""
 from __future__ import annotations
 
-from functools import lru_cache
-
-import numpy as np
 import pytest
 
+from edgelite.delegates.opencl.ops import OPS  # the table alone: no pyopencl needed to list
+from edgelite.interpreter.delegation import placement
 from edgelite.schema import load
-from tests.interpreter.test_ops import _all_cases
+from tests.delegates.compare import TOLERANCE, assert_matches
+from tests.interpreter.op_cases import all_cases
 from tests.opmodel import _run, run_edgelite
-
-TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2}
-
-
-@lru_cache(maxsize=None)
-def _delegated_ops() -> frozenset:
-    try:
-        from edgelite.delegates.opencl.ops import OPS
-    except ImportError:
-        return frozenset()
-    return frozenset(OPS)
 
 
 def _op(case) -> str:
@@ -30,31 +20,12 @@ def _op(case) -> str:
 
 
 def _cases():
-    from edgelite.delegates.opencl import ops  # noqa: F401  (no pyopencl needed to list)
-    return [c for c in _all_cases("CASES") + _all_cases("AUTO_CASES")
-            if _op(c.values[0]) in ops.OPS]
-
-
-def assert_matches(ours: list, ref: list, rel: float) -> None:
-    assert len(ours) == len(ref)
-    for k, (a, b) in enumerate(zip(ours, ref)):
-        assert a.shape == b.shape and a.dtype == b.dtype, f"output {k}"
-        if not np.issubdtype(b.dtype, np.floating):
-            np.testing.assert_array_equal(a, b, err_msg=f"output {k}")
-            continue
-        finite = np.isfinite(b)
-        np.testing.assert_array_equal(np.isfinite(a), finite, err_msg=f"output {k}: inf/nan")
-        if not finite.any():
-            continue
-        err = float(np.max(np.abs(a[finite].astype(np.float64) - b[finite])))
-        bound = rel * float(np.max(np.abs(b[finite])))
-        assert err <= bound, f"output {k}: max abs error {err:.3g} > {bound:.3g}"
+    return [c for c in all_cases("CASES") + all_cases("AUTO_CASES") if _op(c.values[0]) in OPS]
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 @pytest.mark.parametrize("case", _cases())
 def test_op_on_opencl_matches_cpu(case, precision, opencl):
-    from edgelite.delegates import placement
     from edgelite.interpreter import Interpreter
 
     delegate = opencl(precision)

@@ -2,19 +2,17 @@
 
 Each family of kernels keeps its cases in a `cases_*.py` module beside this file (a list `CASES`
 of `tests.opmodel.Case`, and `AUTO_CASES` for ops only LiteRT's default resolver has); this file
-runs them all.
+runs them all (collected by op_cases.py, which the OpenCL op suite shares).
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edgelite.interpreter import OpResolverType
+from tests.interpreter.op_cases import all_cases
 from tests.opmodel import assert_close, run_litert
 from tests.opmodel import run_edgelite as _run_edgelite
 
@@ -31,18 +29,7 @@ def run_edgelite(content: bytes, feeds: list, **kwargs) -> list:
         return _run_edgelite(content, feeds, **kwargs)
 
 
-def _all_cases(attribute: str):
-    here = Path(__file__).parent
-    cases = []
-    for info in sorted(pkgutil.iter_modules([str(here)]), key=lambda m: m.name):
-        if info.name.startswith("cases_"):
-            module = importlib.import_module(f"tests.interpreter.{info.name}")
-            cases.extend(pytest.param(c, id=f"{info.name[6:]}:{c.id}")
-                         for c in getattr(module, attribute, ()))
-    return cases
-
-
-@pytest.mark.parametrize("case", _all_cases("CASES"))
+@pytest.mark.parametrize("case", all_cases("CASES"))
 def test_op_matches_litert(case):
     """Under BUILTIN_REF, bit-exact (integer) or within the case's tolerance (float). Under
     edgelite's default resolver the 8-bit kernels may round in float, at most 1 from the
@@ -59,7 +46,7 @@ def test_op_matches_litert(case):
                 np.testing.assert_allclose(a, b, rtol=case.rtol, atol=case.atol)
 
 
-@pytest.mark.parametrize("case", _all_cases("AUTO_CASES"))
+@pytest.mark.parametrize("case", all_cases("AUTO_CASES"))
 def test_op_matches_litert_default_kernels(case):
     """Ops LiteRT's reference resolver lacks (CEIL, ROUND, ELU, ...): against its default one."""
     ours = run_edgelite(case.model, case.feeds)
