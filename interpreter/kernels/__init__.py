@@ -1,6 +1,7 @@
 """The kernels. Importing this package registers every kernel; each module below is one family,
 so this list reads as the coverage table."""
-from .registry import KERNELS, CUSTOM_OPS, KernelError, Node, TensorInfo, register, register_custom_op
+from .registry import (KERNELS, CUSTOM_OPS, KernelError, Node, TensorInfo, register,  # noqa: F401
+                       register_custom_op)
 
 from . import elementwise  # noqa: F401  ADD SUB MUL DIV ... comparisons, logic, SELECT
 from . import unary  # noqa: F401  ABS NEG EXP LOG SQRT RSQRT SQUARE SIN COS FLOOR CEIL ROUND SIGN
@@ -41,7 +42,7 @@ from . import rnn  # noqa: F401  RNN UNIDIRECTIONAL_SEQUENCE_RNN BIDIRECTIONAL_S
 from . import bidirectional_lstm  # noqa: F401  BIDIRECTIONAL_SEQUENCE_LSTM
 from . import float16  # noqa: F401  ADD MUL MAXIMUM MINIMUM comparisons NEG FLOOR SIN COS TANH LOGISTIC ATAN2 SOFTMAX (float16)
 from . import bitwise  # noqa: F401  BITWISE_XOR RIGHT_SHIFT BITCAST
-from . import complex  # noqa: F401  RFFT2D COMPLEX_ABS REAL IMAG
+from . import complex  # noqa: F401  COMPLEX_ABS RFFT2D REAL IMAG
 from . import sparse  # noqa: F401  DENSIFY SPARSE_TO_DENSE EMBEDDING_LOOKUP_SPARSE
 from . import window  # noqa: F401  DILATE REDUCE_WINDOW
 from . import lstm_full  # noqa: F401  LSTM (one step, full kernel)

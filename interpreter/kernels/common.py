@@ -41,6 +41,14 @@ def fused_activation(code: int, node=None):
     raise (node.fail(msg) if node is not None else ValueError(msg))
 
 
+def clamp_activation(code, node):
+    """The fused activation of TFLite's float conv, fully-connected and pool kernels: a clamp
+    to the range of RELU, RELU_N1_TO_1 or RELU6; the other codes (TANH, SIGN_BIT, SIGMOID)
+    clamp to the whole float range there, i.e. do nothing."""
+    code = int(code or 0)
+    return fused_activation(code, node) if code in ACTIVATION_BOUNDS else None
+
+
 def with_activation(compute, act):
     """`compute(*arrays)` followed by `act` on its last argument (the output), if any."""
     if act is None:
@@ -50,6 +58,26 @@ def with_activation(compute, act):
         compute(*arrays)
         act(arrays[-1])
     return run
+
+
+def with_optional_inputs(node, run, count: int):
+    """`run` takes all `count` inputs (None for omitted optional ones) then the output; adapt
+    it to the number of inputs the operator has."""
+    have = len(node.inputs)
+    if have == count:
+        return run
+    missing = (None,) * (count - have)
+    return lambda *args: run(*args[:have], *missing, *args[have:])
+
+
+F32 = np.dtype(np.float32)
+
+
+def check_float(node, *infos) -> None:
+    """Fails unless every given tensor (None for an omitted input) is float32."""
+    for t in infos:
+        if t is not None and t.dtype != F32:
+            raise node.fail(f"tensor {t.name!r} is {t.type_name}; this kernel takes float32")
 
 
 def broadcast_shape(node, *shapes) -> tuple:

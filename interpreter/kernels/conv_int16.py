@@ -15,14 +15,15 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import clip_, matmul_shape
-from .conv_int8 import _PaddedSource, _chunks, _conv_geometry, _multipliers, _weights, \
-    conv_inputs
+from .conv_integer import PaddedSource, RowBlocks, bias_16x8, conv_inputs, conv_multipliers, \
+    integer_weights, weight_zero_point
 from .fixed_point import f32, quantize_multiplier, round_half_away
-from .quant_params import TYPE_RANGE, activation_range, channel_scales, quant_params
-from .requantize import Requantizer, WideRequantizer
+from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, fully_connected_shape
+from .quant_params import TYPE_RANGE, activation_range, channel_scales, expect_output_type, \
+    quant_params
 from .registry import register
+from .requantize import Requantizer, WideRequantizer
 
-INT32_TYPE, INT64_TYPE = 2, 4  # TensorType values of quantized_bias_type
 X_MAX = 1 << 15                # the largest |int16|
 
 
@@ -35,36 +36,19 @@ def check_symmetric(node, *inputs: int) -> None:
         raise node.fail("the int16 output needs zero point 0")
 
 
-def check_output(node, key: str = "int16") -> None:
-    if node.outputs[0].type_name != key:
-        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
-
-
-def bias_16x8(node, k: int, channels: int, option: bool = True) -> tuple:
-    """(int64 bias, wide): the bias of a 16x8 kernel and whether it accumulates in int64.
-
-    TFLite reads the bias as int64 unless the options' quantized_bias_type says INT32."""
-    want = int(getattr(node.options, "quantized_bias_type", 0) or 0) if option else 0
-    if want not in (0, INT32_TYPE, INT64_TYPE):
-        raise node.fail(f"quantized_bias_type {want} must be INT32 or INT64")
-    b = node.optional_input(k)
-    if b is None:
-        return np.zeros(channels, np.int64), want != INT32_TYPE
-    expected = "int32" if want == INT32_TYPE else "int64"
-    if b.type_name != expected:
-        raise node.fail(f"bias is {b.type_name}; 16x8 kernels take an int64 bias (int32 only "
-                        "with quantized_bias_type INT32)")
-    if b.data is None:
-        raise node.fail(f"bias (input {k}, {b.name!r}) must be constant for integer kernels")
-    if b.data.size != channels:
-        raise node.fail(f"bias has {b.data.size} values for {channels} output channels")
-    return b.data.astype(np.int64).reshape(-1), want != INT32_TYPE
-
-
-def symmetric_weights(node, k: int = 1) -> None:
-    q = node.input(k).quantization
-    if q is not None and np.any(q.zero_point != 0):
-        raise node.fail("int8 weights of 16x8 kernels must be symmetric (zero point 0)")
+def _conv_setup(node, kh: int, kw: int, cout: int, channel_axis: int):
+    """What the 16x8 CONV_2D and DEPTHWISE_CONV_2D share: the int16 output's type, shape and
+    zero point, the weights' (symmetric) and the windows; returns (windows, multiplier, shift,
+    lo, hi)."""
+    weight_zero_point(node)
+    expect_output_type(node, "int16")
+    check_symmetric(node, 0)
+    x = node.input(0)
+    win = conv_windows(node, x.shape, kh, kw)
+    node.outputs[0].shape = (x.shape[0], win.oh, win.ow, cout)
+    multiplier, shift = conv_multipliers(node, "int8", cout, channel_axis)
+    lo, hi = activation_range(node.options.fused_activation_function, node.outputs[0], node)
+    return win, multiplier, shift, lo, hi
 
 
 def requantizer(multiplier, shift, lo, hi, rows: int, channels: int, bias, wide: bool,
@@ -80,19 +64,11 @@ def requantizer(multiplier, shift, lo, hi, rows: int, channels: int, bias, wide:
 @register("CONV_2D", "int16")
 def conv_2d(node):
     x, w = conv_inputs(node, "int8")
-    symmetric_weights(node)
-    check_output(node)
-    check_symmetric(node, 0)
+    groups = conv_2d_groups(node, x.shape, w.shape)
     cout, kh, kw, cg = w.shape
-    n, h, wd, cin = x.shape
-    if cg <= 0 or cin % cg or cout % (cin // cg):
-        raise node.fail(f"input has {cin} channels, weights {cg} per group for {cout} outputs")
-    groups = cin // cg
-    opts = node.options
-    stride, dilation, (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, opts)
-    node.outputs[0].shape = (n, oh, ow, cout)
-    multiplier, shift = _multipliers(node, "int8", cout, 0)
-    lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
+    n, cin = x.shape[0], x.shape[3]
+    win, multiplier, shift, lo, hi = _conv_setup(node, kh, kw, cout, 0)
+    oh, ow = win.oh, win.ow
     bias, wide = bias_16x8(node, 2, cout)
     wc = w.astype(np.int64)
     acc_bound = np.abs(wc).reshape(cout, -1).sum(1) * X_MAX
@@ -100,8 +76,8 @@ def conv_2d(node):
     per_group = cout // groups
     wmats = [np.ascontiguousarray(wc[g * per_group:(g + 1) * per_group].reshape(per_group, k).T,
                                   dtype=np.float64) for g in range(groups)]
-    source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, 0)
-    chunks = _chunks(n, oh, 2 * ow * max(k * groups, cout))
+    source = PaddedSource(x.shape, x.dtype, win, 0)
+    chunks = RowBlocks(n, oh, 2 * ow * max(k * groups, cout))
     most = chunks.most_rows * ow
     requant = requantizer(multiplier, shift, lo, hi, most, cout, bias, wide, acc_bound)
     cols = np.empty((most, kh, kw, cin), np.float64)
@@ -110,11 +86,7 @@ def conv_2d(node):
 
     def windows(src):
         if cache.get("src") is not src:
-            s0, s1, s2, s3 = src.strides
-            cache["view"] = as_strided(src, (n, oh, ow, kh, kw, cin),
-                                       (s0, s1 * stride[0], s2 * stride[1], s1 * dilation[0],
-                                        s2 * dilation[1], s3), writeable=False)
-            cache["src"] = src
+            cache["view"], cache["src"] = win.patches(src), src
         return cache["view"]
 
     def run(x, w_, *rest):
@@ -139,19 +111,12 @@ def conv_2d(node):
 @register("DEPTHWISE_CONV_2D", "int16")
 def depthwise_conv_2d(node):
     x, w = conv_inputs(node, "int8")
-    symmetric_weights(node)
-    check_output(node)
-    check_symmetric(node, 0)
-    one, kh, kw, cout = w.shape
+    mult = depthwise_multiplier(node, x.shape, w.shape)
+    _, kh, kw, cout = w.shape
     n, h, wd, cin = x.shape
-    if one != 1 or cout % cin:
-        raise node.fail(f"weights {list(w.shape)} do not fit a depthwise conv of {cin} channels")
-    mult = cout // cin
-    opts = node.options
-    (sh, sw), (dh, dw), (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, opts)
-    node.outputs[0].shape = (n, oh, ow, cout)
-    multiplier, shift = _multipliers(node, "int8", cout, 3)
-    lo, hi = activation_range(opts.fused_activation_function, node.outputs[0], node)
+    win, multiplier, shift, lo, hi = _conv_setup(node, kh, kw, cout, 3)
+    (sh, sw), (dh, dw), (oh, ow), pad = (win.sh, win.sw), (win.dh, win.dw), (win.oh, win.ow), \
+        (win.pt, win.pl)
     bias, _ = bias_16x8(node, 2, cout, option=False)
     wc = w[0].astype(np.float64)                                      # (kh, kw, cout)
     acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * X_MAX
@@ -160,9 +125,8 @@ def depthwise_conv_2d(node):
     # The input as float64, padded with zeros, each channel repeated `mult` times; all taps as
     # one strided view summed by one einsum. With stride_w 1 a tap's innermost axis is a whole
     # output row (ow * cout contiguous values, weights tiled along it): long inner loops.
-    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
-    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    rows, cols = min(h, need_h - pad[0]), min(wd, need_w - pad[1])
+    need_h, need_w = win.rows, win.cols
+    rows, cols = win.inside(h, wd)
     xp = np.zeros((n, need_h, need_w, cin, mult), np.float64)
     interior = xp[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols]
     xp = xp.reshape(n, need_h, need_w, cout)
@@ -191,23 +155,12 @@ def depthwise_conv_2d(node):
 @register("FULLY_CONNECTED", "int16")
 def fully_connected(node):
     node.expect_inputs(2, 3)
-    x, wt = node.input(0), node.input(1)
-    w = _weights(node, 1, "int8", "weights")
-    if len(wt.shape) != 2:
-        raise node.fail(f"weights must be 2-D, got {list(wt.shape)}")
-    opts = node.options
-    if getattr(opts, "weights_format", 0):
-        raise node.fail("shuffled weights formats are not supported")
-    check_output(node)
+    wt = node.input(1)
+    w = integer_weights(node, 1, "int8")
+    batch, units, depth = fully_connected_shape(node, wt.shape)
+    expect_output_type(node, "int16")
     check_symmetric(node, 0)
-    units, depth = wt.shape
-    size = int(np.prod(x.shape))
-    if depth == 0 or size % depth:
-        raise node.fail(f"input {list(x.shape)} does not divide into rows of {depth}")
-    batch = size // depth
-    out = node.outputs[0]
-    out.shape = (tuple(x.shape[:-1]) + (units,)) if getattr(opts, "keep_num_dims", False) \
-        else (batch, units)
+    opts, out = node.options, node.outputs[0]
     in_scale, _ = quant_params(node, 0)
     out_scale, _ = quant_params(node, 0, output=True)
     q = wt.quantization
@@ -252,7 +205,7 @@ def batch_matmul(node):
                         f"{b.type_name}")
     if not (2 <= len(a.shape) <= 5 and 2 <= len(b.shape) <= 5):
         raise node.fail(f"inputs must have rank 2 to 5, got {list(a.shape)} and {list(b.shape)}")
-    check_output(node)
+    expect_output_type(node, "int16")
     check_symmetric(node, 0, 1)
     adj_x, adj_y, rows, depth, cols, batch = matmul_shape(node, a.shape, b.shape)
     out = node.outputs[0]

@@ -19,167 +19,36 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .common import conv_output
-from .conv import check_padded
-from .fixed_point import EXACT_F32, f32, quantize_multiplier, quantize_multipliers
-from .quant_params import activation_range, channel_scales, quant_params
+from .common import with_optional_inputs
+from .conv_integer import PaddedSource, RowBlocks, conv_inputs, conv_multipliers, \
+    integer_bias, weight_zero_point
+from .fixed_point import EXACT_F32, exact_float_type
+from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier
+from .quant_params import activation_range, expect_output_type, quant_params
+from .registry import register
 from .requantize import Requantizer, exact_rounding
 from .scratch import Scratch
-from .registry import register
+from .taps import check_padded
 
-CHUNK_BYTES = 1 << 23
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 SCALED_WIDTH = 4.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
 
 
-def conv_inputs(node, weight_type: str) -> tuple:
-    """(x, weights) of a CONV_2D / DEPTHWISE_CONV_2D: both 4-D, the weights a constant array of
-    `weight_type`; fails naming the op otherwise."""
-    node.expect_inputs(2, 3)
-    x = node.input(0)
-    if len(x.shape) != 4 or len(node.input(1).shape) != 4:
-        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
-                        f"{list(node.input(1).shape)}")
-    return x, _weights(node, 1, weight_type, "weights")
-
-
-def _weights(node, k: int, dtype_name: str, what: str) -> np.ndarray:
-    """Constant weights of `dtype_name`; int8 kernels also take int4 weights (the plan unpacks
-    them to int8 values, as TFLite does before its int8 arithmetic)."""
-    w = node.input(k)
-    int4 = w.type_name == "int4" and dtype_name == "int8" and node.input(0).type_name == "int8"
-    if w.type_name != dtype_name and not int4:
-        raise node.fail(f"{what} are {w.type_name}; {dtype_name} inputs need {dtype_name} {what}")
-    if w.data is None:
-        raise node.fail(f"{what} (input {k}, {w.name!r}) must be constant for integer kernels")
-    return w.data
-
-
-def _bias(node, k: int, channels: int) -> np.ndarray:
-    b = node.optional_input(k)
-    if b is None:
-        return np.zeros(channels, np.int64)
-    if b.type_name != "int32":
-        raise node.fail(f"bias is {b.type_name}; integer kernels need an int32 bias")
-    if b.data is None:
-        raise node.fail(f"bias (input {k}, {b.name!r}) must be constant for integer kernels")
-    if b.data.size != channels:
-        raise node.fail(f"bias has {b.data.size} values for {channels} output channels")
-    return b.data.astype(np.int64).reshape(-1)
-
-
-def _multipliers(node, key: str, channels: int, axis: int) -> tuple:
-    """Per-channel (multiplier, shift) as PopulateConvolutionQuantizationParams: int8 in double
-    per channel; uint8 per tensor with the float32 product input_scale * filter_scale."""
-    in_scale, _ = quant_params(node, 0)
-    out_scale, _ = quant_params(node, 0, output=True)
-    scales = channel_scales(node, 1, channels, axis)
-    if key == "uint8":
-        if node.input(1).quantization.scale.size > 1:
-            raise node.fail("uint8 convolutions take per-tensor weight scales only")
-        m, s = quantize_multiplier(float(f32(in_scale) * scales[0]) / float(out_scale))
-        return np.full(channels, m, np.int64), np.full(channels, s, np.int64)
-    return quantize_multipliers(float(in_scale) * scales.astype(np.float64) / float(out_scale))
-
-
-def _weight_zero_point(node) -> int:
-    q = node.input(1).quantization
-    zp = q.zero_point if q is not None else np.zeros(0, np.int64)
-    if node.input(0).type_name == "int8" and np.any(zp != 0):
-        raise node.fail("int8 weights must be symmetric (zero point 0)")
-    return int(zp[0]) if zp.size else 0
-
-
-def _float_type(acc_bound: np.ndarray):
-    """float32 when every partial sum of products is an exact float32 integer, else float64."""
-    return np.float32 if float(acc_bound.max(initial=0)) < EXACT_F32 else np.float64
-
-
-class _chunks:
-    """(batch, first row, end row) blocks of about CHUNK_BYTES of float32 work each, iterated
-    as they are needed (a batch of millions makes millions of them: none at prepare)."""
-
-    def __init__(self, n: int, rows: int, row_elems: int):
-        self.n, self.rows = n, rows
-        self.per = max(1, CHUNK_BYTES // max(1, 4 * row_elems))
-        self.count = n * -(-rows // self.per)
-
-    def __iter__(self):
-        n, rows, per = self.n, self.rows, self.per
-        return ((b, r, min(r + per, rows)) for b in range(n) for r in range(0, rows, per))
-
-    def __len__(self) -> int:
-        return self.count
-
-    @property
-    def most_rows(self) -> int:
-        """The rows of the largest block."""
-        return min(self.per, self.rows)
-
-
-class _PaddedSource:
-    """The input as the windows see it: the input itself when no padding is needed, else a
-    buffer whose border holds `fill` (the input zero point) and whose interior is refreshed.
-    The buffer is made at the first run, not at prepare (a later op may still refuse the model;
-    filling a large buffer first would only delay the error)."""
-
-    def __init__(self, x_shape, dtype, out_hw, kernel, stride, dilation, pad, fill):
-        n, h, w, c = x_shape
-        need_h = (out_hw[0] - 1) * stride[0] + (kernel[0] - 1) * dilation[0] + 1
-        need_w = (out_hw[1] - 1) * stride[1] + (kernel[1] - 1) * dilation[1] + 1
-        self.direct = pad == (0, 0) and need_h <= h and need_w <= w
-        self.rows = min(h, need_h - pad[0])
-        self.cols = min(w, need_w - pad[1])
-        self.size = (n * need_h * need_w * c, n * h * w * c)     # padded, input values
-        self._make = (n, need_h, need_w, c), fill, dtype, pad
-        self._buffer = self.interior = None
-
-    @property
-    def buffer(self) -> np.ndarray:
-        if self._buffer is None:
-            shape, fill, dtype, pad = self._make
-            self._buffer = np.full(shape, fill, dtype)
-            self.interior = self._buffer[:, pad[0]:pad[0] + self.rows, pad[1]:pad[1] + self.cols]
-        return self._buffer
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        if self.direct:
-            return x
-        buffer = self.buffer
-        np.copyto(self.interior, x[:, :self.rows, :self.cols], casting="unsafe")
-        return buffer
-
-
 def _output_setup(node, key: str, kh: int, kw: int, cout: int, channel_axis: int) -> tuple:
-    """What CONV_2D and DEPTHWISE_CONV_2D share: the output's shape (set on the node) and type
-    check, the input and output zero points, the per-channel multipliers (weights' channels along
-    `channel_axis`) and the fused activation's integer range. Returns (stride, dilation, (oh, ow),
-    pad, zx, zo, multiplier, shift, lo, hi)."""
+    """What CONV_2D and DEPTHWISE_CONV_2D share: the windows, the output's shape (set on the
+    node) and type, the input and output zero points, the per-channel multipliers (weights'
+    channels along `channel_axis`) and the fused activation's integer range. Returns (windows,
+    zx, zo, multiplier, shift, lo, hi)."""
     x = node.input(0)
-    stride, dilation, (oh, ow), pad = _conv_geometry(node, x.shape, kh, kw, node.options)
+    win = conv_windows(node, x.shape, kh, kw)
     out = node.outputs[0]
-    out.shape = (x.shape[0], oh, ow, cout)
-    if out.type_name != key:
-        raise node.fail(f"output is {out.type_name}; expected {key}")
+    out.shape = (x.shape[0], win.oh, win.ow, cout)
+    expect_output_type(node, key)
     _, zx = quant_params(node, 0)
     _, zo = quant_params(node, 0, output=True)
-    multiplier, shift = _multipliers(node, key, cout, channel_axis)
+    multiplier, shift = conv_multipliers(node, key, cout, channel_axis)
     lo, hi = activation_range(node.options.fused_activation_function, out, node)
-    return stride, dilation, (oh, ow), pad, zx, zo, multiplier, shift, lo, hi
-
-
-def _conv_geometry(node, x_shape, kh, kw, opts):
-    sh, sw = int(opts.stride_h), int(opts.stride_w)
-    dh, dw = int(opts.dilation_h_factor or 1), int(opts.dilation_w_factor or 1)
-    if sh <= 0 or sw <= 0:
-        raise node.fail(f"strides must be positive, got {sh}x{sw}")
-    if dh <= 0 or dw <= 0:
-        raise node.fail(f"dilations must be positive, got {dh}x{dw}")
-    oh, pt = conv_output(opts.padding, x_shape[1], kh, sh, dh)
-    ow, pl = conv_output(opts.padding, x_shape[2], kw, sw, dw)
-    if oh <= 0 or ow <= 0:
-        raise node.fail(f"the {kh}x{kw} kernel does not fit the {x_shape[1]}x{x_shape[2]} input")
-    return (sh, sw), (dh, dw), (oh, ow), (pt, pl)
+    return win, zx, zo, multiplier, shift, lo, hi
 
 
 def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarray:
@@ -194,26 +63,24 @@ def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarr
 def conv_2d(node):
     key = node.input(0).type_name
     x, w = conv_inputs(node, key)
+    groups = conv_2d_groups(node, x.shape, w.shape)
     cout, kh, kw, cg = w.shape
-    n, h, wd, cin = x.shape
-    if cg <= 0 or cin % cg or cout % (cin // cg):
-        raise node.fail(f"input has {cin} channels, weights {cg} per group for {cout} outputs")
-    groups = cin // cg
-    (stride, dilation, (oh, ow), pad, zx, zo, multiplier, shift, lo, hi) = \
-        _output_setup(node, key, kh, kw, cout, 0)
-    wc = w.astype(np.int64) - _weight_zero_point(node)
-    bias = _bias(node, 2, cout) - zx * wc.reshape(cout, -1).sum(1)
+    n, cin = x.shape[0], x.shape[3]
+    win, zx, zo, multiplier, shift, lo, hi = _output_setup(node, key, kh, kw, cout, 0)
+    oh, ow = win.oh, win.ow
+    wc = w.astype(np.int64) - weight_zero_point(node)
+    bias = integer_bias(node, 2, cout) - zx * wc.reshape(cout, -1).sum(1)
     x_max = 128 if key == "int8" else 255
     acc_bound = np.abs(wc).reshape(cout, -1).sum(1) * x_max
-    ftype = _float_type(acc_bound)
+    ftype = exact_float_type(float(acc_bound.max(initial=0)))
     k = kh * kw * cg
     per_group = cout // groups
     patch = kh * kw * cin                            # one pixel's patch (all groups)
-    source = _PaddedSource(x.shape, x.dtype, (oh, ow), (kh, kw), stride, dilation, pad, zx)
+    source = PaddedSource(x.shape, x.dtype, win, zx)
     check_padded(node, *source.size)
     # A 1x1 convolution at stride 1 reads the input rows as they are.
-    plain = kh == kw == 1 and stride == (1, 1) and source.direct
-    chunks = _chunks(n, oh, ow * max((patch + 1) * groups, cout))
+    plain = kh == kw == 1 and (win.sh, win.sw) == (1, 1) and source.direct
+    chunks = RowBlocks(n, oh, ow * max((patch + 1) * groups, cout))
     most = chunks.most_rows * ow
     wint = wc.reshape(cout, k).T                                     # (k, cout)
 
@@ -255,10 +122,7 @@ def conv_2d(node):
     def windows(src):
         view = cache.get("view")
         if view is None or cache.get("src") is not src:
-            s0, s1, s2, s3 = src.strides
-            view = as_strided(src, (n, oh, ow, kh, kw, cin),
-                              (s0, s1 * stride[0], s2 * stride[1], s1 * dilation[0],
-                               s2 * dilation[1], s3), writeable=False)
+            view = win.patches(src)
             cache["view"], cache["src"] = view, src
         return view
 
@@ -333,9 +197,7 @@ def conv_2d(node):
                 requant(acc_f[:p], flat[start:start + p], work)
 
     chosen = fast_run if scaled and not exact and groups == 1 and len(chunks) <= 64 else run
-    if len(node.inputs) == 2:                                   # (fast_run: views per block)
-        return lambda x, w_, out: chosen(x, w_, None, out)
-    return chosen
+    return with_optional_inputs(node, chosen, 3)               # (fast_run: views per block)
 
 
 class _Phase:
@@ -383,20 +245,18 @@ class _Phase:
 def depthwise_conv_2d(node):
     key = node.input(0).type_name
     x, w = conv_inputs(node, key)
-    one, kh, kw, cout = w.shape
+    mult = depthwise_multiplier(node, x.shape, w.shape)
+    _, kh, kw, cout = w.shape
     n, h, wd, cin = x.shape
-    if one != 1 or cout % cin:
-        raise node.fail(f"weights {list(w.shape)} do not fit a depthwise conv of {cin} channels")
-    mult = cout // cin
-    (stride, dilation, (oh, ow), pad, zx, zo, multiplier, shift, lo, hi) = \
-        _output_setup(node, key, kh, kw, cout, 3)
-    wc = w[0].astype(np.int64) - _weight_zero_point(node)          # (kh, kw, cout)
-    bias = _bias(node, 2, cout) - zx * wc.reshape(-1, cout).sum(0)
+    win, zx, zo, multiplier, shift, lo, hi = _output_setup(node, key, kh, kw, cout, 3)
+    oh, ow, pad = win.oh, win.ow, (win.pt, win.pl)
+    wc = w[0].astype(np.int64) - weight_zero_point(node)           # (kh, kw, cout)
+    bias = integer_bias(node, 2, cout) - zx * wc.reshape(-1, cout).sum(0)
     acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * (128 if key == "int8" else 255)
     # The float weights carry the requantization scale (one pass fewer), the sums then being
     # within (taps + 2) roundings of sum |x w R| of the exact product.
     # Small outputs requantize exact integer sums in float64 (requantize.TINY).
-    ftype = _float_type(acc_bound)
+    ftype = exact_float_type(float(acc_bound.max(initial=0)))
     exact = exact_rounding(node)
     requant = Requantizer(multiplier, shift, zo, lo, hi, (n * oh * ow, cout), bias,
                           acc_bound if ftype == np.float32 else None, tile=ow, exact=exact)
@@ -410,8 +270,7 @@ def depthwise_conv_2d(node):
         if scaled:
             requant = scaled_requant
     ftype, taps = (np.float32, wc * real) if scaled else (ftype, wc)
-    sh, sw = stride
-    dh, dw = dilation
+    sh, sw, dh, dw = win.sh, win.sw, win.dh, win.dw
     if ow == 1:
         sw = 1   # one output column: the stride (past the padding) moves nothing; no phases
 
@@ -420,8 +279,7 @@ def depthwise_conv_2d(node):
     # copied into sw column phases (phase b holds padded columns b, b + sw, ...; borders hold
     # zx; channels repeated `mult` times); tap column j * dw + sw * x is then position
     # (j * dw) // sw + x of phase (j * dw) % sw.
-    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
-    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    need_h, need_w = win.rows, win.cols
     check_padded(node, n * need_h * need_w * cin, n * h * wd * cin)
     phases = [_Phase(b, x.shape, need_h, need_w, sw, pad, mult) for b in range(sw)]
     row = ow * cout
@@ -500,6 +358,4 @@ def depthwise_conv_2d(node):
         else:
             requant(acc2, out.reshape(acc2.shape), work, lambda near: exact_acc(x, near))
 
-    if len(node.inputs) == 2:
-        return lambda x, w_, out: run(x, w_, None, out)
-    return run
+    return with_optional_inputs(node, run, 3)

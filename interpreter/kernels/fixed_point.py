@@ -16,6 +16,11 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 EXACT_F32 = 1 << 24  # integers below this are exact in float32 (sums of products stay so)
 
 
+def exact_float_type(bound: float):
+    """float32 when integer sums up to `bound` are exact in it (below 2^24), else float64."""
+    return np.float32 if bound < EXACT_F32 else np.float64
+
+
 # -- scalars: what Prepare functions compute --------------------------------------------------
 
 def round_half_away(x, work=None):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import SIGN_BIT, TANH, matmul_shape
-from .conv import F32, clamp_activation
+from .common import SIGN_BIT, TANH, check_float, clamp_activation, matmul_shape
+from .geometry import fully_connected_shape
 from .registry import register
 
 
@@ -13,28 +13,11 @@ def fully_connected(node):
     node.expect_inputs(2, 3)
     x, w = node.input(0), node.input(1)
     b = node.optional_input(2)
-    for t in (x, w, b):
-        if t is not None and t.dtype != F32:
-            raise node.fail(f"tensor {t.name!r} is {t.type_name}; this kernel takes float32")
-    opts = node.options
-    if int(getattr(opts, "weights_format", 0) or 0) != 0:
-        raise node.fail("only the DEFAULT weights format is supported for float32")
-    if len(w.shape) != 2:
-        raise node.fail(f"weights {list(w.shape)} must be 2-D [units, inputs]")
-    units, depth = w.shape
-    size = int(np.prod(x.shape, dtype=np.int64))
-    if depth == 0 or size % depth:
-        raise node.fail(f"input {list(x.shape)} does not split into rows of {depth} values")
+    check_float(node, x, w, b)
+    rows, units, depth = fully_connected_shape(node, w.shape)
     if b is not None and int(np.prod(b.shape)) != units:
         raise node.fail(f"bias shape {list(b.shape)} does not match {units} units")
-    rows = size // depth
-    if getattr(opts, "keep_num_dims", False):
-        if x.shape[-1] != depth:
-            raise node.fail(f"keep_num_dims needs the input's last dimension {x.shape[-1]} "
-                            f"to be the weights' {depth}")
-        node.outputs[0].shape = tuple(x.shape[:-1]) + (units,)
-    else:
-        node.outputs[0].shape = (rows, units)
+    opts = node.options
     code = int(opts.fused_activation_function or 0)
     if code in (TANH, SIGN_BIT):  # as LiteRT: float FULLY_CONNECTED only clamps
         raise node.fail(f"fused activation {code} is not supported (only RELU, RELU_N1_TO_1 "
@@ -62,9 +45,7 @@ def fully_connected(node):
 def batch_matmul(node):
     node.expect_inputs(2)
     x, y = node.input(0), node.input(1)
-    for t in (x, y):
-        if t.dtype != F32:
-            raise node.fail(f"tensor {t.name!r} is {t.type_name}; this kernel takes float32")
+    check_float(node, x, y)
     adj_x, adj_y, m, _, n, batch = matmul_shape(node, x.shape, y.shape)
     node.outputs[0].shape = tuple(batch) + (m, n)
 

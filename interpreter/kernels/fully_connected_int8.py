@@ -12,14 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_, matmul_shape
-from .fixed_point import EXACT_F32, f32, quantize_multiplier, round_half_away
-from .quant_params import TYPE_RANGE, activation_range, channel_scales, quant_params
+from .conv_integer import integer_bias, integer_weights
+from .fixed_point import EXACT_F32, exact_float_type, f32, quantize_multiplier, round_half_away
+from .geometry import fully_connected_shape
+from .quant_params import TYPE_RANGE, activation_range, channel_scales, expect_output_type, \
+    quant_params
 from .requantize import Requantizer, exact_rounding
 from .registry import register
-
-
-def _exact_float(bound: float):
-    return np.float32 if bound < EXACT_F32 else np.float64
 
 
 @register("FULLY_CONNECTED", "int8", "uint8")
@@ -27,26 +26,10 @@ def fully_connected(node):
     node.expect_inputs(2, 3)
     x, wt = node.input(0), node.input(1)
     key = x.type_name
-    if wt.type_name != key and not (key == "int8" and wt.type_name == "int4"):
-        # (int4 weights arrive unpacked to int8 values, as TFLite unpacks them)
-        raise node.fail(f"weights are {wt.type_name}; {key} inputs need {key} weights")
-    if wt.data is None:
-        raise node.fail(f"weights (input 1, {wt.name!r}) must be constant for integer kernels")
-    if len(wt.shape) != 2:
-        raise node.fail(f"weights must be 2-D, got {list(wt.shape)}")
-    opts = node.options
-    if getattr(opts, "weights_format", 0):
-        raise node.fail("shuffled weights formats are not supported")
-    units, depth = wt.shape
-    size = int(np.prod(x.shape))
-    if depth == 0 or size % depth:
-        raise node.fail(f"input {list(x.shape)} does not divide into rows of {depth}")
-    batch = size // depth
-    out = node.outputs[0]
-    if out.type_name != key:
-        raise node.fail(f"output is {out.type_name}; only {key} outputs are supported")
-    out.shape = (tuple(x.shape[:-1]) + (units,)) if getattr(opts, "keep_num_dims", False) \
-        else (batch, units)
+    integer_weights(node, 1, key)
+    batch, units, depth = fully_connected_shape(node, wt.shape)
+    expect_output_type(node, key)
+    opts, out = node.options, node.outputs[0]
 
     in_scale, zx = quant_params(node, 0)
     out_scale, zo = quant_params(node, 0, output=True)
@@ -57,16 +40,12 @@ def fully_connected(node):
     effective = float(in_scale) * scales / float(out_scale)
     zw = int(q.zero_point[0]) if q is not None and q.zero_point.size else 0
     wc = wt.data.astype(np.int64) - zw
-    b = node.optional_input(2)
-    bias = np.zeros(units, np.int64) if b is None else b.data
-    if b is not None and (b.data is None or b.type_name != "int32"):
-        raise node.fail("the bias must be a constant int32 tensor")
-    bias = np.asarray(bias, np.int64).reshape(-1) - zx * wc.sum(1)
+    bias = integer_bias(node, 2, units) - zx * wc.sum(1)
     lo, hi = activation_range(opts.fused_activation_function, out, node)
 
     x_max = 128 if key == "int8" else 255
     acc_bound = float(np.abs(wc).sum(1).max(initial=0)) * x_max
-    ftype = _exact_float(acc_bound)
+    ftype = exact_float_type(acc_bound)
     fast = None if exact_rounding(node) or ftype != np.float32 else \
         _fast_run(wc, effective, bias.astype(np.float64), zo, lo, hi, x_max, batch)
     if fast is not None:
@@ -117,8 +96,7 @@ def batch_matmul(node):
     adj_x, adj_y, rows, depth, cols, batch = matmul_shape(node, a.shape, b.shape)
     out = node.outputs[0]
     out.shape = tuple(batch) + (rows, cols)
-    if out.type_name != "int8":
-        raise node.fail(f"output is {out.type_name}; only int8 outputs are supported")
+    expect_output_type(node, "int8")
     sa, za = quant_params(node, 0)
     sb, zb = quant_params(node, 1)
     so, zo = quant_params(node, 0, output=True)

@@ -27,8 +27,9 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import SIGMOID, TANH, clip_, matmul_shape
+from .common import SIGMOID, TANH, clip_, matmul_shape, with_optional_inputs
 from .fixed_point import EXACT_F32, round_half_away
+from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, fully_connected_shape
 from .registry import KERNELS, Node, TensorInfo, register
 
 F32 = np.dtype(np.float32)
@@ -220,12 +221,6 @@ def _float_kernel(node, weights: np.ndarray):
     return lambda x, _w, o: run(x, weights, o)
 
 
-def _with_bias_input(node, run):
-    if len(node.inputs) == 2:
-        return lambda x, w, out: run(x, w, None, out)
-    return run
-
-
 # -- CONV_2D and DEPTHWISE_CONV_2D ----------------------------------------------------------------
 
 @register("CONV_2D", "hybrid")
@@ -233,16 +228,12 @@ def conv_2d(node):
     node.expect_inputs(2, 3)
     x = node.input(0)
     w, scales, _ = _int8_weights(node, 1)
-    if len(x.shape) != 4 or w.ndim != 4:
-        raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and {list(w.shape)}")
-    cout, cg = w.shape[0], w.shape[3]
-    if cg <= 0 or x.shape[3] % cg:
-        raise node.fail(f"input has {x.shape[3]} channels, weights {cg} per group")
-    groups = x.shape[3] // cg
-    node.outputs[0].shape = _conv_shape(node, x.shape, w.shape[1:3], cout)
+    groups = conv_2d_groups(node, x.shape, w.shape)
+    node.outputs[0].shape = _conv_shape(node, x.shape, w.shape, w.shape[0])
     per_channel = groups != 1 or (scales.size > 1 and np.any(scales != scales[0]))
-    channel = _channel_scales(node, scales, cout, 0)
-    return _with_bias_input(node, _conv_run(node, w, channel, per_channel, (1, 2, 3), "conv"))
+    channel = _channel_scales(node, scales, w.shape[0], 0)
+    run = _conv_run(node, w, channel, per_channel, (1, 2, 3), "conv")
+    return with_optional_inputs(node, run, 3)
 
 
 @register("DEPTHWISE_CONV_2D", "hybrid")
@@ -250,29 +241,15 @@ def depthwise_conv_2d(node):
     node.expect_inputs(2, 3)
     x = node.input(0)
     w, scales, _ = _int8_weights(node, 1)
-    if len(x.shape) != 4 or w.ndim != 4 or w.shape[0] != 1:
-        raise node.fail(f"expected a 4-D input and [1, kh, kw, channels] weights, got "
-                        f"{list(x.shape)} and {list(w.shape)}")
-    cout = w.shape[3]
-    if cout % x.shape[3]:
-        raise node.fail(f"weights have {cout} channels, not a multiple of the input's "
-                        f"{x.shape[3]}")
-    node.outputs[0].shape = _conv_shape(node, x.shape, w.shape[1:3], cout)
-    channel = _channel_scales(node, scales, cout, 3)
-    return _with_bias_input(node, _conv_run(node, w, channel, True, (0, 1, 2), "depthwise"))
+    depthwise_multiplier(node, x.shape, w.shape)
+    node.outputs[0].shape = _conv_shape(node, x.shape, w.shape, w.shape[3])
+    channel = _channel_scales(node, scales, w.shape[3], 3)
+    return with_optional_inputs(node, _conv_run(node, w, channel, True, (0, 1, 2), "depthwise"), 3)
 
 
-def _conv_shape(node, x_shape, kernel, cout) -> tuple:
-    from .common import conv_output
-    o = node.options
-    oh, _ = conv_output(o.padding, x_shape[1], kernel[0], int(o.stride_h),
-                        int(o.dilation_h_factor or 1))
-    ow, _ = conv_output(o.padding, x_shape[2], kernel[1], int(o.stride_w),
-                        int(o.dilation_w_factor or 1))
-    if oh <= 0 or ow <= 0:
-        raise node.fail(f"the {kernel[0]}x{kernel[1]} kernel does not fit the "
-                        f"{x_shape[1]}x{x_shape[2]} input")
-    return (x_shape[0], oh, ow, cout)
+def _conv_shape(node, x_shape, w_shape, cout) -> tuple:
+    win = conv_windows(node, x_shape, w_shape[1], w_shape[2])
+    return (x_shape[0], win.oh, win.ow, cout)
 
 
 def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str):
@@ -319,20 +296,9 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
 @register("FULLY_CONNECTED", "hybrid")
 def fully_connected(node):
     node.expect_inputs(2, 3)
-    x = node.input(0)
     w, scales, _ = _int8_weights(node, 1)
+    rows, units, depth = fully_connected_shape(node, w.shape)
     opts = node.options
-    if int(getattr(opts, "weights_format", 0) or 0):
-        raise node.fail("shuffled weights formats are not supported")
-    if w.ndim != 2:
-        raise node.fail(f"weights {list(w.shape)} must be 2-D [units, inputs]")
-    units, depth = w.shape
-    size = int(np.prod(x.shape, dtype=np.int64))
-    if depth == 0 or size % depth:
-        raise node.fail(f"input {list(x.shape)} does not split into rows of {depth} values")
-    rows = size // depth
-    node.outputs[0].shape = tuple(x.shape[:-1]) + (units,) \
-        if getattr(opts, "keep_num_dims", False) else (rows, units)
     per_channel = scales.size > 1
     channel = _channel_scales(node, scales, units, 0)
     asymmetric = bool(getattr(opts, "asymmetric_quantize_inputs", False))
@@ -363,7 +329,7 @@ def fully_connected(node):
             np.add(out, bias, out=out)
         if act is not None:
             act(out)
-    return _with_bias_input(node, run)
+    return with_optional_inputs(node, run, 3)
 
 
 class _IntegerMatmul:

@@ -1,6 +1,6 @@
 """AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D on float32 NHWC data.
 
-Each pool combines its window's taps one strided view at a time (`Window` from conv.py;
+Each pool combines its window's taps one strided view at a time (taps.py's `Window`;
 ufunc.reduce over all taps of a strided view is several times slower). Padding never counts:
 MAX_POOL pads with -inf, the averages divide by the number of in-bounds taps.
 """
@@ -8,26 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conv import F32, Window, clamp_activation
+from .common import F32, check_float, clamp_activation
+from .geometry import pool_windows
 from .registry import register
+from .taps import Window
 
 
 def _window(node):
-    node.expect_inputs(1)
+    win = pool_windows(node)
     x = node.input(0)
-    if x.dtype != F32:
-        raise node.fail(f"input is {x.type_name}; this kernel takes float32")
-    if len(x.shape) != 4:
-        raise node.fail(f"input {list(x.shape)} must be 4-D (NHWC)")
-    o = node.options
-    fh, fw = int(o.filter_height or 0), int(o.filter_width or 0)
-    sh, sw = int(o.stride_h or 0), int(o.stride_w or 0)
-    if min(fh, fw, sh, sw) <= 0:
-        raise node.fail(f"filter {fh}x{fw} and strides {sh}x{sw} must be positive")
+    check_float(node, x)
     fill = -np.inf if node.op == "MAX_POOL_2D" else 0.0
-    win = Window(node, x.shape, fh, fw, sh, sw, 1, 1, int(o.padding or 0), fill=fill)
-    node.outputs[0].shape = win.shape
-    return win, clamp_activation(o.fused_activation_function, node)
+    return Window(node, x.shape, win, fill=fill), \
+        clamp_activation(node.options.fused_activation_function, node)
 
 
 def _in_bounds_counts(win, shape):

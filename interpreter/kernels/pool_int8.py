@@ -10,32 +10,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_, conv_output
+from .common import clip_
 from .fixed_point import EXACT_F32, mbqm, quantize_multiplier
-from .quant_params import TYPE_RANGE, activation_range, quant_params
+from .geometry import pool_windows
+from .quant_params import TYPE_RANGE, activation_range, expect_output_type, quant_params
 from .requantize import Requantizer, exact_rounding
 from .registry import register
 
 
 def _pool_geometry(node):
+    """The pool's windows as (n, c), kernel, stride, (oh, ow), pad, padded size and the input
+    rows and columns inside it; the output type must be the input's."""
+    win = pool_windows(node)
     x = node.input(0)
-    if len(x.shape) != 4:
-        raise node.fail(f"expected a 4-D input, got {list(x.shape)}")
-    if node.outputs[0].type_name != x.type_name:
-        raise node.fail(f"output is {node.outputs[0].type_name}; expected {x.type_name}")
-    o = node.options
-    kh, kw, sh, sw = int(o.filter_height), int(o.filter_width), int(o.stride_h), int(o.stride_w)
-    if min(kh, kw, sh, sw) <= 0:
-        raise node.fail(f"filter {kh}x{kw} and strides {sh}x{sw} must be positive")
+    expect_output_type(node, x.type_name)
     n, h, w, c = x.shape
-    oh, pt = conv_output(o.padding, h, kh, sh)
-    ow, pl = conv_output(o.padding, w, kw, sw)
-    if oh <= 0 or ow <= 0:
-        raise node.fail(f"the {kh}x{kw} window does not fit the {h}x{w} input")
-    node.outputs[0].shape = (n, oh, ow, c)
-    need_h, need_w = (oh - 1) * sh + kh, (ow - 1) * sw + kw
-    rows, cols = min(h, need_h - pt), min(w, need_w - pl)
-    return (n, c), (kh, kw), (sh, sw), (oh, ow), (pt, pl), (need_h, need_w), (rows, cols)
+    return (n, c), (win.kh, win.kw), (win.sh, win.sw), (win.oh, win.ow), (win.pt, win.pl), \
+        (win.rows, win.cols), win.inside(h, w)
 
 
 def _taps(buffer, n_c, kernel, stride, out_hw):
@@ -143,8 +134,7 @@ def quantized_reduction(node, name: str) -> tuple:
     node.expect_inputs(2)
     x = node.input(0)
     key = x.type_name
-    if node.outputs[0].type_name != key:
-        raise node.fail(f"output is {node.outputs[0].type_name}; expected {key}")
+    expect_output_type(node, key)
     axes = _mean_axes(node, len(x.shape))
     keep = bool(getattr(node.options, "keep_dims", False))
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)

@@ -1,5 +1,6 @@
 """What integer kernels read from a node's quantization at prepare: a tensor's scale and zero
-point, a weight's per-channel scales, and the integer range a fused activation clamps to."""
+point, a weight's per-channel scales, the integer range a fused activation clamps to, and the
+output type they compute in."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +11,13 @@ from .fixed_point import INT32_MAX, INT32_MIN, quantize_f32
 
 TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
               "int32": (INT32_MIN, INT32_MAX)}
+
+
+def expect_output_type(node, key: str) -> None:
+    """Fails unless output 0 is of type `key` (integer kernels compute in one type)."""
+    out = node.outputs[0]
+    if out.type_name != key:
+        raise node.fail(f"output is {out.type_name}; expected {key}")
 
 
 def activation_range(code: int, out, node=None) -> tuple:

@@ -70,7 +70,7 @@ def test_shared_buffers_refill_their_borders():
 def test_depthwise_in_bands_of_rows(monkeypatch):
     """Depthwise layers with column phases run in bands of output rows when large: forced to
     bands of one row or two, every depthwise case still matches LiteRT."""
-    from edgelite.interpreter.kernels.conv import TapGrid
+    from edgelite.interpreter.kernels.taps import TapGrid
     from tests.interpreter.cases_conv import CASES
     from tests.opmodel import run_edgelite, run_litert
 
