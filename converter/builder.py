@@ -16,6 +16,7 @@ import numpy as np
 
 from edgelite.schema import (Model, Operator, OperatorCode, Options, Subgraph, Tensor,
                              default_options, dtype_name, has_side_effects, numpy_dtype)
+from edgelite.schema.ops import data_input
 
 from .errors import ConversionError
 
@@ -63,8 +64,6 @@ def prepare_op(model: Model, sg: Subgraph, op: Operator, index: int, what: str =
     return node, run
 
 
-# Ops whose data (which sets the default output dtype) is not input 0.
-_DATA_INPUT = {"SPLIT": 1}
 # Where no kernel computes a dtype (int16 ADD, float64 MAXIMUM, an int8 MUL without quantization
 # parameters, ...), the op computes in a wider type between CASTs: exact for integers (CAST back
 # wraps as the narrow type's own arithmetic would) and float16; float64 computes in float32.
@@ -157,7 +156,7 @@ class Builder:
             return widened
 
     def _emit(self, op, inputs, opts, n_out, dtypes, names, shapes) -> list:
-        data = inputs[_DATA_INPUT.get(op, 0):]
+        data = inputs[data_input(op):]
         first = next((t for t in data if t >= 0), None)
         default_dtype = self.dtype(first) if first is not None else "float32"
         dtypes = list(dtypes) if dtypes is not None else [default_dtype] * n_out
@@ -183,7 +182,7 @@ class Builder:
             return None
         wide = [self.cast(t, compute_as[narrow[k]]) if k in narrow else t
                 for k, t in enumerate(inputs)]
-        data = inputs[_DATA_INPUT.get(op, 0):]
+        data = inputs[data_input(op):]
         first = next((t for t in data if t >= 0), None)
         default = self.dtype(first) if first is not None else "float32"
         want = list(dtypes) if dtypes is not None else [default] * n_out

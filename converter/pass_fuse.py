@@ -6,18 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from edgelite.schema import Model
+from edgelite.schema.ops import OPS, Activation
 
 from .editor import Editor
 from .lower_nn import SAME, VALID, same_equivalent
 
-# Where the output channels are in each linear op's weights.
-OUT_CHANNEL_AXIS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0}
-# Fused activations as the format numbers them.
-ACTIVATION_CODES = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
-# Ops whose float kernels (edgelite's and LiteRT's) apply a fused RELU / RELU_N1_TO_1 / RELU6
-# (not CONCATENATION: its options have the field, but LiteRT ignores it and edgelite refuses it).
-TAKES_ACTIVATION = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB",
-                              "MUL", "DIV", "AVERAGE_POOL_2D", "MAX_POOL_2D"})
+# Linear ops a per-channel MUL / ADD folds into: weights with an output-channel axis, a bias, and
+# a fused activation (the folded op's). Which, and where, is the op table's to say.
+LINEAR = {op: f for op, f in OPS.items()
+          if f.weight_axis is not None and f.bias is not None and f.activation}
+# Ops whose float kernels (edgelite's and LiteRT's) apply a fused RELU / RELU_N1_TO_1 / RELU6.
+TAKES_ACTIVATION = frozenset(op for op, f in OPS.items() if f.activation)
+# RELU, RELU_N1_TO_1 and RELU6: the fused activation each computes.
+FUSED_AS = {op: f.fused_as for op, f in OPS.items() if f.fused_as is not None}
 
 
 def _each_op(model: Model, kinds):
@@ -47,18 +48,19 @@ def _linear_operand(ed: Editor, op, positions=(0, 1)):
     for k in positions:
         y, c = op.inputs[k], op.inputs[1 - k]
         producer = ed.producer(y)
-        if producer is None or producer.op not in OUT_CHANNEL_AXIS or _activation(producer):
+        if producer is None or producer.op not in LINEAR or _activation(producer):
             continue
+        f = LINEAR[producer.op]
         value = ed.value(c)
-        weights = ed.value(producer.inputs[1])
+        weights = ed.value(producer.inputs[f.weights[0]])
         if value is None or weights is None or weights.dtype != np.float32:
             continue
         if not ed.only_read_by(y, op) or len(producer.outputs) != 1:
             continue
-        bias = producer.inputs[2] if len(producer.inputs) > 2 else -1
+        bias = producer.inputs[f.bias] if len(producer.inputs) > f.bias else -1
         if bias >= 0 and ed.value(bias) is None:
             continue
-        units = weights.shape[OUT_CHANNEL_AXIS[producer.op]]
+        units = weights.shape[f.weight_axis]
         y_shape = ed.shape(y)
         if not y_shape or y_shape[-1] != units or value.ndim > len(y_shape):
             continue
@@ -69,17 +71,23 @@ def _linear_operand(ed: Editor, op, positions=(0, 1)):
     return None
 
 
+def _weights_of(ed: Editor, producer) -> np.ndarray:
+    return ed.value(producer.inputs[LINEAR[producer.op].weights[0]])
+
+
 def _bias_of(ed: Editor, producer, units: int) -> np.ndarray:
-    bias = producer.inputs[2] if len(producer.inputs) > 2 else -1
+    k = LINEAR[producer.op].bias
+    bias = producer.inputs[k] if len(producer.inputs) > k else -1
     return np.zeros(units) if bias < 0 else ed.value(bias).astype(np.float64)
 
 
 def _absorb(ed: Editor, producer, op, weights, bias) -> None:
     """`producer` with new weights and bias now computes `op`'s output (and its activation)."""
     name = ed.sg.tensors[op.outputs[0]].name
-    inputs = list(producer.inputs) + [-1] * (3 - len(producer.inputs))
-    inputs[1] = ed.const(weights.astype(np.float32), f"{name}/weights")
-    inputs[2] = ed.const(bias.astype(np.float32), f"{name}/bias")
+    f = LINEAR[producer.op]
+    inputs = list(producer.inputs) + [-1] * (f.bias + 1 - len(producer.inputs))
+    inputs[f.weights[0]] = ed.const(weights.astype(np.float32), f"{name}/weights")
+    inputs[f.bias] = ed.const(bias.astype(np.float32), f"{name}/bias")
     producer.inputs = inputs
     producer.options = producer.options.replace(fused_activation_function=_activation(op))
     producer.outputs = list(op.outputs)
@@ -99,8 +107,8 @@ def fuse_mul_into_weights(model: Model) -> bool:
             if not scale.all():
                 continue
             scale = 1.0 / scale
-        axis = OUT_CHANNEL_AXIS[producer.op]
-        weights = ed.value(producer.inputs[1]).astype(np.float64)
+        axis = LINEAR[producer.op].weight_axis
+        weights = _weights_of(ed, producer).astype(np.float64)
         shape = [1] * weights.ndim
         shape[axis] = -1
         bias = _bias_of(ed, producer, scale.size) * scale
@@ -118,7 +126,7 @@ def fuse_add_into_bias(model: Model) -> bool:
             continue
         producer, shift, _ = match
         bias = _bias_of(ed, producer, shift.size) + (shift if op.op == "ADD" else -shift)
-        _absorb(ed, producer, op, ed.value(producer.inputs[1]), bias)
+        _absorb(ed, producer, op, _weights_of(ed, producer), bias)
         changed = True
     return changed
 
@@ -128,7 +136,7 @@ def fuse_add_into_bias(model: Model) -> bool:
 def fuse_activation(model: Model) -> bool:
     """RELU, RELU_N1_TO_1 and RELU6 become their producer's fused activation."""
     changed = False
-    for ed, act in _each_op(model, ACTIVATION_CODES):
+    for ed, act in _each_op(model, FUSED_AS):
         x = act.inputs[0]
         producer = ed.producer(x)
         if (producer is None or producer.op not in TAKES_ACTIVATION or _activation(producer)
@@ -136,7 +144,7 @@ def fuse_activation(model: Model) -> bool:
                 or ed.sg.tensors[x].dtype != "float32" or producer.options is None):
             continue
         producer.options = producer.options.replace(
-            fused_activation_function=ACTIVATION_CODES[act.op])
+            fused_activation_function=int(FUSED_AS[act.op]))
         producer.outputs = list(act.outputs)
         ed.remove(act)
         ed.refresh()
@@ -165,7 +173,7 @@ def _hard_sigmoid_of(ed: Editor, s: int, x: int):
     p = ed.producer(s)
     if p is None:
         return None, []
-    if p.op == "ADD" and _activation(p) == ACTIVATION_CODES["RELU6"]:
+    if p.op == "ADD" and _activation(p) == Activation.RELU6:
         _, three = _const_operand(ed, p, x)
         return (6, [p]) if _close(three, 3.0) else (None, [])
     if p.op == "RELU6":

@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edgelite.schema import Model, Operator, OperatorCode, Tensor, default_options
+from edgelite.schema.ops import OPS
 
 from . import params as P
 from .rules import FIXED, SAME_PARAMS_CONSTANTS, data_inputs, integer_kernel, rule
 
 CONVERSION = ("QUANTIZE", "DEQUANTIZE")
-CLAMPS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1")
+CLAMPS = tuple(op for op, f in OPS.items() if f.clamp is not None)   # the RELU family
 RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE")
 
 
@@ -104,6 +105,14 @@ class _Quantizer:
     def is_activation(self, t: int) -> bool:
         return t in self.floats and self.constant(t) is None
 
+    def _weights(self, op, r) -> dict:
+        """{input: per-channel axis} of `op`'s weights: the rule's, and those that are weights
+        where they are constant (BATCH_MATMUL's right-hand side)."""
+        weights = dict(r.weights)
+        weights.update({k: axis for k, axis in r.constant_weights.items()
+                        if k < len(op.inputs) and self.constant(op.inputs[k]) is not None})
+        return weights
+
     # -- 1. which ops run integer ---------------------------------------------------------------
 
     def choose(self) -> None:
@@ -128,9 +137,7 @@ class _Quantizer:
             return "no integer quantization rule"
         if r.output == "fixed" and self.act not in FIXED[op.op]:
             return f"no fixed {self.act} output parameters"
-        weights = dict(r.weights)
-        if op.op == "BATCH_MATMUL" and self.constant(op.inputs[1]) is not None:
-            weights = {1: None}
+        weights = self._weights(op, r)
         data = data_inputs(op, r)
         for k in weights:
             if k < len(op.inputs) and op.inputs[k] >= 0 and self.constant(op.inputs[k]) is None:
@@ -294,9 +301,7 @@ class _Quantizer:
         requantize ops it needs first."""
         r = rule(op.op)
         data = data_inputs(op, r)
-        weights = dict(r.weights)
-        if op.op == "BATCH_MATMUL" and self.constant(op.inputs[1]) is not None:
-            weights = {1: None}
+        weights = self._weights(op, r)
         if op.op == "CONV_2D" and (len(op.inputs) < 3 or op.inputs[2] < 0):
             op.inputs = self._zero_bias(op)         # LiteRT's CONV_2D needs a bias
         out_params = self.params.get(op.outputs[0]) if op.outputs else None

@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from edgelite.schema import Model, remove_dead
+from edgelite.schema.ops import data_input
 
-from ..qdq import (ACTIVATION_TYPES, DATA_INPUT, QDQ_OPS, VALUE_MOVING, along, dequantize_array,
+from ..qdq import (ACTIVATION_TYPES, QDQ_OPS, VALUE_MOVING, along, dequantize_array,
                    quantize_array)
 from .rules import data_inputs, rule
 
@@ -48,7 +49,7 @@ def pair_ranges(model: Model) -> dict:
     ranges = {}
     for op in sg.operators:
         if op.op in VALUE_MOVING:
-            source = op.inputs[DATA_INPUT.get(op.op, 0)]
+            source = op.inputs[data_input(op.op)]
             for t in op.outputs:
                 if source in ranges and sg.tensors[t].dtype == "float32":
                     ranges.setdefault(t, ranges[source])

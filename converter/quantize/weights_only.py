@@ -7,27 +7,24 @@ import copy
 import numpy as np
 
 from edgelite.schema import Model, Operator, OperatorCode, Tensor, default_options
+from edgelite.schema.ops import OPS, facts
 
 from . import params as P
 from .full_integer import Report, fold_float16_dequantize
 from .rules import integer_kernel
 
-# op -> (weights input, per-channel axis or None, bias input or None)
-HYBRID_WEIGHTS = {
-    "CONV_2D": (1, 0, 2),
-    "DEPTHWISE_CONV_2D": (1, 3, 2),
-    "FULLY_CONNECTED": (1, 0, 2),
-    "BATCH_MATMUL": (1, None, None),
-}
+# The ops whose one weights input a hybrid kernel takes as int8 (per channel along the row's
+# weight axis); UNIDIRECTIONAL_SEQUENCE_LSTM, with many, is _hybrid_lstm's.
+HYBRID_WEIGHTS = {op: f for op, f in OPS.items() if f.hybrid and len(f.weights) == 1}
 # TensorFlow's converter leaves weights smaller than this float (the hybrid kernel's on-the-fly
 # input quantization costs more than it saves on them).
 MIN_WEIGHT_ELEMENTS = 1024
 FLOAT16_MAX = 65504.0
 
 
-# UNIDIRECTIONAL_SEQUENCE_LSTM: input-to-gate, recurrent, peephole and projection weights, one
-# scale each (LiteRT's hybrid LSTM takes per-tensor scales); biases and layer norms stay float.
-LSTM_WEIGHTS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16)
+# UNIDIRECTIONAL_SEQUENCE_LSTM's weights (input-to-gate, recurrent, peephole and projection) take
+# one scale each (LiteRT's hybrid LSTM takes per-tensor scales); biases and layer norms stay float.
+LSTM = "UNIDIRECTIONAL_SEQUENCE_LSTM"
 
 
 # The hybrid ops LiteRT runs with int4 weights (packed two a byte); the others keep int8.
@@ -49,13 +46,13 @@ def quantize_dynamic(model: Model, min_elements: int = MIN_WEIGHT_ELEMENTS,
     report = Report("dynamic range" if bits == 8 else "dynamic range, int4 weights")
     cache = {}
     for i, op in enumerate(sg.operators):
-        if op.op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+        if op.op == LSTM:
             _hybrid_lstm(m, sg, i, op, min_elements, report, cache)
             continue
         spec = HYBRID_WEIGHTS.get(op.op)
         if spec is None:
             continue
-        k, axis, bias_k = spec
+        (k,), axis, bias_k = spec.weights, spec.weight_axis, spec.bias
         x, w = _tensor(sg, op, 0), _tensor(sg, op, k)
         value = m.constant(sg, op.inputs[k]) if w is not None and \
             op.inputs[k] not in sg.inputs else None
@@ -101,7 +98,7 @@ def _hybrid_lstm(m, sg, i, op, min_elements, report, cache) -> None:
             report.float_ops.append((i, op.op, "CIFG LSTMs stay float (edgelite picks the "
                                                "hybrid kernel by the input gate's weights)"))
         return
-    values = {k: m.constant(sg, op.inputs[k]) for k in LSTM_WEIGHTS
+    values = {k: m.constant(sg, op.inputs[k]) for k in facts(LSTM).weights
               if k < len(op.inputs) and op.inputs[k] >= 0}
     if any(v is None or sg.tensors[op.inputs[k]].dtype != "float32" for k, v in values.items()):
         return
