@@ -20,14 +20,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgelite.schema.ops import OPS
+
 from .helpers import INF, clamp
 
-# Ops whose kernels end in a clamp, and the RELU family a following node can fold into it.
+# Ops whose OpenCL kernels end in a clamp (this delegate's epilogues: more ops than take a fused
+# activation in the format), and the RELU family a following node can fold into it: each op's
+# clamp range is the op table's.
 CLAMPING = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "MAX_POOL_2D",
             "AVERAGE_POOL_2D", "CONCATENATION", "ADD", "SUB", "MUL", "DIV", "MAXIMUM",
             "MINIMUM", "PRELU", "SQUARED_DIFFERENCE", "POW"}
-RELUS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
-         "RELU_0_TO_1": (0.0, 1.0)}
+RELUS = {op: f.clamp for op, f in OPS.items() if f.clamp is not None}
 PADDED_CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 
 
