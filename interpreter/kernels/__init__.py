@@ -22,7 +22,9 @@ from . import pool  # noqa: F401  AVERAGE_POOL_2D MAX_POOL_2D L2_POOL_2D
 from . import resize  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH
 from . import elementwise_int8  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int8, uint8)
 from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH LOGISTIC TANH SOFTMAX (int8, uint8)
-from . import slicing  # noqa: F401  SLICE STRIDED_SLICE GATHER GATHER_ND TOPK_V2 PAD MIRROR_PAD ...
+from . import slicing  # noqa: F401  SLICE STRIDED_SLICE
+from . import gather  # noqa: F401  GATHER GATHER_ND EMBEDDING_LOOKUP TOPK_V2
+from . import pad  # noqa: F401  PAD PADV2 MIRROR_PAD
 from . import conv_int16  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (16x8)
 from . import hybrid, hybrid_lstm  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL UNIDIRECTIONAL_SEQUENCE_LSTM (float activations, int8 weights)
 from . import activations_int16  # noqa: F401  RELU RELU6 LEAKY_RELU LOGISTIC TANH SOFTMAX MAX_POOL_2D AVERAGE_POOL_2D (int16)

@@ -126,6 +126,20 @@ def constant_value(node, k: int, what: str) -> np.ndarray:
     return t.data
 
 
+def known_at_run_time(node, *ks: int) -> bool:
+    """True when any of these inputs is known only while running (not a constant, not empty)."""
+    return any(node.input(k).data is None and 0 not in node.input(k).shape for k in ks)
+
+
+def int_vector(node, k: int, what: str, value=None) -> list:
+    """Input k's constant value as ints, or `value` (its value while running)."""
+    t = node.input(k)
+    if t.type_name not in ("int32", "int64"):
+        raise node.fail(f"{what} must be int32 or int64, got {t.type_name}")
+    value = constant_value(node, k, what) if value is None else value
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
 def normalize_axis(node, axis: int, rank: int, what: str = "axis") -> int:
     """`axis` in [-rank, rank) as a non-negative index; fails naming the op otherwise."""
     axis = int(axis)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import DATA_TYPES, constant_value, normalize_axis
+from .common import DATA_TYPES, int_vector, known_at_run_time, normalize_axis
 from .registry import register
 
 
@@ -17,23 +17,8 @@ def _same_quantization(a, b) -> bool:
     return a.scale == b.scale and a.zero_point == b.zero_point
 
 
-def _int_vector(node, k: int, what: str, value=None) -> list:
-    """Input k's constant value as ints, or `value` (its value while running)."""
-    t = node.input(k)
-    if t.type_name not in ("int32", "int64"):
-        raise node.fail(f"{what} must be int32 or int64, got {t.type_name}")
-    value = constant_value(node, k, what) if value is None else value
-    return [int(v) for v in np.asarray(value).reshape(-1)]
-
-
-def _at_run_time(node, k: int) -> bool:
-    """True when input k's value is known only while running (not a constant, not empty)."""
-    t = node.input(k)
-    return t.data is None and 0 not in t.shape
-
-
 def _int_scalar(node, k: int, what: str) -> int:
-    values = _int_vector(node, k, what)
+    values = int_vector(node, k, what)
     if len(values) != 1:
         raise node.fail(f"{what} must hold one value, got {len(values)}")
     return values[0]
@@ -46,7 +31,7 @@ def transpose(node):
     node.expect_inputs(2)
     in_shape = node.input(0).shape
     rank = len(in_shape)
-    perm = [p + rank if -rank <= p < 0 else p for p in _int_vector(node, 1, "the permutation")]
+    perm = [p + rank if -rank <= p < 0 else p for p in int_vector(node, 1, "the permutation")]
     if sorted(perm) != list(range(rank)):
         raise node.fail(f"{perm} is not a permutation of the {len(in_shape)} input dimensions")
     perm = tuple(perm)
@@ -222,17 +207,17 @@ def split_v(node):
     node.expect_inputs(3)
     in_shape = node.input(0).shape
     axis = normalize_axis(node, _int_scalar(node, 2, "the axis"), len(in_shape))
-    if _at_run_time(node, 1):
+    if known_at_run_time(node, 1):
         node.dynamic = True  # the output shapes depend on the sizes
 
         def run_values(x, size_splits, _):
             sizes = _split_sizes(node, x.shape[axis], axis,
-                                 _int_vector(node, 1, "the size_splits", size_splits))
+                                 int_vector(node, 1, "the size_splits", size_splits))
             if len(sizes) != len(node.outputs):
                 raise node.fail(f"{len(sizes)} pieces but {len(node.outputs)} outputs")
             return [x[piece].copy() for piece in _pieces(axis, sizes, x.ndim)]
         return run_values
-    sizes = _split_sizes(node, in_shape[axis], axis, _int_vector(node, 1, "the size_splits"))
+    sizes = _split_sizes(node, in_shape[axis], axis, int_vector(node, 1, "the size_splits"))
     return _copy_pieces(_split_into(node, in_shape, axis, sizes), skip=2)
 
 
@@ -256,16 +241,16 @@ def _split_sizes(node, dim: int, axis: int, sizes: list) -> list:
 def tile(node):
     node.expect_inputs(2)
     in_shape = tuple(node.input(0).shape)
-    if _at_run_time(node, 1):
+    if known_at_run_time(node, 1):
         node.dynamic = True  # the output shape depends on the multiples
 
         def run_values(x, multiples):
-            reps = _multiples(node, x.shape, _int_vector(node, 1, "the multiples", multiples))
+            reps = _multiples(node, x.shape, int_vector(node, 1, "the multiples", multiples))
             out = np.empty(tuple(d * r for d, r in zip(x.shape, reps)), x.dtype)
             _tile_into(x, reps, out)
             return [out]
         return run_values
-    reps = _multiples(node, in_shape, _int_vector(node, 1, "the multiples"))
+    reps = _multiples(node, in_shape, int_vector(node, 1, "the multiples"))
     node.outputs[0].shape = tuple(d * r for d, r in zip(in_shape, reps))
     out_view, in_view = _tile_views(in_shape, reps)
 
@@ -295,7 +280,7 @@ def _tile_into(x, reps: list, out) -> None:
 def reverse_v2(node):
     node.expect_inputs(2)
     in_shape = node.input(0).shape
-    axes = {normalize_axis(node, a, len(in_shape)) for a in _int_vector(node, 1, "the axis")}
+    axes = {normalize_axis(node, a, len(in_shape)) for a in int_vector(node, 1, "the axis")}
     node.outputs[0].shape = tuple(in_shape)
     flip = tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(len(in_shape)))
 

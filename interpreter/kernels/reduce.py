@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import known_at_run_time
 from .registry import register
 
 
@@ -33,12 +34,6 @@ def _normalized(node, values, rank: int) -> list:
         if a not in axes:
             axes.append(a)
     return axes
-
-
-def _runtime_axes(node) -> bool:
-    """True when the axes are a tensor known only while running (then the output shape is too)."""
-    t = node.input(1)
-    return t.data is None and 0 not in t.shape
 
 
 def _plan(node):
@@ -121,7 +116,7 @@ def _reducer(ufunc):
     def prepare(node):
         node.expect_inputs(2)
         dtype = node.outputs[0].dtype
-        if _runtime_axes(node):
+        if known_at_run_time(node, 1):
             return _at_run_time(node, lambda plan: _reducer_run(ufunc, dtype, plan))
         return _reducer_run(ufunc, dtype, _plan(node))
     return prepare
@@ -165,7 +160,7 @@ def mean(node):
     """The sum divided by the count; integers sum in int64 and divide truncating, as TFLite."""
     node.expect_inputs(2)
     dtype = node.outputs[0].dtype
-    if _runtime_axes(node):
+    if known_at_run_time(node, 1):
         return _at_run_time(node, lambda plan: _mean_run(dtype, plan))
     return _mean_run(dtype, _plan(node))
 

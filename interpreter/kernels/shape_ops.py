@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import DATA_TYPES, constant_value, normalize_axis
+from .common import DATA_TYPES, constant_value, known_at_run_time, normalize_axis
 from .registry import register
 
 
@@ -20,12 +20,6 @@ def _copy_reshaped(shape: tuple):
     def run(x, *rest):
         np.copyto(rest[-1], x.reshape(shape))
     return run
-
-
-def _at_run_time(node, k: int) -> bool:
-    """True when input k's value is known only while running (not a constant, not empty)."""
-    t = node.input(k)
-    return t.data is None and 0 not in t.shape
 
 
 def _known(node, value) -> None:
@@ -89,13 +83,13 @@ def reshape(node):
     shape_t = node.inputs[1] if len(node.inputs) == 2 else None
     if (shape_t is not None and shape_t.data is None and len(shape_t.shape) == 1
             and shape_t.shape[0] > 0 and shape_t.type_name in ("int32", "int64")):
-        return _reshape_at_run_time(node)
+        return _reshapeknown_at_run_time(node)
     shape = _resolve_stretch(node, node.input(0).shape, _reshape_request(node))
     node.outputs[0].shape = shape
     return _copy_reshaped(shape)
 
 
-def _reshape_at_run_time(node):
+def _reshapeknown_at_run_time(node):
     """The new shape is a tensor computed by the model: the output shape is known only while
     running (the plan then calls `run(x, shape)` and takes the array it returns)."""
     node.dynamic = True
@@ -131,7 +125,7 @@ def squeeze(node):
 def expand_dims(node):
     node.expect_inputs(2)
     in_shape = node.input(0).shape
-    if _at_run_time(node, 1):
+    if known_at_run_time(node, 1):
         node.dynamic = True
 
         def run_dynamic(x, axis):
@@ -199,7 +193,7 @@ def _broadcast_shape(node, in_shape: tuple, shape: tuple) -> tuple:
 def broadcast_to(node):
     node.expect_inputs(2)
     in_shape = node.input(0).shape
-    if _at_run_time(node, 1):
+    if known_at_run_time(node, 1):
         node.dynamic = True
 
         def run_dynamic(x, shape):
@@ -222,7 +216,7 @@ def fill(node):
     if value.type_name != node.outputs[0].type_name:
         raise node.fail(f"the value is {value.type_name} but the output is "
                         f"{node.outputs[0].type_name}")
-    if _at_run_time(node, 0):
+    if known_at_run_time(node, 0):
         node.dynamic = True
         dtype = node.outputs[0].dtype
 
@@ -248,7 +242,7 @@ def zeros_like(node):
 def range_(node):
     node.expect_inputs(3)
     dtype = node.input(0).dtype
-    if any(_at_run_time(node, k) for k in range(3)):
+    if any(known_at_run_time(node, k) for k in range(3)):
         node.dynamic = True
 
         def run_dynamic(start, limit, delta):
