@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edgelite.schema import ops
 from edgelite.schema.ops import ACTIVATION_BOUNDS, OPS, Activation, facts
-from edgelite.schema.options import OPERATOR_CODES, options_kind
+from edgelite.schema.options import OPERATOR_CODES, default_options, options_kind
 from edgelite.schema.versions import FEATURES
 
 
@@ -30,8 +30,8 @@ def test_fused_activations_are_the_format_codes():
             assert f.fused_as.name == op and f.clamp == ACTIVATION_BOUNDS[f.fused_as]
         if f.activation is not None:
             assert f.activation == "fused_activation_function", op
-            kind = options_kind(op)
-            assert kind is not None, op
+            assert options_kind(op) is not None, op
+            assert f.activation in default_options(op).fields, op
     assert facts("RELU").clamp == (0.0, float("inf"))
     assert facts("RELU_0_TO_1").clamp == (0.0, 1.0) and facts("RELU_0_TO_1").fused_as is None
     assert Activation.SIGMOID == 6 and set(ACTIVATION_BOUNDS) == {
