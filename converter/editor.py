@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgelite.schema import Operator, OperatorCode, consumers, default_options, producers
+from edgelite.schema import (Operator, OperatorCode, consumers, default_options, producers,
+                             replace_uses)
 
 from .builder import Builder
 
@@ -83,15 +84,6 @@ class Editor:
         ops = self.sg.operators
         del ops[_index(ops, op)]
 
-    def replace_reads(self, old: int, new: int, skip=None) -> None:
-        """Every reader of `old` (ops other than `skip`, and graph outputs) reads `new`."""
-        for op in self.sg.operators:
-            if op is skip:
-                continue
-            if old in op.inputs:
-                op.inputs = [new if t == old else t for t in op.inputs]
-        self.sg.outputs = [new if t == old else t for t in self.sg.outputs]
-
     def transpose_after(self, op, k: int, perm) -> int:
         """Make output k of `op` hold its value permuted by inverse(perm), and add a TRANSPOSE
         (perm) that gives every reader the value it read before. Returns the new tensor."""
@@ -101,7 +93,7 @@ class Editor:
         old_shape = tensor.shape
         back = self.tensor(f"{tensor.name}/transposed", old_shape, tensor.dtype)
         self.sg.tensors[back].quantization = tensor.quantization   # per-tensor (qdq.py)
-        self.replace_reads(t, back)
+        replace_uses(self.sg, t, back)
         tensor.shape = tuple(old_shape[i] for i in inv)
         perm_t = self.const(np.array(perm, np.int32), f"{tensor.name}/perm")
         self.insert_after(op, self.new_op("TRANSPOSE", [t, perm_t], [back]))

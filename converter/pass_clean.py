@@ -1,7 +1,7 @@
 """Clean-up passes: dead ops, duplicate ops, and unused tensors and buffers."""
 from __future__ import annotations
 
-from edgelite.schema import Model, has_side_effects, remove_dead
+from edgelite.schema import Model, has_side_effects, remove_dead, replace_uses
 
 
 def remove_dead_ops(model: Model) -> bool:
@@ -26,15 +26,10 @@ def dedupe_ops(model: Model) -> bool:
             if any(t in sg.outputs for t in op.outputs):
                 continue
             for old, new in zip(op.outputs, first.outputs):
-                _replace_reads(sg, old, new)
+                replace_uses(sg, old, new)
             sg.operators.remove(op)
             changed = True
     return changed
-
-
-def _replace_reads(sg, old: int, new: int) -> None:
-    for op in sg.operators:
-        op.inputs = [new if t == old else t for t in op.inputs]
 
 
 def compact(model: Model) -> None:

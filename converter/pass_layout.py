@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgelite.schema import Model, remove_dead
+from edgelite.schema import Model, remove_dead, replace_uses
 
 from .editor import Editor
 
@@ -153,7 +153,7 @@ def push_transpose(ed: Editor, op, perm) -> bool:
     if combined == tuple(range(len(combined))):
         if ed.is_output(out) and (source in ed.sg.inputs or ed.is_output(source)):
             return False
-        ed.replace_reads(out, source)
+        replace_uses(ed.sg, out, source)
         ed.remove(op)
         return True
     op.inputs = [source, ed.const(np.array(combined, np.int32),

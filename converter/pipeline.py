@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from edgelite.schema import Model, validate
+from edgelite.schema import Model, replace_uses, validate
 
 from .editor import Editor
 from .pass_clean import dedupe_ops, remove_dead_ops
@@ -126,7 +126,7 @@ def _make_input_channels_last(model: Model, k: int, perm) -> None:
     tensor = sg.tensors[t]
     onnx_shape = tensor.shape
     original = ed.tensor(f"{tensor.name}/onnx_layout", onnx_shape, tensor.dtype)
-    ed.replace_reads(t, original)
+    replace_uses(sg, t, original)
     tensor.shape = tuple(onnx_shape[i] for i in perm)
     perm_t = ed.const(np.array(inverse(perm), np.int32), f"{tensor.name}/perm")
     sg.operators.insert(0, ed.new_op("TRANSPOSE", [t, perm_t], [original]))

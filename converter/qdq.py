@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParameters,
-                             default_options, remove_dead)
+                             default_options, remove_dead, replace_uses)
 
 from .editor import Editor
 from .lower import const_input, lowers
@@ -188,7 +188,7 @@ def drop_identity_pairs(model: Model) -> bool:
             if not on_grid(ed, op.inputs[0], q.quantization, q.dtype):
                 continue
             for r in readers:
-                ed.replace_reads(r.outputs[0], op.inputs[0])
+                replace_uses(sg, r.outputs[0], op.inputs[0])
             ed.refresh()
             changed = True
         if changed:
