@@ -178,10 +178,11 @@ def build_model(params: dict):
     """The trained network as an edgelite IR `Model` (float32, NHWC, batch dimension dynamic)."""
     from edgelite.schema import (Model, Operator, OperatorCode, SignatureDef, Subgraph, Tensor,
                                  default_options)
-    from edgelite.schema.options import ACTIVATIONS, PADDINGS
+    from edgelite.schema.ops import Activation
+    from edgelite.schema.options import PADDINGS
 
     same, valid = (next(c for c, n in PADDINGS.items() if n == name) for name in ("SAME", "VALID"))
-    relu = next(c for c, n in ACTIVATIONS.items() if n == "RELU")
+    relu = int(Activation.RELU)
 
     model = Model(description="edgelite default sample: 16x16 stroke-shape classifier "
                               f"({len(CLASSES)} classes), trained in numpy")

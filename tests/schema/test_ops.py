@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edgelite.schema import ops
 from edgelite.schema.ops import ACTIVATION_BOUNDS, OPS, Activation, facts
-from edgelite.schema.options import OPERATOR_CODES, default_options, options_kind
+from edgelite.schema.options import ACTIVATIONS, OPERATOR_CODES, default_options, options_kind
 from edgelite.schema.versions import FEATURES
 
 
@@ -36,6 +36,13 @@ def test_fused_activations_are_the_format_codes():
     assert facts("RELU_0_TO_1").clamp == (0.0, 1.0) and facts("RELU_0_TO_1").fused_as is None
     assert Activation.SIGMOID == 6 and set(ACTIVATION_BOUNDS) == {
         Activation.RELU, Activation.RELU_N1_TO_1, Activation.RELU6}
+
+
+def test_activation_is_the_formats_enum():
+    """Activation holds ActivationFunctionType's codes (from the .fbs), and SIGMOID besides."""
+    for code, name in ACTIVATIONS.items():
+        assert Activation[name] == code
+    assert {a.name for a in Activation} - set(ACTIVATIONS.values()) == {"SIGMOID"}
 
 
 def test_version_rules_name_known_features():
