@@ -96,7 +96,7 @@ class OpFacts:
     def weights_when_constant(self) -> bool:
         """Whether a weight input may carry activations too (then it is a weight where it is
         constant, data where it is not)."""
-        return self.data is None or any(k in self.data for k in self.weights)
+        return any(self.data is None or k in self.data for k in self.weights)
 
 
 FUSED = "fused_activation_function"

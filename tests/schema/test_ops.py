@@ -59,3 +59,4 @@ def test_ops_without_a_row_have_the_defaults():
     assert ops.data_input("SPLIT") == 1 and ops.data_input("CONCATENATION") == 0
     assert facts("BATCH_MATMUL").weights_when_constant
     assert not facts("CONV_2D").weights_when_constant
+    assert not facts("CONCATENATION").weights_when_constant   # every input data, no weights
