@@ -92,7 +92,7 @@ class Editor:
         inv = np.argsort(perm)
         old_shape = tensor.shape
         back = self.tensor(f"{tensor.name}/transposed", old_shape, tensor.dtype)
-        self.sg.tensors[back].quantization = tensor.quantization   # per-tensor (qdq.py)
+        self.sg.tensors[back].quantization = tensor.quantization   # per-tensor (lower_qdq.py)
         replace_uses(self.sg, t, back)
         tensor.shape = tuple(old_shape[i] for i in inv)
         perm_t = self.const(np.array(perm, np.int32), f"{tensor.name}/perm")

@@ -17,7 +17,7 @@ from . import lower_index  # noqa: E402,F401  TopK GatherElements CumSum
 from . import lower_rnn  # noqa: E402,F401  LSTM GRU (unrolled)
 from . import lower_einsum  # noqa: E402,F401  Einsum
 from . import lower_control  # noqa: E402,F401  If
-from . import qdq  # noqa: E402,F401  QuantizeLinear DequantizeLinear (QDQ models)
+from . import lower_qdq  # noqa: E402,F401  QuantizeLinear DequantizeLinear (QDQ models)
 
 
 def supported_ops() -> list:

@@ -24,7 +24,7 @@ ELEMENTWISE = frozenset({
     "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE", "FLOOR_DIV",
     "FLOOR_MOD", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL",
     "LOGICAL_AND", "LOGICAL_OR", "PRELU", "SELECT_V2", "ADD_N",
-    "QUANTIZE", "DEQUANTIZE",   # per-tensor, as the QDQ import writes them (qdq.py)
+    "QUANTIZE", "DEQUANTIZE",   # per-tensor, as the QDQ import writes them (lower_qdq.py)
 })
 REDUCERS = frozenset({"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY",
                       "REDUCE_ALL"})

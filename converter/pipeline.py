@@ -14,7 +14,7 @@ from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bia
                         fuse_hard_swish, fuse_mul_into_weights)
 from .pass_layout import (inverse, merge_reshapes, moves_data, push_transposes,
                           transposes_to_reshapes)
-from .qdq import drop_identity_pairs
+from .lower_qdq import drop_identity_pairs
 
 PASSES = [
     remove_dead_ops,
@@ -26,7 +26,7 @@ PASSES = [
     fuse_hard_swish,
     fuse_activation,
     fold_pad_into_window,
-    drop_identity_pairs,   # QDQ models (qdq.py)
+    drop_identity_pairs,   # QDQ models (lower_qdq.py)
 ]
 # After the inputs' and outputs' layouts are settled (a transpose that only moves size-1 dims
 # may still cancel against another before that).

@@ -1,5 +1,5 @@
 """ONNX QDQ models, the integer half: the float graph with QUANTIZE / DEQUANTIZE pairs that
-`converter/qdq.py` imports becomes an integer model with the QDQ model's own parameters.
+`converter/lower_qdq.py` imports becomes an integer model with the QDQ model's own parameters.
 
 1. ranges: every float tensor a QUANTIZE reads or a DEQUANTIZE writes gets the range of its
    pair's grid, [(-128 - zp) s, (127 - zp) s]: full_integer derives exactly s and zp back.
@@ -24,8 +24,8 @@ import numpy as np
 from edgelite.schema import Model, remove_dead
 from edgelite.schema.ops import data_input
 
-from ..qdq import (ACTIVATION_TYPES, QDQ_OPS, VALUE_MOVING, along, dequantize_array,
-                   quantize_array)
+from ..lower_qdq import (ACTIVATION_TYPES, QDQ_OPS, VALUE_MOVING, along, dequantize_array,
+                         quantize_array)
 from .rules import data_inputs, rule
 
 NOTE = "parameters from the ONNX model's QuantizeLinear / DequantizeLinear nodes (QDQ)"
