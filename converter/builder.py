@@ -1,10 +1,10 @@
 """Building the IR op by op, with every new op's output shapes inferred (and its value folded when
 all its inputs are constant) by the interpreter's own kernels.
 
-The importer and the passes emit TFLite ops through a `Builder`; each `op()` call asks the kernel's
-`prepare` for the output shapes, so shapes are known the moment a tensor exists, and an op whose
-inputs are all constant never enters the graph: its kernel computes the value, which becomes a
-constant tensor. Constant folding and shape inference are the interpreter's kernels, nothing else.
+The importer and the passes emit TFLite ops through an `IRBuilder`; each `op()` call asks the
+kernel's `prepare` for the output shapes, so shapes are known the moment a tensor exists, and an
+op whose inputs are all constant never enters the graph: its kernel computes the value, which
+becomes a constant tensor. Constant folding and shape inference are the interpreter's kernels, nothing else.
 
 A kernel whose output shape depends on values known only while running (a TILE whose multiples
 are a model input) is dynamic (`node.dynamic`); the caller then gives the shapes the model
@@ -84,7 +84,7 @@ _INDEX_INPUTS = {"GATHER": (1,), "GATHER_ND": (1,), "TILE": (1,), "PAD": (1,), "
 _VERSIONS = {"BROADCAST_TO": 2}
 
 
-class Builder:
+class IRBuilder:
     """Adds tensors and ops to one subgraph of `model`, inferring as it goes."""
 
     def __init__(self, model: Model, sg: Subgraph):

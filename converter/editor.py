@@ -7,14 +7,14 @@ import numpy as np
 from edgelite.schema import (Operator, OperatorCode, consumers, default_options, producers,
                              replace_uses)
 
-from .builder import Builder
+from .builder import IRBuilder
 
 
 class Editor:
     def __init__(self, model, sg):
         self.model = model
         self.sg = sg
-        self.b = Builder(model, sg)
+        self.b = IRBuilder(model, sg)
         self.refresh()
 
     def refresh(self) -> None:

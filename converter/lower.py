@@ -1,6 +1,6 @@
 """The registry of ONNX op lowerings: one small function per ONNX op type, one file per family.
 
-A lowering is `fn(b: Builder, n: OnnxNode) -> list of tensor indices` (one per ONNX output, or a
+A lowering is `fn(b: IRBuilder, n: OnnxNode) -> list of tensor indices` (one per ONNX output, or a
 single index): it emits TFLite ops in ONNX's layout (NCHW); layout-sensitive ops wrap their NHWC
 TFLite op in TRANSPOSE ops, which the layout pass later pushes away and cancels. The `lower_*`
 modules register them; `lowerings.py` imports every family (the coverage table).

@@ -148,7 +148,7 @@ def _loop(b, n, x, wd, wb, init, reverse, step, params, defaults, dirs, d):
     state into the outputs with DYNAMIC_UPDATE_SLICE."""
     from edgelite.schema import Subgraph
 
-    from .builder import Builder
+    from .builder import IRBuilder
 
     seq, batch, size = b.shape(x)
     width = b.shape(wd)[0]
@@ -170,7 +170,7 @@ def _loop(b, n, x, wd, wb, init, reverse, step, params, defaults, dirs, d):
     def subgraph(name):
         sg = Subgraph(name=f"{b.where}/{name}")
         b.model.subgraphs.append(sg)
-        inner = Builder(b.model, sg)
+        inner = IRBuilder(b.model, sg)
         inner.where = f"{b.where}/{name}"
         for t in carried:
             sg.inputs.append(inner.tensor(b.sg.tensors[t].name, b.shape(t), b.dtype(t)))

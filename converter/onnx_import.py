@@ -14,7 +14,7 @@ import numpy as np
 
 from edgelite.schema import Model, Subgraph, dtype_name, remove_dead
 
-from .builder import Builder
+from .builder import IRBuilder
 from .errors import ConversionError, UnsupportedOpsError, input_shapes_setting, joined, \
     worded
 from .lower import OnnxNode, decode_attrs
@@ -132,7 +132,7 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1,
     model = Model(description="edgelite tflite-convert")
     sg = Subgraph(name="main")
     model.subgraphs.append(sg)
-    b = Builder(model, sg)
+    b = IRBuilder(model, sg)
     b.prefer_loops = loops
     tensors = _Tensors(b, proto.graph.initializer)
     for spec, dtype in inputs:
@@ -158,7 +158,7 @@ class Scope:
     """Lowers ONNX nodes into one subgraph: the builder, the ONNX names seen so far, and what
     control-flow lowerings need to lower a body graph (inline, or into a subgraph of its own)."""
 
-    def __init__(self, b: Builder, tensors: "_Tensors", opset: int, expected: dict):
+    def __init__(self, b: IRBuilder, tensors: "_Tensors", opset: int, expected: dict):
         self.b, self.tensors, self.opset, self.expected = b, tensors, opset, expected
 
     def lower(self, nodes) -> list:
@@ -190,7 +190,7 @@ class Scope:
         model = self.b.model
         sg = Subgraph(name=graph.name or f"body{len(model.subgraphs)}")
         model.subgraphs.append(sg)
-        inner = Builder(model, sg)
+        inner = IRBuilder(model, sg)
         inner.prefer_loops = self.b.prefer_loops
         tensors = _Tensors(inner, graph.initializer, parent=self.tensors)
         if graph.input:  # Loop and Scan bodies take inputs; If bodies take none
@@ -250,7 +250,7 @@ class _Tensors:
     graph (`parent` set), an outer name becomes a copy of the outer constant, or an input of
     the subgraph that the control-flow op feeds with the outer tensor (`captured`)."""
 
-    def __init__(self, b: Builder, initializers, parent: "_Tensors | None" = None):
+    def __init__(self, b: IRBuilder, initializers, parent: "_Tensors | None" = None):
         self.b = b
         self.names: dict = {}
         self.initializers = {init.name: init for init in initializers}

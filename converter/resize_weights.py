@@ -42,7 +42,7 @@ class NumpyOps:
 
 
 class GraphOps:
-    """The same operations emitted as float32 TFLite ops through a Builder (folded where all
+    """The same operations emitted as float32 TFLite ops through an IRBuilder (folded where all
     inputs are constant)."""
 
     def __init__(self, b):

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from edgelite.converter.builder import Builder
+from edgelite.converter.builder import IRBuilder
 from edgelite.converter.pass_clean import dedupe_ops, remove_dead_ops
 from edgelite.converter.pass_fuse import (fold_pad_into_window, fuse_activation,
                                           fuse_add_into_bias, fuse_hard_swish,
@@ -30,7 +30,7 @@ def graph(inputs: list, build) -> tuple:
     model = Model()
     sg = Subgraph(name="main")
     model.subgraphs.append(sg)
-    b = Builder(model, sg)
+    b = IRBuilder(model, sg)
     ins = [b.tensor(f"in{k}", shape) for k, shape in enumerate(inputs)]
     sg.inputs = ins
     outs = build(b, *ins)

@@ -1,4 +1,4 @@
-"""Small float models for the quantization tests, built op by op with the converter's Builder
+"""Small float models for the quantization tests, built op by op with the converter's IRBuilder
 (shapes inferred by the kernels), and helpers to run a model in edgelite and LiteRT."""
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ rng = np.random.default_rng(7)
 
 def new_graph(input_shapes: dict):
     """(model, builder, {name: input tensor})."""
-    from edgelite.converter.builder import Builder
+    from edgelite.converter.builder import IRBuilder
 
     model = Model()
     sg = Subgraph(name="main")
     model.subgraphs.append(sg)
-    b = Builder(model, sg)
+    b = IRBuilder(model, sg)
     inputs = {}
     for name, shape in input_shapes.items():
         t = sg.add_tensor(Tensor(name, shape, "float32"))
