@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.converter.test_convert_ops import check, model, node
+from tests.converter.onnx_cases import check, model, node
 
 F = np.float32
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from edgelite.converter.lower_einsum import parse
-from tests.converter.test_convert_ops import check, model, node
+from tests.converter.onnx_cases import check, model, node
 
 EQUATIONS = {
     "bij,bjk->bik": [(2, 3, 4), (2, 4, 5)],

@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 
 from edgelite.converter import TFLiteConverter
 from edgelite.converter.check import run_tflite, to_onnx_layout, to_tflite_layout
-from tests.converter.test_convert_ops import check, model, node
+from tests.converter.onnx_cases import check, model, node
 from tests.oracles import onnxruntime_run, onnxruntime_session
 
 F = np.float32

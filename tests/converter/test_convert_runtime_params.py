@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgelite.converter.check import compare
-from tests.converter.test_convert_ops import convert, node
+from tests.converter.onnx_cases import convert, node
 from tests.oracles import onnxruntime_run
 
 F = np.float32
