@@ -25,7 +25,9 @@ def registries() -> dict:
     from edgelite.interpreter.kernels.registry import CUSTOM_OPS, KERNELS
     from edgelite.interpreter.training import RULES as GRADIENTS
 
-    return {"kernels": KERNELS, "custom": sorted(CUSTOM_OPS), "opencl": set(OPENCL),
+    custom = sorted(name for name, prepare in CUSTOM_OPS.items()     # edgelite's, not a user's
+                    if getattr(prepare, "__module__", "").startswith("edgelite."))
+    return {"kernels": KERNELS, "custom": custom, "opencl": set(OPENCL),
             "gradients": set(GRADIENTS), "quantize": set(OUTPUT), "onnx": onnx_ops()}
 
 
