@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import sigmoid_
+from .geometry import batch_major, sequence_input
 from .registry import register
-from .rnn import bidirectional_outputs, rnn_activation
+from .rnn import bidirectional_outputs, bidirectional_views, rnn_activation
 
 GATES = "ifco"
 FW, BW = 1, 18                           # first weight input of each direction
@@ -30,13 +32,6 @@ def _layout(base: int) -> dict:
                 p={"i": base + 8, "f": base + 9, "o": base + 10},
                 b={g: base + 11 + k for k, g in enumerate(GATES)},
                 proj_w=base + 15, proj_b=base + 16)
-
-
-def _sigmoid(v):
-    np.negative(v, out=v)
-    np.exp(v, out=v)
-    v += 1.0
-    np.reciprocal(v, out=v)
 
 
 def lstm_sequence(xs, aux, t: dict, h, c, out, act, cell_clip, proj_clip, reverse):
@@ -58,9 +53,9 @@ def lstm_sequence(xs, aux, t: dict, h, c, out, act, cell_clip, proj_clip, revers
         for g in ("i", "f"):
             if g in part and t["p"][g] is not None:
                 part[g] += t["p"][g] * c
-        _sigmoid(part["f"])
+        sigmoid_(part["f"])
         if "i" in part:
-            _sigmoid(part["i"])
+            sigmoid_(part["i"])
             i_gate = part["i"]
         else:
             i_gate = 1.0 - part["f"]
@@ -72,7 +67,7 @@ def lstm_sequence(xs, aux, t: dict, h, c, out, act, cell_clip, proj_clip, revers
         o_gate = part["o"]
         if t["p"]["o"] is not None:
             o_gate += t["p"]["o"] * c
-        _sigmoid(o_gate)
+        sigmoid_(o_gate)
         hidden = c.copy()
         act(hidden)
         hidden *= o_gate
@@ -129,11 +124,8 @@ def _check_direction(node, base: int, n_input: int, batch: int, n_aux):
 def bidirectional_sequence_lstm(node):
     node.expect_inputs(48)
     opts = node.options
-    x = node.input(0)
-    if len(x.shape) != 3:
-        raise node.fail(f"input must be rank 3, got shape {list(x.shape)}")
-    time_major, merge = bool(opts.time_major), bool(opts.merge_outputs)
-    batch = x.shape[1] if time_major else x.shape[0]
+    x, time_major, batch = sequence_input(node)
+    merge = bool(opts.merge_outputs)
     aux = node.optional_input(AUX_INPUT)
     use_aux = node.optional_input(AUX_WEIGHTS[FW] + 1) is not None
     non_stacking = aux is not None and not use_aux
@@ -158,18 +150,11 @@ def bidirectional_sequence_lstm(node):
         t["proj_w"], t["proj_b"] = ins[lay["proj_w"]], ins[lay["proj_b"]]
         return t
 
-    def batch_major(a):
-        return a.transpose(1, 0, 2) if time_major else a
-
     def run(*arrays):
         ins, outs = arrays[:n_in], arrays[n_in:]
-        xs = batch_major(ins[0])
-        aux_v = None if ins[AUX_INPUT] is None else batch_major(ins[AUX_INPUT])
-        first = batch_major(outs[0])
-        if merge:
-            fw_view, bw_view = first[..., :fw_out], first[..., fw_out:]
-        else:
-            fw_view, bw_view = first, batch_major(outs[1])
+        xs = batch_major(ins[0], time_major)
+        aux_v = None if ins[AUX_INPUT] is None else batch_major(ins[AUX_INPUT], time_major)
+        fw_view, bw_view = bidirectional_views(outs, merge, fw_out, time_major)
         real_aux = aux_v if use_aux else None
         lstm_sequence(xs, real_aux, tensors(ins, FW), ins[35], ins[36], fw_view, act,
                       cell_clip, proj_clip, reverse=False)

@@ -49,6 +49,14 @@ def clamp_activation(code, node):
     return fused_activation(code, node) if code in ACTIVATION_BOUNDS else None
 
 
+def sigmoid_(x: np.ndarray) -> None:
+    """x = 1 / (1 + exp(-x)) in place."""
+    np.negative(x, out=x)
+    np.exp(x, out=x)
+    np.add(x, 1.0, out=x)
+    np.reciprocal(x, out=x)
+
+
 def with_activation(compute, act):
     """`compute(*arrays)` followed by `act` on its last argument (the output), if any."""
     if act is None:

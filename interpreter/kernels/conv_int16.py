@@ -15,40 +15,16 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import clip_, matmul_shape
-from .conv_integer import PaddedSource, RowBlocks, bias_16x8, conv_inputs, conv_multipliers, \
-    integer_weights, weight_zero_point
+from .conv_integer import PaddedSource, RowBlocks, bias_16x8, check_symmetric, conv_setup, \
+    integer_weights
 from .fixed_point import f32, quantize_multiplier, round_half_away
-from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, fully_connected_shape
+from .geometry import fully_connected_shape
 from .quant_params import TYPE_RANGE, activation_range, channel_scales, expect_output_type, \
     quant_params
 from .registry import register
 from .requantize import Requantizer, WideRequantizer
 
 X_MAX = 1 << 15                # the largest |int16|
-
-
-def check_symmetric(node, *inputs: int) -> None:
-    """int16 activations are symmetric: the given inputs and output 0 have zero point 0."""
-    for k in inputs:
-        if quant_params(node, k)[1] != 0:
-            raise node.fail(f"int16 input {k} needs zero point 0")
-    if quant_params(node, 0, output=True)[1] != 0:
-        raise node.fail("the int16 output needs zero point 0")
-
-
-def _conv_setup(node, kh: int, kw: int, cout: int, channel_axis: int):
-    """What the 16x8 CONV_2D and DEPTHWISE_CONV_2D share: the int16 output's type, shape and
-    zero point, the weights' (symmetric) and the windows; returns (windows, multiplier, shift,
-    lo, hi)."""
-    weight_zero_point(node)
-    expect_output_type(node, "int16")
-    check_symmetric(node, 0)
-    x = node.input(0)
-    win = conv_windows(node, x.shape, kh, kw)
-    node.outputs[0].shape = (x.shape[0], win.oh, win.ow, cout)
-    multiplier, shift = conv_multipliers(node, "int8", cout, channel_axis)
-    lo, hi = activation_range(node.options.fused_activation_function, node.outputs[0], node)
-    return win, multiplier, shift, lo, hi
 
 
 def requantizer(multiplier, shift, lo, hi, rows: int, channels: int, bias, wide: bool,
@@ -63,14 +39,11 @@ def requantizer(multiplier, shift, lo, hi, rows: int, channels: int, bias, wide:
 
 @register("CONV_2D", "int16")
 def conv_2d(node):
-    x, w = conv_inputs(node, "int8")
-    groups = conv_2d_groups(node, x.shape, w.shape)
-    cout, kh, kw, cg = w.shape
+    x, wc, win, groups, cout, _, _, multiplier, shift, lo, hi = conv_setup(node, "int16", False)
+    _, kh, kw, cg = wc.shape
     n, cin = x.shape[0], x.shape[3]
-    win, multiplier, shift, lo, hi = _conv_setup(node, kh, kw, cout, 0)
     oh, ow = win.oh, win.ow
     bias, wide = bias_16x8(node, 2, cout)
-    wc = w.astype(np.int64)
     acc_bound = np.abs(wc).reshape(cout, -1).sum(1) * X_MAX
     k = kh * kw * cg
     per_group = cout // groups
@@ -110,11 +83,9 @@ def conv_2d(node):
 
 @register("DEPTHWISE_CONV_2D", "int16")
 def depthwise_conv_2d(node):
-    x, w = conv_inputs(node, "int8")
-    mult = depthwise_multiplier(node, x.shape, w.shape)
-    _, kh, kw, cout = w.shape
+    x, w, win, mult, cout, _, _, multiplier, shift, lo, hi = conv_setup(node, "int16", True)
+    _, kh, kw, _ = w.shape
     n, h, wd, cin = x.shape
-    win, multiplier, shift, lo, hi = _conv_setup(node, kh, kw, cout, 3)
     (sh, sw), (dh, dw), (oh, ow), pad = (win.sh, win.sw), (win.dh, win.dw), (win.oh, win.ow), \
         (win.pt, win.pl)
     bias, _ = bias_16x8(node, 2, cout, option=False)

@@ -20,11 +20,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import with_optional_inputs
-from .conv_integer import PaddedSource, RowBlocks, conv_inputs, conv_multipliers, \
-    integer_bias, weight_zero_point
+from .conv_integer import PaddedSource, RowBlocks, conv_setup, integer_bias
 from .fixed_point import EXACT_F32, exact_float_type
-from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier
-from .quant_params import activation_range, expect_output_type, quant_params
 from .registry import register
 from .requantize import Requantizer, exact_rounding
 from .scratch import Scratch
@@ -32,23 +29,6 @@ from .taps import check_padded
 
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 SCALED_WIDTH = 4.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
-
-
-def _output_setup(node, key: str, kh: int, kw: int, cout: int, channel_axis: int) -> tuple:
-    """What CONV_2D and DEPTHWISE_CONV_2D share: the windows, the output's shape (set on the
-    node) and type, the input and output zero points, the per-channel multipliers (weights'
-    channels along `channel_axis`) and the fused activation's integer range. Returns (windows,
-    zx, zo, multiplier, shift, lo, hi)."""
-    x = node.input(0)
-    win = conv_windows(node, x.shape, kh, kw)
-    out = node.outputs[0]
-    out.shape = (x.shape[0], win.oh, win.ow, cout)
-    expect_output_type(node, key)
-    _, zx = quant_params(node, 0)
-    _, zo = quant_params(node, 0, output=True)
-    multiplier, shift = conv_multipliers(node, key, cout, channel_axis)
-    lo, hi = activation_range(node.options.fused_activation_function, out, node)
-    return win, zx, zo, multiplier, shift, lo, hi
 
 
 def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarray:
@@ -62,13 +42,10 @@ def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarr
 @register("CONV_2D", "int8", "uint8")
 def conv_2d(node):
     key = node.input(0).type_name
-    x, w = conv_inputs(node, key)
-    groups = conv_2d_groups(node, x.shape, w.shape)
-    cout, kh, kw, cg = w.shape
+    x, wc, win, groups, cout, zx, zo, multiplier, shift, lo, hi = conv_setup(node, key, False)
+    _, kh, kw, cg = wc.shape
     n, cin = x.shape[0], x.shape[3]
-    win, zx, zo, multiplier, shift, lo, hi = _output_setup(node, key, kh, kw, cout, 0)
     oh, ow = win.oh, win.ow
-    wc = w.astype(np.int64) - weight_zero_point(node)
     bias = integer_bias(node, 2, cout) - zx * wc.reshape(cout, -1).sum(1)
     x_max = 128 if key == "int8" else 255
     acc_bound = np.abs(wc).reshape(cout, -1).sum(1) * x_max
@@ -244,13 +221,11 @@ class _Phase:
 @register("DEPTHWISE_CONV_2D", "int8", "uint8")
 def depthwise_conv_2d(node):
     key = node.input(0).type_name
-    x, w = conv_inputs(node, key)
-    mult = depthwise_multiplier(node, x.shape, w.shape)
-    _, kh, kw, cout = w.shape
+    x, wc, win, mult, cout, zx, zo, multiplier, shift, lo, hi = conv_setup(node, key, True)
+    wc = wc[0]                                                      # (kh, kw, cout)
+    kh, kw = wc.shape[:2]
     n, h, wd, cin = x.shape
-    win, zx, zo, multiplier, shift, lo, hi = _output_setup(node, key, kh, kw, cout, 3)
     oh, ow, pad = win.oh, win.ow, (win.pt, win.pl)
-    wc = w[0].astype(np.int64) - weight_zero_point(node)           # (kh, kw, cout)
     bias = integer_bias(node, 2, cout) - zx * wc.reshape(-1, cout).sum(0)
     acc_bound = np.abs(wc).reshape(-1, cout).sum(0) * (128 if key == "int8" else 255)
     # The float weights carry the requantization scale (one pass fewer), the sums then being

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import NamedTuple
+
 from .fixed_point import f32, quantize_multiplier, quantize_multipliers
-from .geometry import Windows
-from .quant_params import channel_scales, quant_params
+from .geometry import Windows, conv_2d_groups, conv_windows, depthwise_multiplier
+from .quant_params import activation_range, channel_scales, expect_output_type, quant_params
 
 CHUNK_BYTES = 1 << 23
 INT32_TYPE, INT64_TYPE = 2, 4  # TensorType values of quantized_bias_type
@@ -35,6 +37,58 @@ def conv_inputs(node, weight_type: str) -> tuple:
         raise node.fail(f"expected 4-D input and weights, got {list(x.shape)} and "
                         f"{list(node.input(1).shape)}")
     return x, integer_weights(node, 1, weight_type)
+
+
+class ConvSetup(NamedTuple):
+    """What an integer CONV_2D or DEPTHWISE_CONV_2D reads at prepare: the input, the weights as
+    int64 less their zero point, the windows, the groups (CONV_2D) or channel multiplier
+    (DEPTHWISE_CONV_2D), the output channels, the input and output zero points, per-channel
+    multipliers and the fused activation's integer range."""
+
+    x: object
+    w: np.ndarray
+    win: Windows
+    groups: int
+    cout: int
+    zx: int
+    zo: int
+    multiplier: np.ndarray
+    shift: np.ndarray
+    lo: int
+    hi: int
+
+
+def conv_setup(node, key: str, depthwise: bool) -> ConvSetup:
+    """The checks and parameters integer convolutions share; `key` is the arithmetic: int8 and
+    uint8 (weights of the input's type), or int16 (16x8: int8 weights, symmetric int16 data).
+    Sets the output's shape."""
+    weight_key = "int8" if key == "int16" else key
+    x, w = conv_inputs(node, weight_key)
+    if depthwise:
+        groups, cout, axis = depthwise_multiplier(node, x.shape, w.shape), w.shape[3], 3
+    else:
+        groups, cout, axis = conv_2d_groups(node, x.shape, w.shape), w.shape[0], 0
+    win = conv_windows(node, x.shape, w.shape[1], w.shape[2])
+    out = node.outputs[0]
+    out.shape = (x.shape[0], win.oh, win.ow, cout)
+    expect_output_type(node, key)
+    if key == "int16":
+        check_symmetric(node, 0)
+    wc = w.astype(np.int64) - weight_zero_point(node)
+    _, zx = quant_params(node, 0)
+    _, zo = quant_params(node, 0, output=True)
+    multiplier, shift = conv_multipliers(node, weight_key, cout, axis)
+    lo, hi = activation_range(node.options.fused_activation_function, out, node)
+    return ConvSetup(x, wc, win, groups, cout, zx, zo, multiplier, shift, lo, hi)
+
+
+def check_symmetric(node, *inputs: int) -> None:
+    """int16 activations are symmetric: the given inputs and output 0 have zero point 0."""
+    for k in inputs:
+        if quant_params(node, k)[1] != 0:
+            raise node.fail(f"int16 input {k} needs zero point 0")
+    if quant_params(node, 0, output=True)[1] != 0:
+        raise node.fail("the int16 output needs zero point 0")
 
 
 def integer_bias(node, k: int, channels: int, dtype_name: str = "int32") -> np.ndarray:

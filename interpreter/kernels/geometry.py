@@ -167,3 +167,18 @@ def fully_connected_shape(node, w_shape) -> tuple:
     else:
         node.outputs[0].shape = (size // depth, units)
     return size // depth, units, depth
+
+
+def sequence_input(node, k: int = 0) -> tuple:
+    """A sequence op's input k, [batch, time, input] ([time, batch, input] under time_major):
+    (the input, time_major, batch)."""
+    x = node.input(k)
+    if len(x.shape) != 3:
+        raise node.fail(f"input must be rank 3, got shape {list(x.shape)}")
+    time_major = bool(node.options.time_major)
+    return x, time_major, x.shape[1] if time_major else x.shape[0]
+
+
+def batch_major(a: np.ndarray, time_major: bool) -> np.ndarray:
+    """A sequence array as [batch, time, ...] (a view)."""
+    return a.transpose(1, 0, 2) if time_major else a

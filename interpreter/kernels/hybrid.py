@@ -27,7 +27,7 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import SIGMOID, TANH, clip_, matmul_shape, with_optional_inputs
+from .common import SIGMOID, TANH, clip_, matmul_shape, sigmoid_, with_optional_inputs
 from .fixed_point import EXACT_F32, round_half_away
 from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, fully_connected_shape
 from .registry import KERNELS, Node, TensorInfo, register
@@ -111,12 +111,7 @@ def _activation(node, code: int, allow_curves: bool):
     if allow_curves and code == TANH:
         return lambda v: np.tanh(v, out=v)
     if allow_curves and code == SIGMOID:
-        def sigmoid(v):
-            np.negative(v, out=v)
-            np.exp(v, out=v)
-            np.add(v, 1, out=v)
-            np.reciprocal(v, out=v)
-        return sigmoid
+        return sigmoid_
     return None
 
 

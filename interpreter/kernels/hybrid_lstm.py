@@ -10,25 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_
+from .common import clip_, sigmoid_
 from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, quantize_rows_asymmetric,
                      quantize_rows_symmetric)
+from .lstm import B, C_STATE, H_STATE, LN, P, PROJ_B, PROJ_W, R, W, X, lstm_shape
 from .registry import register
-
-_LSTM_X, _LSTM_H, _LSTM_C = 0, 18, 19
-_LSTM_W = dict(i=1, f=2, c=3, o=4)
-_LSTM_R = dict(i=5, f=6, c=7, o=8)
-_LSTM_P = dict(i=9, f=10, o=11)
-_LSTM_B = dict(i=12, f=13, c=14, o=15)
-_LSTM_LN = dict(i=20, f=21, c=22, o=23)
-
-
-def _sigmoid_(v):
-    np.negative(v, out=v)
-    np.exp(v, out=v)
-    np.add(v, 1, out=v)
-    np.reciprocal(v, out=v)
-
 
 class _RowQuantizedMatmul:
     """Accumulates (q . W^T) * (row_scale * weight_scale) into a float result, for rows
@@ -48,14 +34,8 @@ class _RowQuantizedMatmul:
 
 @register("UNIDIRECTIONAL_SEQUENCE_LSTM", "hybrid")
 def unidirectional_sequence_lstm(node):
-    if len(node.inputs) not in (20, 24):
-        raise node.fail(f"expected 20 or 24 inputs, got {len(node.inputs)}")
+    time_major, batch, n_cell, n_output, cifg = lstm_shape(node)
     opts = node.options
-    x = node.input(_LSTM_X)
-    if len(x.shape) != 3:
-        raise node.fail(f"input must be rank 3, got shape {list(x.shape)}")
-    time_major = bool(opts.time_major)
-    cifg = node.optional_input(_LSTM_W["i"]) is None
     gates = "fco" if cifg else "ifco"
     asymmetric = bool(getattr(opts, "asymmetric_quantize_inputs", False))
 
@@ -66,28 +46,21 @@ def unidirectional_sequence_lstm(node):
                             f"{scales.size}")
         return w, float(scales[0])
 
-    x_mm = {g: _RowQuantizedMatmul(*weights(_LSTM_W[g]), asymmetric) for g in gates}
-    h_mm = {g: _RowQuantizedMatmul(*weights(_LSTM_R[g]), asymmetric) for g in gates}
-    n_cell, n_input = node.input(_LSTM_W["f"]).shape
-    n_output = node.input(_LSTM_R["f"]).shape[1]
-    batch = x.shape[1] if time_major else x.shape[0]
-    for k, want in ((_LSTM_H, (batch, n_output)), (_LSTM_C, (batch, n_cell))):
-        if tuple(node.input(k).shape) != want:
-            raise node.fail(f"state input {k} has shape {list(node.input(k).shape)}, "
-                            f"expected {list(want)}")
-    node.outputs[0].shape = tuple(x.shape[:2]) + (n_output,)
+    x_mm = {g: _RowQuantizedMatmul(*weights(W[g]), asymmetric) for g in gates}
+    h_mm = {g: _RowQuantizedMatmul(*weights(R[g]), asymmetric) for g in gates}
+    n_input = node.input(W["f"]).shape[1]
     peephole = {}
-    for g, k in _LSTM_P.items():
+    for g, k in P.items():
         if g in gates and node.optional_input(k) is not None:
             w, scale = weights(k)     # VectorScalarMultiply: int8 * scale in float32
             peephole[g] = (w.astype(F32) * np.float32(scale)).astype(F32)
-    bias = {g: _lstm_float(node, _LSTM_B[g]) for g in gates}
-    use_ln = len(node.inputs) == 24 and node.optional_input(_LSTM_LN["f"]) is not None
-    ln = {g: _lstm_float(node, _LSTM_LN[g]) for g in gates} if use_ln else {}
+    bias = {g: _lstm_float(node, B[g]) for g in gates}
+    use_ln = len(node.inputs) == 24 and node.optional_input(LN["f"]) is not None
+    ln = {g: _lstm_float(node, LN[g]) for g in gates} if use_ln else {}
     proj = None
-    if node.optional_input(16) is not None:
-        proj = _RowQuantizedMatmul(*weights(16), asymmetric)
-    proj_bias = _lstm_float(node, 17) if node.optional_input(17) is not None else None
+    if node.optional_input(PROJ_W) is not None:
+        proj = _RowQuantizedMatmul(*weights(PROJ_W), asymmetric)
+    proj_bias = _lstm_float(node, PROJ_B) if node.optional_input(PROJ_B) is not None else None
     act = _activation(node, opts.fused_activation_function, True) or (lambda v: None)
     cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
 
@@ -102,9 +75,9 @@ def unidirectional_sequence_lstm(node):
 
     def run(*arrays):
         ins, out = arrays[:len(node.inputs)], arrays[-1]
-        xs = ins[_LSTM_X] if time_major else ins[_LSTM_X].transpose(1, 0, 2)
+        xs = ins[X] if time_major else ins[X].transpose(1, 0, 2)
         outs = out if time_major else out.transpose(1, 0, 2)
-        h, c = ins[_LSTM_H], ins[_LSTM_C]
+        h, c = ins[H_STATE], ins[C_STATE]
         acc = np.empty((batch, n_cell), F32)
         for t in range(xs.shape[0]):
             xq = quantized(np.ascontiguousarray(xs[t]), n_input) if np.any(xs[t]) else None
@@ -124,7 +97,7 @@ def unidirectional_sequence_lstm(node):
                 if use_ln:
                     _lstm_layer_norm(gate, ln[g])
                     gate += bias[g]
-                (act if g == "c" else _sigmoid_)(gate)
+                (act if g == "c" else sigmoid_)(gate)
                 value[g] = gate
             hidden = c.copy()
             act(hidden)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_
+from .common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_, sigmoid_
+from .geometry import batch_major, sequence_input
 from .registry import register
 
 # Input positions of the op (the format's fixed layout).
@@ -20,13 +21,12 @@ B_I, B_F, B_C, B_O = 12, 13, 14, 15      # gate biases [n_cell]
 PROJ_W, PROJ_B = 16, 17
 H_STATE, C_STATE = 18, 19
 LN_I, LN_F, LN_C, LN_O = 20, 21, 22, 23
-
-
-def _sigmoid(x):
-    np.negative(x, out=x)
-    np.exp(x, out=x)
-    x += 1.0
-    np.reciprocal(x, out=x)
+# The same by gate.
+W = dict(i=W_I, f=W_F, c=W_C, o=W_O)
+R = dict(i=R_I, f=R_F, c=R_C, o=R_O)
+P = dict(i=P_I, f=P_F, o=P_O)
+B = dict(i=B_I, f=B_F, c=B_C, o=B_O)
+LN = dict(i=LN_I, f=LN_F, c=LN_C, o=LN_O)
 
 
 def _layer_norm(x, coef):
@@ -43,7 +43,7 @@ def _gate_activation(node, code: int):
     if code == TANH:
         return lambda v: np.tanh(v, out=v)
     if code == SIGMOID:
-        return _sigmoid
+        return sigmoid_
     bounds = {RELU: (0.0, np.inf), RELU6: (0.0, 6.0), RELU_N1_TO_1: (-1.0, 1.0)}
     if code in bounds:
         lo, hi = bounds[code]
@@ -53,32 +53,27 @@ def _gate_activation(node, code: int):
     raise node.fail(f"unsupported LSTM activation {code}")
 
 
-@register("UNIDIRECTIONAL_SEQUENCE_LSTM", "float32")
-def unidirectional_sequence_lstm(node):
+def lstm_shape(node) -> tuple:
+    """UNIDIRECTIONAL_SEQUENCE_LSTM's 20 inputs (24 with layer normalization), its sequence and
+    its states: sets the output's shape; returns (time_major, batch, n_cell, n_output, cifg)."""
     if len(node.inputs) not in (20, 24):
         raise node.fail(f"expected 20 or 24 inputs, got {len(node.inputs)}")
-    opts = node.options
-    x = node.input(X)
-    if len(x.shape) != 3:
-        raise node.fail(f"input must be rank 3, got shape {list(x.shape)}")
-    time_major = bool(opts.time_major)
+    x, time_major, batch = sequence_input(node, X)
     n_cell = node.input(W_F).shape[0]
     n_output = node.input(R_F).shape[1]
-    batch = x.shape[1] if time_major else x.shape[0]
     for k, want in ((H_STATE, (batch, n_output)), (C_STATE, (batch, n_cell))):
         state = node.input(k)
         if tuple(state.shape) != want:
             raise node.fail(f"state input {k} has shape {list(state.shape)}, expected {list(want)}")
-    node.outputs[0].shape = x.shape[:2] + (n_output,)
+    node.outputs[0].shape = tuple(x.shape[:2]) + (n_output,)
+    return time_major, batch, n_cell, n_output, node.optional_input(W_I) is None
 
 
-    cifg = node.optional_input(W_I) is None
+@register("UNIDIRECTIONAL_SEQUENCE_LSTM", "float32")
+def unidirectional_sequence_lstm(node):
+    time_major, _, n_cell, _, cifg = lstm_shape(node)
+    opts = node.options
     gates = ["f", "c", "o"] if cifg else ["i", "f", "c", "o"]
-    w_idx = dict(i=W_I, f=W_F, c=W_C, o=W_O)
-    r_idx = dict(i=R_I, f=R_F, c=R_C, o=R_O)
-    b_idx = dict(i=B_I, f=B_F, c=B_C, o=B_O)
-    ln_idx = dict(i=LN_I, f=LN_F, c=LN_C, o=LN_O)
-    peep_idx = dict(i=P_I, f=P_F, o=P_O)
     use_ln = len(node.inputs) == 24 and node.optional_input(LN_F) is not None
     act = _gate_activation(node, opts.fused_activation_function)
     cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
@@ -88,33 +83,31 @@ def unidirectional_sequence_lstm(node):
     def run(*arrays):
         ins = arrays[:len(node.inputs)]
         out = arrays[-1]
-        xs = ins[X]
-        if time_major:
-            xs = xs.transpose(1, 0, 2)
+        xs = batch_major(ins[X], time_major)
         h, c = ins[H_STATE], ins[C_STATE]
-        w = np.concatenate([ins[w_idx[g]] for g in gates]).astype(np.float32, copy=False)
-        r = np.concatenate([ins[r_idx[g]] for g in gates]).astype(np.float32, copy=False)
-        bias = np.concatenate([ins[b_idx[g]] if ins[b_idx[g]] is not None
+        w = np.concatenate([ins[W[g]] for g in gates]).astype(np.float32, copy=False)
+        r = np.concatenate([ins[R[g]] for g in gates]).astype(np.float32, copy=False)
+        bias = np.concatenate([ins[B[g]] if ins[B[g]] is not None
                                else np.zeros(n_cell, np.float32) for g in gates])
         xw = xs @ w.T  # [batch, time, n_g * n_cell]
         if not use_ln:
             xw += bias
-        outs = out.transpose(1, 0, 2) if time_major else out
+        outs = batch_major(out, time_major)
         for t in range(xs.shape[1]):
             z = xw[:, t] + h @ r.T
             parts = {g: z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
             for g in ("i", "f"):
-                if g in parts and ins[peep_idx[g]] is not None:
-                    parts[g] += c * ins[peep_idx[g]]
+                if g in parts and ins[P[g]] is not None:
+                    parts[g] += c * ins[P[g]]
             if use_ln:  # the output gate's waits for its peephole term (the new cell state)
                 for g in gates[:-1]:
-                    _layer_norm(parts[g], ins[ln_idx[g]])
-                    parts[g] += ins[b_idx[g]]
-            _sigmoid(parts["f"])
+                    _layer_norm(parts[g], ins[LN[g]])
+                    parts[g] += ins[B[g]]
+            sigmoid_(parts["f"])
             if cifg:
                 i_gate = 1.0 - parts["f"]
             else:
-                _sigmoid(parts["i"])
+                sigmoid_(parts["i"])
                 i_gate = parts["i"]
             g_gate = parts["c"]
             act(g_gate)
@@ -126,9 +119,9 @@ def unidirectional_sequence_lstm(node):
             if ins[P_O] is not None:
                 o_gate += c * ins[P_O]
             if use_ln:
-                _layer_norm(o_gate, ins[ln_idx["o"]])
-                o_gate += ins[b_idx["o"]]
-            _sigmoid(o_gate)
+                _layer_norm(o_gate, ins[LN["o"]])
+                o_gate += ins[B["o"]]
+            sigmoid_(o_gate)
             cell_act = c.copy()
             act(cell_act)
             hidden = o_gate * cell_act

@@ -15,6 +15,7 @@ import numpy as np
 from .common import clip_
 from .hybrid import quantize_rows_asymmetric, quantize_rows_symmetric
 from .fixed_point import mbqm, quantize_multiplier, wrap32
+from .geometry import batch_major, sequence_input
 from .registry import register
 
 F32 = np.float32
@@ -36,6 +37,15 @@ def bidirectional_outputs(node, merge: bool, lead: tuple, fw: int, bw: int) -> N
     else:
         node.outputs[0].shape = lead + (fw,)
         node.outputs[1].shape = lead + (bw,)
+
+
+def bidirectional_views(outs, merge: bool, fw_size: int, time_major: bool) -> tuple:
+    """The forward and backward directions' outputs as [batch, time, units] views: the two
+    halves of the one merged output, or the two outputs."""
+    first = batch_major(outs[0], time_major)
+    if merge:
+        return first[..., :fw_size], first[..., fw_size:]
+    return first, batch_major(outs[1], time_major)
 
 
 def rnn_activation(node, code):
@@ -142,18 +152,10 @@ def rnn(node):
     return run
 
 
-def _batch_major(a, time_major: bool):
-    return a.transpose(1, 0, 2) if time_major else a
-
-
 @register("UNIDIRECTIONAL_SEQUENCE_RNN", "float32")
 def unidirectional_sequence_rnn(node):
     node.expect_inputs(5)
-    x = node.input(0)
-    if len(x.shape) != 3:
-        raise node.fail(f"input must be rank 3, got {list(x.shape)}")
-    time_major = bool(node.options.time_major)
-    batch = x.shape[1] if time_major else x.shape[0]
+    x, time_major, batch = sequence_input(node)
     units, x_prod, r_prod = _weights(node, 1, 2, 3, x.shape[2])
     _state(node, 4, (batch, units))
     node.outputs[0].shape = tuple(x.shape[:2]) + (units,)
@@ -161,7 +163,7 @@ def unidirectional_sequence_rnn(node):
     products = (x_prod, r_prod, None)
 
     def run(a, w, r, b, h, out):
-        run_sequence(_batch_major(a, time_major), w, r, b, h, _batch_major(out, time_major), act,
+        run_sequence(batch_major(a, time_major), w, r, b, h, batch_major(out, time_major), act,
                      products)
     return run
 
@@ -173,11 +175,8 @@ def bidirectional_sequence_rnn(node):
     RNN reads it instead of the input (stacked bidirectional layers)."""
     node.expect_inputs(12)
     opts = node.options
-    x = node.input(0)
-    if len(x.shape) != 3:
-        raise node.fail(f"input must be rank 3, got {list(x.shape)}")
-    time_major, merge = bool(opts.time_major), bool(opts.merge_outputs)
-    batch = x.shape[1] if time_major else x.shape[0]
+    x, time_major, batch = sequence_input(node)
+    merge = bool(opts.merge_outputs)
     aux = node.optional_input(9)
     fw_aux_w, bw_aux_w = node.optional_input(10), node.optional_input(11)
     use_aux = fw_aux_w is not None
@@ -199,13 +198,9 @@ def bidirectional_sequence_rnn(node):
         ins = arrays[:len(node.inputs)]
         outs = arrays[len(node.inputs):]
         aux_v = ins[9] if len(ins) > 9 else None
-        fw_out = _batch_major(outs[0], time_major)
-        if merge:
-            bw_out, fw_out = fw_out[..., fw_units:], fw_out[..., :fw_units]
-        else:
-            bw_out = _batch_major(outs[1], time_major)
-        xs = _batch_major(a, time_major)
-        aux_bm = None if aux_v is None else _batch_major(aux_v, time_major)
+        fw_out, bw_out = bidirectional_views(outs, merge, fw_units, time_major)
+        xs = batch_major(a, time_major)
+        aux_bm = None if aux_v is None else batch_major(aux_v, time_major)
         run_sequence(xs, fw_w, fw_r, fw_b, fw_h, fw_out, act, fw_products,
                      aux_bm if use_aux else None, ins[10] if use_aux else None)
         run_sequence(aux_bm if non_stacking else xs, bw_w, bw_r, bw_b, bw_h, bw_out, act,

@@ -25,6 +25,24 @@ def _block_and_pairs(node, what: str):
     return [int(b) for b in block_t.data], [[int(p) for p in row] for row in pairs_t.data]
 
 
+def _kernel(node, what: str, out_shape, compute):
+    """run(x, block, pairs, out) = compute(x, block, pairs, out) with the output shaped by
+    out_shape(x shape, block, pairs, error); dynamic when block sizes or pairs (`what`) arrive
+    while running."""
+    block, pairs = _block_and_pairs(node, what)
+    if block is None:
+        node.dynamic = True
+
+        def run_dynamic(a, block_v, pairs_v):
+            b, p = [int(v) for v in block_v], [[int(v) for v in row] for row in pairs_v]
+            out = np.empty(out_shape(a.shape, b, p, ValueError), a.dtype)
+            compute(a, b, p, out)
+            return [out]
+        return run_dynamic
+    node.outputs[0].shape = out_shape(tuple(node.input(0).shape), block, pairs)
+    return lambda a, _b, _p, out: compute(a, block, pairs, out)
+
+
 def _pad_value(node):
     q = node.outputs[0]
     return q.zero_point if q.dtype.kind in "iu" else 0
@@ -33,7 +51,6 @@ def _pad_value(node):
 @register("SPACE_TO_BATCH_ND", *DATA_TYPES)
 def space_to_batch_nd(node):
     node.expect_inputs(3)
-    x = node.input(0)
     pad_value = _pad_value(node)
 
     def out_shape(shape, block, pads, error=node.fail):
@@ -61,24 +78,12 @@ def space_to_batch_nd(node):
             list(range(1 + 2 * m, 1 + 2 * m + len(rest)))
         out[...] = v.transpose(order).reshape(out.shape)
 
-    block, pads = _block_and_pairs(node, "paddings")
-    if block is None:
-        node.dynamic = True
-
-        def run_dynamic(a, block_v, pads_v):
-            b, p = [int(v) for v in block_v], [[int(v) for v in row] for row in pads_v]
-            out = np.empty(out_shape(a.shape, b, p, ValueError), a.dtype)
-            compute(a, b, p, out)
-            return [out]
-        return run_dynamic
-    node.outputs[0].shape = out_shape(tuple(x.shape), block, pads)
-    return lambda a, _b, _p, out: compute(a, block, pads, out)
+    return _kernel(node, "paddings", out_shape, compute)
 
 
 @register("BATCH_TO_SPACE_ND", *DATA_TYPES)
 def batch_to_space_nd(node):
     node.expect_inputs(3)
-    x = node.input(0)
 
     def out_shape(shape, block, crops, error=node.fail):
         m = len(block)
@@ -111,15 +116,4 @@ def batch_to_space_nd(node):
                                        for d, (lo, hi) in enumerate(crops))
         out[...] = full[where]
 
-    block, crops = _block_and_pairs(node, "crops")
-    if block is None:
-        node.dynamic = True
-
-        def run_dynamic(a, block_v, crops_v):
-            b, c = [int(v) for v in block_v], [[int(v) for v in row] for row in crops_v]
-            out = np.empty(out_shape(a.shape, b, c, ValueError), a.dtype)
-            compute(a, b, c, out)
-            return [out]
-        return run_dynamic
-    node.outputs[0].shape = out_shape(tuple(x.shape), block, crops)
-    return lambda a, _b, _c, out: compute(a, block, crops, out)
+    return _kernel(node, "crops", out_shape, compute)
