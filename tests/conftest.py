@@ -1,4 +1,5 @@
-"""Shared test helpers: where the shared real models live."""
+"""Shared test helpers: where the shared real models live; a guard that onnxruntime oracles run
+at ORT_ENABLE_BASIC."""
 from __future__ import annotations
 
 import os
