@@ -21,7 +21,8 @@ from . import fully_connected  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL
 from . import pool  # noqa: F401  AVERAGE_POOL_2D MAX_POOL_2D L2_POOL_2D
 from . import resize  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH
 from . import elementwise_int8  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int8, uint8)
-from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH LOGISTIC TANH SOFTMAX (int8, uint8)
+from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH LOGISTIC TANH (int8, uint8)
+from . import softmax_int8  # noqa: F401  SOFTMAX LOG_SOFTMAX L2_NORMALIZATION (int8, uint8)
 from . import slicing  # noqa: F401  SLICE STRIDED_SLICE
 from . import gather  # noqa: F401  GATHER GATHER_ND EMBEDDING_LOOKUP TOPK_V2
 from . import pad  # noqa: F401  PAD PADV2 MIRROR_PAD
@@ -30,7 +31,7 @@ from . import hybrid, hybrid_lstm  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY
 from . import activations_int16  # noqa: F401  RELU RELU6 LEAKY_RELU LOGISTIC TANH SOFTMAX MAX_POOL_2D AVERAGE_POOL_2D (int16)
 from . import elementwise_int16  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int16)
 from . import transpose_conv_int8  # noqa: F401  TRANSPOSE_CONV (int8, uint8, int16)
-from . import misc_int8  # noqa: F401  SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD ARG_MAX ARG_MIN RESIZE_* DEPTH_TO_SPACE SPACE_TO_DEPTH LOG_SOFTMAX L2_NORMALIZATION (int8, uint8, int16)
+from . import misc_int8  # noqa: F401  SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD ARG_MAX ARG_MIN RESIZE_* DEPTH_TO_SPACE SPACE_TO_DEPTH (int8, uint8, int16)
 from . import binary_int8  # noqa: F401  PRELU SQUARED_DIFFERENCE DIV EQUAL NOT_EQUAL LESS LESS_EQUAL GREATER GREATER_EQUAL (int8, uint8, int16)
 from . import unary_int8  # noqa: F401  ABS NEG SQRT RSQRT EXP LOG GELU (int8, uint8, int16)
 from . import misc  # noqa: F401  ADD_N ATAN2 BROADCAST_ARGS FAKE_QUANT BUCKETIZE LOCAL_RESPONSE_NORMALIZATION

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .activations_int8 import one_over_one_plus_x_for_x_in_0_1
 from .common import broadcast_shape
 from .elementwise_int8 import _mul_smaller
 from .elementwise_int8 import _rdbpot_negative
 from .fixed_point import f32, mbqm, quantize_multiplier, srdhm, wrap32
+from .fixed_point_math import clz32, one_over_one_plus_x_for_x_in_0_1
 from .lut import all_values, pair_lookup, pair_table
 from .quant_params import TYPE_RANGE, activation_range, quant_params
 from .registry import register
@@ -102,21 +102,16 @@ def squared_difference(node):
 
 # -- DIV ---------------------------------------------------------------------------------------
 
-def _clz32(x):
-    x = np.asarray(x, np.int64) & 0xFFFFFFFF
-    return np.where(x == 0, 32, 32 - np.frexp(x.astype(np.float64))[1].astype(np.int64))
-
-
 def _divide(a, b, multiplier: int, shift: int):
     """DivElementwise on zero-point-corrected values (b != 0), before the output offset."""
     a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
     a = np.where(b < 0, -a, a)
     b = np.abs(b)
-    headroom_plus_one = _clz32(b)                                   # GetReciprocal(b, 31)
+    headroom_plus_one = clz32(b)                                   # GetReciprocal(b, 31)
     recip_shift = 31 - headroom_plus_one
     inverse = one_over_one_plus_x_for_x_in_0_1(
         wrap32(((b << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)))
-    headroom = _clz32(a ^ (a >> 63)) - 1                            # CountLeadingSignBits
+    headroom = clz32(a ^ (a >> 63)) - 1                            # CountLeadingSignBits
     quotient = srdhm(wrap32(a << headroom), inverse)
     total = shift - recip_shift - headroom
     scaled = srdhm(quotient, multiplier)

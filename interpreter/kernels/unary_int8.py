@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from .fixed_point import INT32_MAX, f32, mbqm, quantize_multiplier, rdbpot, saturating_shift_left, \
-    srdhm, wrap32
+from .fixed_point import f32, mbqm, quantize_multiplier
+from .fixed_point_math import inv_sqrt_multiplier
 from .lut import all_values, lookup, lut_lookup_int16, lut_populate_int16, lut_populate_int8
 from .quant_params import TYPE_RANGE, quant_params
 from .registry import register
@@ -152,34 +152,6 @@ def sqrt(node):
     value = np.trunc(root / F32(s_out)).astype(np.int64) + z_out
     return _refusing_below(node, _table(key, value), key, z_in, False,
                            "SQRT is only defined for non-negative values")
-
-
-def inv_sqrt_multiplier(values) -> tuple:
-    """GetInvSqrtQuantizedMultiplierExp(value, reverse_shift=-1) over an array of int32 values
-    >= 0: (multipliers, shifts) with 1/sqrt(v) ~= m * 2^(shift - 31), by fixed-point
-    Newton-Raphson as TFLite computes it."""
-    v = np.asarray(values, np.int64).copy()
-    small = v <= 1
-    shift = np.full(v.shape, 11, np.int64)
-    for _ in range(2):                       # int32 values need at most two divisions by 4
-        big = v >= 1 << 29
-        v = np.where(big, v // 4, v)
-        shift += big
-    v = np.maximum(v, 2)
-    bits = np.frexp(v.astype(np.float64))[1].astype(np.int64)      # bit length
-    pairs = ((32 - bits) - 1) // 2 - 1
-    shift -= pairs
-    v <<= 2 * pairs
-    half_input = rdbpot(v >> 1, 1)
-    half_three = (1 << 28) + (1 << 27)
-    x = np.full(v.shape, 1 << 28, np.int64)
-    for _ in range(5):
-        x3 = saturating_shift_left(srdhm(srdhm(x, x), x), 6)
-        x = saturating_shift_left(wrap32(srdhm(half_three, x) - srdhm(half_input, x3)), 3)
-    x = srdhm(x, 1518500250)
-    x = np.where(shift < 0, wrap32(x << np.maximum(-shift, 0)), x)
-    shift = np.maximum(shift, 0)
-    return np.where(small, INT32_MAX, x), np.where(small, 0, -shift)
 
 
 @register("RSQRT", "int8", "int16")
