@@ -15,7 +15,7 @@ from . import shape_ops  # noqa: F401  RESHAPE SQUEEZE EXPAND_DIMS SHAPE RANK BR
 from . import layout  # noqa: F401  TRANSPOSE CONCATENATION PACK UNPACK SPLIT SPLIT_V TILE REVERSE_V2
 from . import conv_int8  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D (int8, uint8)
 from . import fully_connected_int8  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL (int8, uint8)
-from . import pool_int8  # noqa: F401  MAX_POOL_2D AVERAGE_POOL_2D MEAN (int8, uint8)
+from . import pool_int8  # noqa: F401  MAX_POOL_2D AVERAGE_POOL_2D (int8, uint8, int16)
 from . import conv  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D TRANSPOSE_CONV
 from . import fully_connected  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL
 from . import pool  # noqa: F401  AVERAGE_POOL_2D MAX_POOL_2D L2_POOL_2D
@@ -28,13 +28,14 @@ from . import gather  # noqa: F401  GATHER GATHER_ND EMBEDDING_LOOKUP TOPK_V2
 from . import pad  # noqa: F401  PAD PADV2 MIRROR_PAD
 from . import conv_int16  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (16x8)
 from . import hybrid, hybrid_lstm  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL UNIDIRECTIONAL_SEQUENCE_LSTM (float activations, int8 weights)
-from . import activations_int16  # noqa: F401  RELU RELU6 LEAKY_RELU LOGISTIC TANH SOFTMAX MAX_POOL_2D AVERAGE_POOL_2D (int16)
+from . import activations_int16  # noqa: F401  RELU RELU6 LEAKY_RELU LOGISTIC TANH SOFTMAX (int16)
 from . import elementwise_int16  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int16)
 from . import transpose_conv_int8  # noqa: F401  TRANSPOSE_CONV (int8, uint8, int16)
-from . import misc_int8  # noqa: F401  SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD ARG_MAX ARG_MIN RESIZE_* DEPTH_TO_SPACE SPACE_TO_DEPTH (int8, uint8, int16)
+from . import reduce_int8  # noqa: F401  MEAN SUM REDUCE_PROD REDUCE_MAX REDUCE_MIN ARG_MAX ARG_MIN (int8, uint8, int16)
+from . import resize_int8  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH (int8, uint8, int16)
 from . import binary_int8  # noqa: F401  PRELU SQUARED_DIFFERENCE DIV EQUAL NOT_EQUAL LESS LESS_EQUAL GREATER GREATER_EQUAL (int8, uint8, int16)
 from . import unary_int8  # noqa: F401  ABS NEG SQRT RSQRT EXP LOG GELU (int8, uint8, int16)
-from . import misc  # noqa: F401  ADD_N ATAN2 BROADCAST_ARGS FAKE_QUANT BUCKETIZE LOCAL_RESPONSE_NORMALIZATION
+from . import misc  # noqa: F401  ADD_N ATAN2 (also float16) BROADCAST_ARGS FAKE_QUANT BUCKETIZE LOCAL_RESPONSE_NORMALIZATION
 from . import scatter  # noqa: F401  SCATTER_ND DYNAMIC_UPDATE_SLICE ONE_HOT MATRIX_DIAG MATRIX_SET_DIAG REVERSE_SEQUENCE
 from . import segment  # noqa: F401  SEGMENT_SUM UNSORTED_SEGMENT_SUM / PROD / MAX / MIN UNIQUE
 from . import space_batch  # noqa: F401  SPACE_TO_BATCH_ND BATCH_TO_SPACE_ND
@@ -43,7 +44,7 @@ from . import detection  # noqa: F401  TFLite_Detection_PostProcess (custom op o
 from . import conv3d  # noqa: F401  CONV_3D CONV_3D_TRANSPOSE
 from . import rnn  # noqa: F401  RNN UNIDIRECTIONAL_SEQUENCE_RNN BIDIRECTIONAL_SEQUENCE_RNN SVDF
 from . import bidirectional_lstm  # noqa: F401  BIDIRECTIONAL_SEQUENCE_LSTM
-from . import float16  # noqa: F401  ADD MUL MAXIMUM MINIMUM comparisons NEG FLOOR SIN COS TANH LOGISTIC ATAN2 SOFTMAX (float16)
+from . import float16  # noqa: F401  ADD MUL MAXIMUM MINIMUM comparisons NEG FLOOR SIN COS TANH LOGISTIC SOFTMAX (float16)
 from . import bitwise  # noqa: F401  BITWISE_XOR RIGHT_SHIFT BITCAST
 from . import complex  # noqa: F401  COMPLEX_ABS RFFT2D REAL IMAG
 from . import sparse  # noqa: F401  DENSIFY SPARSE_TO_DENSE EMBEDDING_LOOKUP_SPARSE

@@ -1,4 +1,4 @@
-"""Activations and pools on int16 (zero points 0), bit-exact to TFLite's reference kernels.
+"""Activations on int16 (zero points 0), bit-exact to TFLite's reference kernels.
 
 An int16 elementwise function has 65536 inputs: prepare evaluates TFLite's arithmetic on all of
 them and run is one lookup. RELU / RELU6 / LEAKY_RELU requantize as their 8-bit kernels do.
@@ -7,7 +7,7 @@ LOGISTIC and TANH are reference_integer_ops' fixed-point routines: the input res
 linear interpolation in TFLite's 256-entry table of sigmoid(i/24) (tanh(x) = 2 sigmoid(2x) - 1).
 SOFTMAX is reference_ops::SoftmaxInt16: exp of the difference to the row max and 1/(1+x) of the
 normalized sum from two 513-entry interpolated tables that prepare builds as TFLite does
-(LUTPopulate in double). MAX_POOL_2D and AVERAGE_POOL_2D share the 8-bit kernels' arithmetic.
+(LUTPopulate in double). The int16 pools are pool_int8.py's.
 """
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 
-from . import pool_int8
 from .activations_int8 import INF
 from .elementwise_int16 import checked_log2
 from .fixed_point import f32, mbqm, quantize_multiplier, round_half_away
@@ -181,9 +180,3 @@ def softmax(node):
         y = (e * recip + (np.int64(1) << (right - 1))) >> right
         np.copyto(out.reshape(rows, depth), np.clip(y, 0, HI16), casting="unsafe")
     return run
-
-
-# -- pools: the 8-bit kernels' arithmetic holds for int16 --------------------------------------
-
-register("MAX_POOL_2D", "int16")(pool_int8.max_pool_2d)
-register("AVERAGE_POOL_2D", "int16")(pool_int8.average_pool_2d)

@@ -2,10 +2,11 @@
 
 LiteRT keeps float16 tensors in half precision and, per element, widens to float, computes
 and rounds back: binary arithmetic (ADD, MUL, MAXIMUM, MINIMUM) is numpy's float16 arithmetic,
-which rounds the same way; math functions (SIN, COS, TANH, LOGISTIC's exp, ATAN2) are computed
-as correctly rounded float32 values (here: in float64, rounded to float32) before rounding to
-half. ADD and MUL clamp to the fused activation's range, which without an activation is the
-finite half range (an overflow gives +-65504, not inf), as TFLite's CalculateActivationRange.
+which rounds the same way; math functions (SIN, COS, TANH, LOGISTIC's exp; ATAN2 in misc.py)
+are computed as correctly rounded float32 values (here: in float64, rounded to float32) before
+rounding to half. ADD and MUL clamp to the fused activation's range, which without an activation
+is the finite half range (an overflow gives +-65504, not inf), as TFLite's
+CalculateActivationRange.
 """
 from __future__ import annotations
 
@@ -94,18 +95,6 @@ register("TANH", "float16")(_unary(_via_float(np.tanh)))
 register("LOGISTIC", "float16")(_unary(_logistic))
 
 
-@register("ATAN2", "float16")
-def atan2(node):
-    node.expect_inputs(2)
-    y, x = node.input(0), node.input(1)
-    if y.dtype != x.dtype or tuple(y.shape) != tuple(x.shape):
-        raise node.fail(f"inputs must have the same shape and type, got {y.type_name}"
-                        f"{list(y.shape)} and {x.type_name}{list(x.shape)}")
-    node.outputs[0].shape = tuple(y.shape)
-
-    def run(a, b, out):
-        out[...] = np.arctan2(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
-    return run
 
 
 @register("SOFTMAX", "float16")

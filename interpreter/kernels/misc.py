@@ -31,10 +31,11 @@ def add_n(node):
     return run
 
 
-@register("ATAN2", "float32", "float64")
+@register("ATAN2", "float32", "float64", "float16")
 def atan2(node):
     """atan2(y, x) of same-shaped tensors; float32 is computed in float64 and rounded once,
-    as the C library's correctly rounded atan2f."""
+    as the C library's correctly rounded atan2f; float16 is that float32 rounded to half, as
+    LiteRT computes it."""
     node.expect_inputs(2)
     y, x = node.input(0), node.input(1)
     if y.dtype != x.dtype or tuple(y.shape) != tuple(x.shape):
@@ -43,6 +44,10 @@ def atan2(node):
     node.outputs[0].shape = tuple(y.shape)
     if y.dtype == np.float64:
         return lambda a, b, out: np.arctan2(a, b, out=out)
+    if y.dtype == np.float16:
+        def run_half(a, b, out):
+            out[...] = np.arctan2(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
+        return run_half
 
     def run(a, b, out):
         out[...] = np.arctan2(a.astype(np.float64), b.astype(np.float64))

@@ -1,20 +1,17 @@
-"""MAX_POOL_2D, AVERAGE_POOL_2D and MEAN on int8 / uint8, bit-exact to TFLite's reference
-kernels (reference_integer_ops::MaxPool / AveragePool, reference_ops::QuantizedMeanOrSum).
+"""MAX_POOL_2D and AVERAGE_POOL_2D on int8 / uint8 and int16, bit-exact to TFLite's reference
+kernels (reference_integer_ops::MaxPool / AveragePool, and their int16 instances).
 
 Pools work on the raw values (TFLite requires equal input and output quantization): the max
 over the window, or the sum over the window's in-image taps divided by their count, rounding
-halves away from zero. MEAN rescales the zero-point-corrected sum with the multiplier of
-input_scale / output_scale folded with 1 / count as reduce.h does.
+halves away from zero.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .common import clip_
-from .fixed_point import EXACT_F32, mbqm, quantize_multiplier
 from .geometry import pool_windows
-from .quant_params import TYPE_RANGE, activation_range, expect_output_type, quant_params
-from .requantize import Requantizer, exact_rounding
+from .quant_params import TYPE_RANGE, activation_range, expect_output_type
 from .registry import register
 
 
@@ -39,7 +36,7 @@ def _taps(buffer, n_c, kernel, stride, out_hw):
     return views
 
 
-@register("MAX_POOL_2D", "int8", "uint8")
+@register("MAX_POOL_2D", "int8", "uint8", "int16")
 def max_pool_2d(node):
     (n, c), kernel, stride, out_hw, pad, need, (rows, cols) = _pool_geometry(node)
     x = node.input(0)
@@ -76,7 +73,7 @@ def max_pool_2d(node):
     return run
 
 
-@register("AVERAGE_POOL_2D", "int8", "uint8")
+@register("AVERAGE_POOL_2D", "int8", "uint8", "int16")
 def average_pool_2d(node):
     (n, c), kernel, stride, out_hw, pad, need, (rows, cols) = _pool_geometry(node)
     lo, hi = activation_range(node.options.fused_activation_function, node.outputs[0], node)
@@ -109,75 +106,4 @@ def average_pool_2d(node):
         np.copyto(acc, mag, where=~neg)
         clip_(acc, lo, hi)
         np.copyto(out, acc, casting="unsafe")
-    return run
-
-
-def _mean_axes(node, rank: int) -> tuple:
-    t = node.input(1)
-    if t.data is None:
-        raise node.fail("the axes (input 1) must be constant: the output shape depends on them")
-    axes = []
-    for a in np.asarray(t.data).reshape(-1):
-        a = int(a)
-        if not -rank <= a < rank:
-            raise node.fail(f"axis {a} is out of range for rank {rank}")
-        a = a + rank if a < 0 else a
-        if a not in axes:
-            axes.append(a)
-    return tuple(sorted(axes))
-
-
-def quantized_reduction(node, name: str) -> tuple:
-    """What the quantized MEAN / SUM / REDUCE_PROD share: checks, the reduced axes, keep_dims,
-    the output shape (set on the node) and the quantization of input and output.
-    Returns (x, key, axes, keep, shape, s_in, z_in, s_out, z_out)."""
-    node.expect_inputs(2)
-    x = node.input(0)
-    key = x.type_name
-    expect_output_type(node, key)
-    axes = _mean_axes(node, len(x.shape))
-    keep = bool(getattr(node.options, "keep_dims", False))
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
-    node.outputs[0].shape = shape
-    s_in, z_in = quant_params(node, 0)
-    s_out, z_out = quant_params(node, 0, output=True)
-    if key == "int16" and (z_in or z_out):
-        raise node.fail(f"int16 {name} needs zero points of 0")
-    return x, key, axes, keep, shape, s_in, z_in, s_out, z_out
-
-
-@register("MEAN", "int8", "uint8", "int16")
-def mean(node):
-    x, key, axes, keep, shape, s_in, z_in, s_out, z_out = quantized_reduction(node, "MEAN")
-    multiplier, shift = quantize_multiplier(float(s_in) / float(s_out))
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    lo, hi = TYPE_RANGE[key]
-    if count > 0:
-        # reduce.h: fold 1 / count into the multiplier.
-        k = max(0, min(count.bit_length() - 1, 32, 31 + shift))
-        multiplier = (multiplier << k) // count
-        shift -= k
-    if count == 0 or int(np.prod(shape, dtype=np.int64)) == 0:
-        def run_empty(x, axis_, out):
-            out[...] = 0
-        return run_empty
-    size = int(np.prod(shape, dtype=np.int64))
-    if count * 32768 < EXACT_F32:
-        # float32 sums are exact: the requantizer's fast path reads them.
-        sums = np.empty(shape, np.float32)
-        requant = Requantizer(multiplier, shift, z_out, lo, hi, (size, 1), -z_in * count,
-                              acc_bound=np.array([count * 32768]),
-                              exact=exact_rounding(node))
-        work = requant.work()
-
-        def run(x, axis_, out):
-            np.sum(x, axis=axes, dtype=np.float32, keepdims=keep, out=sums)
-            requant(sums.reshape(size, 1), out.reshape(size, 1), work)
-        return run
-    sums = np.empty(shape, np.int64)
-
-    def run(x, axis_, out):
-        np.sum(x, axis=axes, dtype=np.int64, keepdims=keep, out=sums)
-        y = mbqm(sums - z_in * count, multiplier, shift) + z_out
-        np.copyto(out, np.clip(y, lo, hi), casting="unsafe")
     return run

@@ -1,104 +1,25 @@
-"""The remaining quantized kernels on int8 / uint8 (and int16 where TFLite has them), bit-exact
-to TFLite's reference kernels: SUM, REDUCE_MAX / REDUCE_MIN, REDUCE_PROD, ARG_MAX / ARG_MIN,
-RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR, DEPTH_TO_SPACE, SPACE_TO_DEPTH.
+"""Resizing and block rearrangements on int8 / uint8 (and int16 where TFLite has them),
+bit-exact to TFLite's reference kernels: RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR,
+DEPTH_TO_SPACE, SPACE_TO_DEPTH.
 
-Data movement and raw-value ops (nearest resizing, block rearrangements, arg max, reduce max)
-are the dtype-agnostic kernels of resize.py / reduce.py registered for the integer types. SUM
-rescales the zero-point-corrected int32 sum once (reduce.h's QuantizedMeanOrSum). int8 and
-int16 RESIZE_BILINEAR are ResizeBilinearInteger (10-bit fixed-point positions and weights,
-rounding halves away from zero); uint8 is the float32 kernel, truncating after adding 0.5, in
-TFLite's order of operations.
+Nearest resizing and the block rearrangements move raw values: resize.py's dtype-agnostic
+kernels registered for the integer types. int8 and int16 RESIZE_BILINEAR are
+ResizeBilinearInteger (10-bit fixed-point positions and weights, rounding halves away from
+zero); uint8 is the float32 kernel, truncating after adding 0.5, in TFLite's order of
+operations.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from . import reduce, resize
-from .pool_int8 import quantized_reduction
-from .fixed_point import mbqm, mbqm64, quantize_multiplier, wrap32
-from .quant_params import TYPE_RANGE, quant_params
+from . import resize
 from .registry import register
 
 F32 = np.float32
 
-# -- data movement and raw values --------------------------------------------------------------
-
 register("RESIZE_NEAREST_NEIGHBOR", "int8", "uint8", "int16")(resize.resize_nearest_neighbor)
 register("DEPTH_TO_SPACE", "int8", "uint8")(resize.depth_to_space)
 register("SPACE_TO_DEPTH", "int8", "uint8")(resize.space_to_depth)
-register("ARG_MAX", "int8", "uint8")(reduce._arg("argmax"))
-register("ARG_MIN", "int8", "uint8")(reduce._arg("argmin"))
-
-
-def _same_quantization(prepare):
-    """TFLite's quantized REDUCE_MAX / REDUCE_MIN compare raw values: the output must share
-    the input's scale and zero point."""
-    def checked(node):
-        if quant_params(node, 0) != quant_params(node, 0, output=True):
-            raise node.fail("input and output must have the same scale and zero point")
-        return prepare(node)
-    return checked
-
-
-register("REDUCE_MAX", "int8", "uint8", "int16")(_same_quantization(reduce._reducer(np.maximum)))
-register("REDUCE_MIN", "int8", "uint8", "int16")(_same_quantization(reduce._reducer(np.minimum)))
-
-
-# -- SUM ---------------------------------------------------------------------------------------
-
-@register("SUM", "int8", "uint8", "int16")
-def sum_(node):
-    x, key, axes, keep, shape, s_in, z_in, s_out, z_out = quantized_reduction(node, "SUM")
-    multiplier, shift = quantize_multiplier(float(s_in) / float(s_out))
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    lo, hi = TYPE_RANGE[key]
-    sums = np.empty(shape, np.int64)
-
-    def run(x, axis_, out):
-        if x.size == 0:
-            out[...] = 0
-            return
-        np.sum(x, axis=axes, dtype=np.int64, keepdims=keep, out=sums)
-        y = mbqm(wrap32(sums - z_in * count), multiplier, shift) + z_out
-        np.copyto(out, np.clip(y, lo, hi), casting="unsafe")
-    return run
-
-
-# -- REDUCE_PROD -------------------------------------------------------------------------------
-
-_raw_prod = reduce._reducer(np.multiply)
-
-
-@register("REDUCE_PROD", "int8", "int16")
-def reduce_prod(node):
-    """Quantized: the running product rescaled after every factor by input_scale /
-    output_scale^(1/n) with the int64 MultiplyByQuantizedMultiplier, in the input's order, and
-    once more at the end (reduce.h's QuantizedReduceProd). Unquantized: the raw product."""
-    q = node.input(0).quantization
-    if q is None or q.scale.size == 0:
-        return _raw_prod(node)
-    x, key, axes, keep, shape, s_in, z_in, s_out, z_out = quantized_reduction(node,
-                                                                              "REDUCE_PROD")
-    rank = len(x.shape)
-    kept = [i for i in range(rank) if i not in axes]
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    outputs = int(np.prod([x.shape[a] for a in kept], dtype=np.int64))
-    if count == 0 or outputs == 0:
-        return lambda x, axis_, out: out.fill(0)
-    m, e = quantize_multiplier(float(s_in) / math.pow(float(s_out), 1.0 / count))
-    lo, hi = TYPE_RANGE[key]
-    order = kept + list(axes)      # reduced elements of one output, in the input's order
-
-    def run(x, axis_, out):
-        v = np.transpose(x, order).reshape(outputs, count).astype(np.int64) - z_in
-        prod = v[:, 0]
-        for k in range(1, count):
-            prod = mbqm64(prod * v[:, k], m, e)
-        y = mbqm64(prod, m, e) + z_out
-        np.copyto(out.reshape(-1), np.clip(y, lo, hi), casting="unsafe")
-    return run
 
 
 # -- RESIZE_BILINEAR ---------------------------------------------------------------------------
