@@ -223,22 +223,31 @@ def _last_axis(node):
     return x
 
 
-@register("SOFTMAX", "float32")
-def softmax(node):
-    """exp((x - max) * beta) / sum, along the last axis."""
-    x = _last_axis(node)
-    beta = float(getattr(node.options, "beta", 1.0))
-    total, rows = row_sum(x.shape)
+def _exps(shape, beta: float = 1.0):
+    """(exps, rows, row_max): exps(x, out) writes exp((x - max) * beta) along the last axis into
+    out, the rows' maxima into row_max and their sums of the exps into rows ([..., 1] each)."""
+    total, rows = row_sum(shape)
     row_max = np.empty_like(rows)
     maximum = np.maximum.reduce
 
-    def run(x, out):
+    def exps(x, out):
         maximum(x, axis=-1, keepdims=True, out=row_max)
         np.subtract(x, row_max, out=out)
         if beta != 1.0:
             np.multiply(out, beta, out=out)
         np.exp(out, out=out)
         total(out)
+    return exps, rows, row_max
+
+
+@register("SOFTMAX", "float32")
+def softmax(node):
+    """exp((x - max) * beta) / sum, along the last axis."""
+    x = _last_axis(node)
+    exps, rows, _ = _exps(x.shape, float(getattr(node.options, "beta", 1.0)))
+
+    def run(x, out):
+        exps(x, out)
         np.divide(out, rows, out=out)
     return run
 
@@ -247,15 +256,10 @@ def softmax(node):
 def log_softmax(node):
     """x - max - log(sum(exp(x - max))), along the last axis."""
     x = _last_axis(node)
-    total, rows = row_sum(x.shape)
-    row_max = np.empty_like(rows)
-    maximum = np.maximum.reduce
+    exps, rows, row_max = _exps(x.shape)
 
     def run(x, out):
-        maximum(x, axis=-1, keepdims=True, out=row_max)
-        np.subtract(x, row_max, out=out)
-        np.exp(out, out=out)
-        total(out)
+        exps(x, out)
         np.log(rows, out=rows)
         np.subtract(x, row_max, out=out)
         np.subtract(out, rows, out=out)

@@ -88,6 +88,32 @@ def check_float(node, *infos) -> None:
             raise node.fail(f"tensor {t.name!r} is {t.type_name}; this kernel takes float32")
 
 
+def bias_epilogue(bias_info, act, out_rows, tile):
+    """`tail(out, bias)` for a float convolution's output: adds the bias (input `bias_info`,
+    constant or given while running; tiled `tile` times to fill the rows of the
+    `out_rows`-shaped view of the output: one long inner loop instead of a broadcast) and
+    applies the fused activation; None when there is nothing to do."""
+    if bias_info is None and act is None:
+        return None
+    tiled = None
+    if bias_info is not None:
+        tiled = np.empty((tile, int(np.prod(bias_info.shape))), F32)
+        if bias_info.data is not None:
+            tiled[:] = np.reshape(bias_info.data, -1)
+    runtime_bias = bias_info is not None and bias_info.data is None
+    tiled_flat = None if tiled is None else tiled.reshape(-1)
+
+    def tail(out, bias):
+        rows = out.reshape(out_rows)
+        if runtime_bias:
+            np.copyto(tiled, bias)
+        if tiled_flat is not None:
+            np.add(rows, tiled_flat, out=rows)
+        if act is not None:
+            act(rows)
+    return tail
+
+
 def broadcast_shape(node, *shapes) -> tuple:
     try:
         return tuple(np.broadcast_shapes(*shapes))

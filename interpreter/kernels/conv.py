@@ -13,36 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import F32, check_float, clamp_activation, with_optional_inputs
+from .common import F32, bias_epilogue, check_float, clamp_activation, with_optional_inputs
 from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, transpose_conv_shape
 from .registry import register
 from .scratch import Scratch
 from .taps import TapGrid, Window, opaque_items, patch_accumulator, scatter_patches
-
-
-def _epilogue(bias_info, act, out_rows, tile):
-    """`tail(out, bias)`: adds the bias (tiled `tile` times to fill the rows of the
-    `out_rows`-shaped view of the output: one long inner loop instead of a broadcast) and
-    applies the fused activation; None when there is nothing to do."""
-    if bias_info is None and act is None:
-        return None
-    tiled = None
-    if bias_info is not None:
-        tiled = np.empty((tile, bias_info.shape[0]), F32)
-        if bias_info.data is not None:
-            tiled[:] = bias_info.data
-    runtime_bias = bias_info is not None and bias_info.data is None
-    tiled_flat = None if tiled is None else tiled.reshape(-1)
-
-    def tail(out, bias):
-        rows = out.reshape(out_rows)
-        if runtime_bias:
-            np.copyto(tiled, bias)
-        if tiled_flat is not None:
-            np.add(rows, tiled_flat, out=rows)
-        if act is not None:
-            act(rows)
-    return tail
 
 
 # -- CONV_2D ---------------------------------------------------------------------------------
@@ -108,7 +83,7 @@ def _conv_1x1(node, win, groups, cg, o, b, act):
         wg_const = _grouped_weights(const_w, 1, b.data)      # [1, C + 1, O]
         tail = None if act is None else (lambda out, bias: act(out.reshape(n * ho, wo * o)))
     else:
-        tail = _epilogue(b, act, (n * ho, wo * o), wo)
+        tail = bias_epilogue(b, act, (n * ho, wo * o), wo)
     gather = strided or with_ones
     width = groups * cg + with_ones
     get = Scratch.of(node).reserve([((n, ho, wo, width), F32)]) if gather else None
@@ -210,7 +185,7 @@ def depthwise_conv_2d(node):
     ho, wo = grids[-1].end, grids[0].wo
     node.outputs[0].shape = (n, ho, wo, o)
     act = clamp_activation(node.options.fused_activation_function, node)
-    tail = _epilogue(b, act, (n * ho, wo * o), wo)
+    tail = bias_epilogue(b, act, (n * ho, wo * o), wo)
     weights = [np.empty((kh, len(cols), wo * o), F32) for cols in grids[0].columns]
     const_w = w.data
     if const_w is not None:
@@ -246,7 +221,7 @@ def transpose_conv(node):
     _check_bias(node, b, o)
     ho, wo = out_shape[1], out_shape[2]
     act = clamp_activation(getattr(node.options, "fused_activation_function", 0), node)
-    tail = _epilogue(b, act, (n * ho, wo * o), wo)
+    tail = bias_epilogue(b, act, (n * ho, wo * o), wo)
     # Every input pixel scatters a kh x kw x O patch into an accumulator that covers all
     # patches; the output is its window at (pt, pl).
     acc = patch_accumulator(x.shape, w.shape, out_shape, (sh, sw), (pt, pl), F32)

@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 
-from .common import constant_value, conv_output, fused_activation
+from .common import bias_epilogue, constant_value, conv_output, fused_activation
 from .registry import DATA_INPUT, register
 
 DATA_INPUT.setdefault("CONV_3D_TRANSPOSE", 2)
@@ -57,10 +57,11 @@ def conv_3d(node):
               for d in range(3)]
     taps = list(itertools.product(*(range(w.shape[d]) for d in range(3))))
     has_bias = bias is not None
+    n, od, oh, ow, oc = out_shape
+    tail = bias_epilogue(bias, act, (n * od * oh, ow * oc), ow)
 
     def run(a, f, *rest):
         out = rest[-1]
-        b = rest[0] if has_bias else None
         buf = np.zeros((a.shape[0],) + tuple(max(p, s + pd) for p, s, pd in
                                              zip(padded, a.shape[1:4], pads)) + (a.shape[4],),
                        np.float32)
@@ -73,10 +74,8 @@ def conv_3d(node):
                        h0:h0 + (sizes[1] - 1) * strides[1] + 1:strides[1],
                        w0:w0 + (sizes[2] - 1) * strides[2] + 1:strides[2]]
             out += view @ f[kd, kh, kw]
-        if b is not None:
-            out += b
-        if act is not None:
-            act(out)
+        if tail is not None:
+            tail(out, rest[0] if has_bias else None)
     return run
 
 
@@ -107,10 +106,11 @@ def conv_3d_transpose(node):
                 pads[d] + shape[1 + d]) for d in range(3)]
     taps = list(itertools.product(*(range(w.shape[d]) for d in range(3))))
     has_bias = bias is not None
+    tail = bias_epilogue(bias, act, (shape[0] * shape[1] * shape[2], shape[3] * shape[4]),
+                         shape[3])
 
     def run(_shape, f, a, *rest):
         out = rest[-1]
-        b = rest[0] if has_bias else None
         buf = np.zeros((a.shape[0],) + tuple(full) + (shape[4],), np.float32)
         n = a.shape[1:4]
         for kd, kh, kw in taps:
@@ -120,8 +120,6 @@ def conv_3d_transpose(node):
                 w0:w0 + (n[2] - 1) * strides[2] + 1:strides[2]] += a @ f[kd, kh, kw].T
         out[...] = buf[:, pads[0]:pads[0] + shape[1], pads[1]:pads[1] + shape[2],
                        pads[2]:pads[2] + shape[3]]
-        if b is not None:
-            out += b
-        if act is not None:
-            act(out)
+        if tail is not None:
+            tail(out, rest[0] if has_bias else None)
     return run

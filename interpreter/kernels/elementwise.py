@@ -45,11 +45,12 @@ def prepare_binary(node, same_types: bool = True):
     return a, b
 
 
-def _binary(ufunc, fused: bool = False):
-    """A kernel computing `ufunc(a, b)`, then the op's fused activation if it has one."""
+def binary(ufunc, fused: bool = False, check=prepare_binary):
+    """A kernel computing `ufunc(a, b)`, then the op's fused activation if it has one;
+    `check(node)` validates the inputs and sets the output's shape."""
     def prepare(node):
-        a, _ = prepare_binary(node)
-        act = activation_for(node, a.dtype) if fused else None
+        check(node)
+        act = activation_for(node, node.input(0).dtype) if fused else None
 
         def compute(x, y, out):
             ufunc(x, y, out=out)
@@ -57,12 +58,12 @@ def _binary(ufunc, fused: bool = False):
     return prepare
 
 
-register("ADD", *FLOAT, *INTS)(_binary(np.add, fused=True))
-register("SUB", *FLOAT, *INTS)(_binary(np.subtract, fused=True))
-register("MUL", *FLOAT, *INTS)(_binary(np.multiply, fused=True))
-register("MAXIMUM", *FLOAT, *INTS)(_binary(np.maximum))
-register("MINIMUM", *FLOAT, *INTS)(_binary(np.minimum))
-register("FLOOR_MOD", *FLOAT, *INTS)(_binary(np.remainder))
+register("ADD", *FLOAT, *INTS)(binary(np.add, fused=True))
+register("SUB", *FLOAT, *INTS)(binary(np.subtract, fused=True))
+register("MUL", *FLOAT, *INTS)(binary(np.multiply, fused=True))
+register("MAXIMUM", *FLOAT, *INTS)(binary(np.maximum))
+register("MINIMUM", *FLOAT, *INTS)(binary(np.minimum))
+register("FLOOR_MOD", *FLOAT, *INTS)(binary(np.remainder))
 
 
 @register("DIV", *FLOAT, *INTS)  # int64, uint64: edgelite only (ONNX)
@@ -140,25 +141,15 @@ def pow(node):
 
 # -- comparisons and logic ---------------------------------------------------------------------
 
-def _compare(ufunc):
-    def prepare(node):
-        prepare_binary(node)
-
-        def compute(x, y, out):
-            ufunc(x, y, out=out)
-        return compute
-    return prepare
-
-
 _ORDERED = ("float32", "int32", "int64", "uint64")
-register("LESS", *_ORDERED)(_compare(np.less))
-register("LESS_EQUAL", *_ORDERED)(_compare(np.less_equal))
-register("GREATER", *_ORDERED)(_compare(np.greater))
-register("GREATER_EQUAL", *_ORDERED)(_compare(np.greater_equal))
-register("EQUAL", *_ORDERED, "bool")(_compare(np.equal))
-register("NOT_EQUAL", *_ORDERED, "bool")(_compare(np.not_equal))
-register("LOGICAL_AND", "bool")(_compare(np.logical_and))
-register("LOGICAL_OR", "bool")(_compare(np.logical_or))
+register("LESS", *_ORDERED)(binary(np.less))
+register("LESS_EQUAL", *_ORDERED)(binary(np.less_equal))
+register("GREATER", *_ORDERED)(binary(np.greater))
+register("GREATER_EQUAL", *_ORDERED)(binary(np.greater_equal))
+register("EQUAL", *_ORDERED, "bool")(binary(np.equal))
+register("NOT_EQUAL", *_ORDERED, "bool")(binary(np.not_equal))
+register("LOGICAL_AND", "bool")(binary(np.logical_and))
+register("LOGICAL_OR", "bool")(binary(np.logical_or))
 
 
 @register("LOGICAL_NOT", "bool")

@@ -16,7 +16,8 @@ import math
 import numpy as np
 
 from .common import broadcast_shape, clip_
-from .elementwise_int8 import _mul_smaller, _raw
+from .elementwise import binary
+from .elementwise_int8 import _mul_smaller, prepare_integer_binary
 from .fixed_point import f32, mbqm, quantize_multiplier, round_half_away
 from .lut import all_values
 from .quant_params import activation_range, quant_params
@@ -163,5 +164,5 @@ def mul(node):
     return run
 
 
-register("MAXIMUM", "int16")(_raw(np.maximum))
-register("MINIMUM", "int16")(_raw(np.minimum))
+register("MAXIMUM", "int16")(binary(np.maximum, check=prepare_integer_binary))
+register("MINIMUM", "int16")(binary(np.minimum, check=prepare_integer_binary))

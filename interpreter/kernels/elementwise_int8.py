@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import broadcast_shape
+from .elementwise import binary
 from .fixed_point import f32, mbqm, quantize_multiplier, rdbpot, srdhm, wrap32
 from .lut import pair_lookup, pair_table
 from .quant_params import activation_range, quant_params
@@ -43,7 +44,7 @@ def _rdbpot_negative(x, exponent: int):
     return (x >> (exponent & 31)) + ((x & mask) > threshold)
 
 
-def _prepare_binary(node):
+def prepare_integer_binary(node):
     node.expect_inputs(2)
     a, b = node.input(0), node.input(1)
     key = a.type_name
@@ -57,7 +58,7 @@ def _prepare_binary(node):
 
 def _add_sub(sign: int):
     def prepare(node):
-        key, shape = _prepare_binary(node)
+        key, shape = prepare_integer_binary(node)
         s1, z1 = quant_params(node, 0)
         s2, z2 = quant_params(node, 1)
         so, zo = quant_params(node, 0, output=True)
@@ -90,7 +91,7 @@ register("SUB", "int8", "uint8")(_add_sub(-1))
 
 @register("MUL", "int8", "uint8")
 def mul(node):
-    key, shape = _prepare_binary(node)
+    key, shape = prepare_integer_binary(node)
     s1, z1 = quant_params(node, 0)
     s2, z2 = quant_params(node, 1)
     so, zo = quant_params(node, 0, output=True)
@@ -104,16 +105,6 @@ def mul(node):
     return pair_lookup(pair_table(key, key, f, np.dtype(key)), shape)
 
 
-def _raw(ufunc):
-    """MAXIMUM / MINIMUM compare the raw values (TFLite does not rescale)."""
-    def prepare(node):
-        _prepare_binary(node)
-
-        def run(a, b, out):
-            ufunc(a, b, out=out)
-        return run
-    return prepare
-
-
-register("MAXIMUM", "int8", "uint8")(_raw(np.maximum))
-register("MINIMUM", "int8", "uint8")(_raw(np.minimum))
+# MAXIMUM / MINIMUM compare the raw values (TFLite does not rescale).
+register("MAXIMUM", "int8", "uint8")(binary(np.maximum, check=prepare_integer_binary))
+register("MINIMUM", "int8", "uint8")(binary(np.minimum, check=prepare_integer_binary))

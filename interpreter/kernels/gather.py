@@ -22,13 +22,18 @@ def _check_indices(idx: np.ndarray, n: int, what: str) -> None:
         raise IndexError(f"{what} index {bad} is out of range [0, {n})")
 
 
-@register("GATHER", *DATA_TYPES)
-def gather(node):
+def _params_and_indices(node) -> tuple:
+    """GATHER's and GATHER_ND's inputs: the params' and the (integer) indices' shapes."""
     node.expect_inputs(2)
     params, indices = node.input(0), node.input(1)
     if indices.type_name not in INDEX_TYPES:
         raise node.fail(f"indices must be int16, int32 or int64, got {indices.type_name}")
-    p_shape, i_shape = tuple(params.shape), tuple(indices.shape)
+    return tuple(params.shape), tuple(indices.shape)
+
+
+@register("GATHER", *DATA_TYPES)
+def gather(node):
+    p_shape, i_shape = _params_and_indices(node)
     axis = normalize_axis(node, node.options.axis, len(p_shape))
     batch = int(node.options.batch_dims)
     if batch < 0:
@@ -54,11 +59,7 @@ def gather(node):
 
 @register("GATHER_ND", *DATA_TYPES)
 def gather_nd(node):
-    node.expect_inputs(2)
-    params, indices = node.input(0), node.input(1)
-    if indices.type_name not in INDEX_TYPES:
-        raise node.fail(f"indices must be int16, int32 or int64, got {indices.type_name}")
-    p_shape, i_shape = tuple(params.shape), tuple(indices.shape)
+    p_shape, i_shape = _params_and_indices(node)
     if not i_shape or not 1 <= i_shape[-1] <= len(p_shape):
         raise node.fail(f"indices of shape {list(i_shape)} do not index params of shape "
                         f"{list(p_shape)}")

@@ -27,7 +27,8 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import SIGMOID, TANH, clip_, matmul_shape, sigmoid_, with_optional_inputs
+from .common import SIGMOID, TANH, bias_epilogue, clip_, matmul_shape, sigmoid_, \
+    with_optional_inputs
 from .fixed_point import EXACT_F32, round_half_away
 from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, fully_connected_shape
 from .registry import KERNELS, Node, TensorInfo, register
@@ -252,8 +253,10 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
     n = x.shape[0]
     out_shape = node.outputs[0].shape
     cout = out_shape[3]
-    bias = _float_bias(node, 2, cout)
-    act = _activation(node, node.options.fused_activation_function, False)
+    _float_bias(node, 2, cout)
+    tail = bias_epilogue(node.optional_input(2),
+                         _activation(node, node.options.fused_activation_function, False),
+                         (n * out_shape[1], out_shape[2] * cout), out_shape[2])
     sums = _IntegerConv(node, w, 255 if asymmetric else 127, reduce_axes)
     x_rows = int(np.prod(x.shape[1:]))
     xq = np.empty((n, x_rows), F32)
@@ -279,10 +282,8 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
             np.multiply(acc3, (row_scales * filter_scale)[:, None, None], out=o3)
         else:                                    # acc * (channel * row)
             np.multiply(acc3, channel[None, None, :] * row_scales[:, None, None], out=o3)
-        if bias is not None:
-            np.add(o3, bias, out=o3)
-        if act is not None:
-            act(out)
+        if tail is not None:
+            tail(out, None)
     return run
 
 

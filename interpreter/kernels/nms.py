@@ -21,15 +21,19 @@ from .registry import register
 
 # -- std::priority_queue (libstdc++'s push_heap / pop_heap), ordered by score ---------------
 
-def _push(heap: list, item) -> None:
-    heap.append(item)
-    hole = len(heap) - 1
+def _sift_up(heap: list, hole: int, item) -> None:
+    """__push_heap: `item` goes up from `hole` past every parent that scores lower."""
     parent = (hole - 1) // 2
     while hole > 0 and heap[parent][0] < item[0]:
         heap[hole] = heap[parent]
         hole = parent
         parent = (hole - 1) // 2
     heap[hole] = item
+
+
+def _push(heap: list, item) -> None:
+    heap.append(item)
+    _sift_up(heap, len(heap) - 1, item)
 
 
 def _pop(heap: list):
@@ -49,12 +53,7 @@ def _pop(heap: list):
         child = 2 * (child + 1)
         heap[hole] = heap[child - 1]
         hole = child - 1
-    parent = (hole - 1) // 2
-    while hole > 0 and heap[parent][0] < value[0]:
-        heap[hole] = heap[parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    heap[hole] = value
+    _sift_up(heap, hole, value)
     return top
 
 
@@ -122,7 +121,12 @@ def non_max_suppression(boxes, scores, max_output: int, iou_threshold, score_thr
     return selected, selected_scores
 
 
-def _prepare(node, soft: bool):
+@register("NON_MAX_SUPPRESSION_V4", "float32")
+@register("NON_MAX_SUPPRESSION_V5", "float32")
+def non_max_suppression_v4_v5(node):
+    """V4: hard suppression, selected indices and their count; V5 also takes a soft-NMS sigma
+    and returns the selected scores."""
+    soft = node.op == "NON_MAX_SUPPRESSION_V5"
     node.expect_inputs(6 if soft else 5)
     boxes, scores, max_out = node.input(0), node.input(1), node.input(2)
     if len(boxes.shape) != 2 or boxes.shape[1] != 4:
@@ -181,13 +185,3 @@ def _prepare(node, soft: bool):
         ins, sigma, outs = split(args)
         compute(ins[0], ins[1], size, ins[3], ins[4], sigma, outs)
     return run
-
-
-@register("NON_MAX_SUPPRESSION_V4", "float32")
-def non_max_suppression_v4(node):
-    return _prepare(node, soft=False)
-
-
-@register("NON_MAX_SUPPRESSION_V5", "float32")
-def non_max_suppression_v5(node):
-    return _prepare(node, soft=True)

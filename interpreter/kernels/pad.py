@@ -29,7 +29,7 @@ def _pad_prepare(node):
     return tuple(slice(a, a + n) for n, (a, _) in zip(in_shape, pads))
 
 
-def _padknown_at_run_time(node, value_of):
+def _pad_at_run_time(node, value_of):
     """PAD and PADV2 with paddings that arrive while running: run(x, paddings[, value])
     returns the padded array; `value_of(inputs)` gives the fill."""
     node.dynamic = True
@@ -57,7 +57,7 @@ def pad(node):
     node.expect_inputs(2)
     value = _pad_value(node)
     if known_at_run_time(node, 1):
-        return _padknown_at_run_time(node, lambda rest: value)
+        return _pad_at_run_time(node, lambda rest: value)
     center = _pad_prepare(node)
 
     def run(x, _, out):
@@ -72,7 +72,7 @@ def padv2(node):
     const = node.inputs[2] if len(node.inputs) == 3 else None
     if known_at_run_time(node, 1):
         value = _pad_value(node)
-        return _padknown_at_run_time(node, lambda rest: rest[0].reshape(()) if rest and
+        return _pad_at_run_time(node, lambda rest: rest[0].reshape(()) if rest and
                                 rest[0] is not None else value)
     center = _pad_prepare(node)
     if const is None:

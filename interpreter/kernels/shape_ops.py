@@ -83,21 +83,19 @@ def reshape(node):
     shape_t = node.inputs[1] if len(node.inputs) == 2 else None
     if (shape_t is not None and shape_t.data is None and len(shape_t.shape) == 1
             and shape_t.shape[0] > 0 and shape_t.type_name in ("int32", "int64")):
-        return _reshapeknown_at_run_time(node)
+        return _shaped_while_running(node, lambda x, new_shape: x.reshape(
+            _resolve_stretch(node, x.shape, [int(d) for d in new_shape])).copy())
     shape = _resolve_stretch(node, node.input(0).shape, _reshape_request(node))
     node.outputs[0].shape = shape
     return _copy_reshaped(shape)
 
 
-def _reshapeknown_at_run_time(node):
-    """The new shape is a tensor computed by the model: the output shape is known only while
-    running (the plan then calls `run(x, shape)` and takes the array it returns)."""
+def _shaped_while_running(node, result):
+    """The kernel of an op whose input 1 (a shape, an axis), computed by the model, sets the
+    output shape: known only while running, so the plan calls `run(x, value)` and takes the
+    array it returns, result(x, value)."""
     node.dynamic = True
-
-    def run(x, new_shape):
-        shape = _resolve_stretch(node, x.shape, [int(d) for d in new_shape])
-        return [x.reshape(shape).copy()]
-    return run
+    return lambda x, value: [result(x, value)]
 
 
 # -- SQUEEZE / EXPAND_DIMS -----------------------------------------------------------------------
@@ -124,14 +122,10 @@ def squeeze(node):
 @register("EXPAND_DIMS", *DATA_TYPES)
 def expand_dims(node):
     node.expect_inputs(2)
-    in_shape = node.input(0).shape
     if known_at_run_time(node, 1):
-        node.dynamic = True
-
-        def run_dynamic(x, axis):
-            return [x.reshape(_expanded(node, x.shape, axis)).copy()]
-        return run_dynamic
-    shape = _expanded(node, in_shape, constant_value(node, 1, "the axis"))
+        return _shaped_while_running(
+            node, lambda x, axis: x.reshape(_expanded(node, x.shape, axis)).copy())
+    shape = _expanded(node, node.input(0).shape, constant_value(node, 1, "the axis"))
     node.outputs[0].shape = shape
     return _copy_reshaped(shape)
 
@@ -192,15 +186,11 @@ def _broadcast_shape(node, in_shape: tuple, shape: tuple) -> tuple:
 @register("BROADCAST_TO", *DATA_TYPES)
 def broadcast_to(node):
     node.expect_inputs(2)
-    in_shape = node.input(0).shape
     if known_at_run_time(node, 1):
-        node.dynamic = True
-
-        def run_dynamic(x, shape):
-            shape = _broadcast_shape(node, x.shape, _shape_vector(node, 1, "the shape", shape))
-            return [np.broadcast_to(x, shape).copy()]
-        return run_dynamic
-    node.outputs[0].shape = _broadcast_shape(node, in_shape, _shape_vector(node, 1, "the shape"))
+        return _shaped_while_running(node, lambda x, shape: np.broadcast_to(
+            x, _broadcast_shape(node, x.shape, _shape_vector(node, 1, "the shape", shape))).copy())
+    node.outputs[0].shape = _broadcast_shape(node, node.input(0).shape,
+                                             _shape_vector(node, 1, "the shape"))
 
     def run(x, _, out):
         np.copyto(out, x)
