@@ -153,10 +153,11 @@ def pack(node):
 
 # -- UNPACK / SPLIT / SPLIT_V --------------------------------------------------------------------
 
-def _copy_pieces(pieces: list, skip: int = 0):
-    """run(x, <skip other inputs>, *outs): out k = x[pieces[k]]."""
-    def run(x, *rest):
-        for out, piece in zip(rest[skip:], pieces):
+def _copy_pieces(pieces: list, data: int = 0, inputs: int = 1):
+    """run(*inputs, *outs): out k = inputs[data][pieces[k]]."""
+    def run(*args):
+        x = args[data]
+        for out, piece in zip(args[inputs:], pieces):
             np.copyto(out, x[piece])
     return run
 
@@ -194,12 +195,8 @@ def split(node):
     if num <= 0 or in_shape[axis] % num:
         raise node.fail(f"cannot split dimension {axis} of size {in_shape[axis]} into {num} "
                         "equal pieces")
-    pieces = _split_into(node, in_shape, axis, [in_shape[axis] // num] * num)
-
-    def run(_, x, *outs):
-        for out, piece in zip(outs, pieces):
-            np.copyto(out, x[piece])
-    return run
+    return _copy_pieces(_split_into(node, in_shape, axis, [in_shape[axis] // num] * num),
+                        data=1, inputs=2)
 
 
 @register("SPLIT_V", *DATA_TYPES)
@@ -218,7 +215,7 @@ def split_v(node):
             return [x[piece].copy() for piece in _pieces(axis, sizes, x.ndim)]
         return run_values
     sizes = _split_sizes(node, in_shape[axis], axis, int_vector(node, 1, "the size_splits"))
-    return _copy_pieces(_split_into(node, in_shape, axis, sizes), skip=2)
+    return _copy_pieces(_split_into(node, in_shape, axis, sizes), inputs=3)
 
 
 def _split_sizes(node, dim: int, axis: int, sizes: list) -> list:
