@@ -4,11 +4,11 @@ from __future__ import annotations
 import contextlib
 import io
 import subprocess
-import sys
-import textwrap
 from typing import NamedTuple
 
 from edgelite.cli import convert_main, main
+from tests.blocked import HEAVY
+from tests.blocked import run_blocked as blocked_run
 
 
 class Result(NamedTuple):
@@ -30,25 +30,11 @@ def invoke(args, prog: str = "edgelite", frontend: str | None = None) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
-RUNTIME_ONLY = ("onnx", "onnxruntime", "typer", "click", "rich", "pydantic", "pyopencl",
-                "ai_edge_litert", "tensorflow")   # what the runtime install leaves out
-
-
-def run_blocked(prog: str, args, blocked=RUNTIME_ONLY) -> subprocess.CompletedProcess:
+def run_blocked(prog: str, args, blocked=HEAVY) -> subprocess.CompletedProcess:
     """`prog ARGS` in a fresh interpreter where the `blocked` packages cannot be imported."""
     entry = "main" if prog == "edgelite" else "convert_main"
-    code = textwrap.dedent(f"""
-        import sys
-
-        class Blocker:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in {tuple(blocked)!r}:
-                    raise ImportError(f"{{name}} is blocked in this test")
-
-        sys.meta_path.insert(0, Blocker())
+    return blocked_run(f"""
         sys.argv = [{prog!r}, *{[str(a) for a in args]!r}]
         from edgelite.cli import {entry}
         sys.exit({entry}())
-    """)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+    """, blocked, timeout=300)

@@ -2,30 +2,16 @@
 pyopencl are made unimportable in a fresh process."""
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 
+from tests.blocked import assert_runs_blocked
 from tests.conftest import REPO_ROOT
 from tests.opmodel import In, op_model
-
-_BLOCKER = textwrap.dedent("""
-    import importlib.abc, sys
-    BLOCKED = {"onnx", "typer", "pyopencl", "onnxruntime", "ai_edge_litert", "scipy", "torch"}
-    class Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in BLOCKED:
-                raise ImportError(f"{name} is blocked in this test")
-    sys.meta_path.insert(0, Block())
-""")
-
 
 def test_interpreter_runs_without_heavy_dependencies(tmp_path):
     path = tmp_path / "add.tflite"
     path.write_bytes(op_model("ADD", [In((2, 3)), np.ones(3, np.float32)]))
-    code = _BLOCKER + textwrap.dedent(f"""
+    assert_runs_blocked(f"""
         import numpy as np
         from edgelite.interpreter import Interpreter
         it = Interpreter(model_path={str(path)!r})
@@ -34,14 +20,7 @@ def test_interpreter_runs_without_heavy_dependencies(tmp_path):
         it.invoke()
         out = it.get_tensor(it.get_output_details()[0]["index"])
         assert (out == 1).all(), out
-        loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
-        assert not loaded, loaded
-        print("ok")
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            cwd=REPO_ROOT, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
 
 
 def test_interpreter_never_imports_the_delegates_package():
@@ -64,7 +43,7 @@ def test_a_delegate_object_runs_without_the_delegates_package(tmp_path):
     partitions and runs, and no edgelite.delegates module is imported for it."""
     path = tmp_path / "add.tflite"
     path.write_bytes(op_model("ADD", [In((2, 3)), np.ones(3, np.float32)]))
-    code = _BLOCKER + textwrap.dedent(f"""
+    assert_runs_blocked(f"""
         import numpy as np
         from edgelite.interpreter import Interpreter
         from edgelite.interpreter.delegation import Delegate, placement
@@ -90,9 +69,4 @@ def test_a_delegate_object_runs_without_the_delegates_package(tmp_path):
         assert [p["where"] for p in placement(it)] == ["doubling"], placement(it)
         loaded = sorted(m for m in sys.modules if m.startswith("edgelite.delegates"))
         assert not loaded, loaded
-        print("ok")
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            cwd=REPO_ROOT, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"

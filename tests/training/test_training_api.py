@@ -3,9 +3,6 @@ against a reference, losses from a final SOFTMAX, checkpoints and their atomic w
 package's light dependencies."""
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -16,8 +13,7 @@ from edgelite.interpreter.training import (SGD, GradientError, export_frozen, ex
                                            training_facts)
 from edgelite.interpreter.training import checkpoint as checkpoint_module
 from edgelite.schema import load, save
-from tests.conftest import REPO_ROOT
-from tests.interpreter.test_light_import import _BLOCKER
+from tests.blocked import assert_runs_blocked
 from tests.training import reference as ref
 from tests.training.test_builder import _graph
 
@@ -161,21 +157,14 @@ def test_restore_names_every_problem(tmp_path):
 def test_training_runs_with_numpy_and_flatbuffers_only(tmp_path):
     path = tmp_path / "head.tflite"
     path.write_bytes(_head(np.random.default_rng(7)))
-    code = _BLOCKER + textwrap.dedent(f"""
+    assert_runs_blocked(f"""
         import numpy as np
         from edgelite.interpreter.training import extend, export_frozen
         it = extend({str(path)!r}, trainable="all")
         loss = it.get_signature_runner("train")(x=np.ones((3, 6), np.float32),
                                                 labels=np.zeros(3, np.int32))["loss"]
         assert np.isfinite(loss) and export_frozen(it)
-        loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
-        assert not loaded, loaded
-        print("ok")
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            cwd=REPO_ROOT, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
 
 
 @pytest.mark.parametrize("name, output, layers", [
