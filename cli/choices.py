@@ -5,30 +5,17 @@ from __future__ import annotations
 import enum
 
 
-class Quantize(str, enum.Enum):
-    dynamic = "dynamic"
-    dynamic_int4 = "dynamic-int4"
-    int8 = "int8"
-    int16x8 = "int16x8"
-    float16 = "float16"
+def _choices(name: str, *values: str):
+    """A str enum of `values`; a member's name is its value with dashes as underscores."""
+    return enum.Enum(name, [(v.replace("-", "_"), v) for v in values], type=str,
+                     module=__name__)
 
 
-class Calibration(str, enum.Enum):
-    minmax = "minmax"
-    percentile = "percentile"
-    mse = "mse"
-
-
-class Loss(str, enum.Enum):
-    sparse_softmax_cross_entropy = "sparse_softmax_cross_entropy"
-    softmax_cross_entropy = "softmax_cross_entropy"
-    mean_squared_error = "mean_squared_error"
-    binary_cross_entropy = "binary_cross_entropy"
-
-
-class Optimizer(str, enum.Enum):
-    adam = "adam"
-    sgd = "sgd"
+Quantize = _choices("Quantize", "dynamic", "dynamic-int4", "int8", "int16x8", "float16")
+Calibration = _choices("Calibration", "minmax", "percentile", "mse")
+Loss = _choices("Loss", "sparse_softmax_cross_entropy", "softmax_cross_entropy",
+                "mean_squared_error", "binary_cross_entropy")
+Optimizer = _choices("Optimizer", "adam", "sgd")
 
 
 def value(choice) -> str | None:

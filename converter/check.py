@@ -118,19 +118,29 @@ def quiet_litert():
     return filtered_stderr(r"INFO: .*")
 
 
+def interpreter_of(content: bytes, runtime: str = "edgelite", reference: bool = False):
+    """An allocated interpreter of `runtime` ("edgelite" or "litert") on the .tflite, with the
+    reference kernels (BUILTIN_REF) when asked; None when LiteRT is not installed."""
+    if runtime == "edgelite":
+        from edgelite.interpreter import Interpreter, OpResolverType
+    else:
+        try:
+            from ai_edge_litert.interpreter import Interpreter, OpResolverType
+        except ImportError:
+            return None
+    kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    with quiet_litert():
+        it = Interpreter(model_content=content, experimental_op_resolver_type=kind)
+        it.allocate_tensors()
+    return it
+
+
 def run_tflite(content: bytes, feeds: list, runtime: str = "edgelite"):
     """Outputs of `runtime` ("edgelite" or "litert") on the .tflite; None when LiteRT is not
     installed."""
-    if runtime == "edgelite":
-        from edgelite.interpreter import Interpreter
-    else:
-        try:
-            from ai_edge_litert.interpreter import Interpreter
-        except ImportError:
-            return None
-    with quiet_litert():
-        it = Interpreter(model_content=content)
-        it.allocate_tensors()
+    it = interpreter_of(content, runtime)
+    if it is None:
+        return None
     for detail, x in zip(it.get_input_details(), feeds):
         it.set_tensor(detail["index"], x)
     it.invoke()

@@ -78,17 +78,19 @@ def op_model(op: str, inputs: list, outputs=None, options: dict | None = None,
 def run_edgelite(content: bytes, feeds: list, **kwargs) -> list:
     from edgelite.interpreter import Interpreter
     it = Interpreter(model_content=content, **kwargs)
-    return _run(it, feeds)
+    return run_interpreter(it, feeds)
 
 
 def run_litert(content: bytes, feeds: list, reference: bool = True) -> list:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
     kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
     it = Interpreter(model_content=content, experimental_op_resolver_type=kind)
-    return _run(it, feeds)
+    return run_interpreter(it, feeds)
 
 
-def _run(it, feeds: list) -> list:
+def run_interpreter(it, feeds: list) -> list:
+    """Outputs of one invoke of an interpreter (edgelite's or LiteRT's) on `feeds`, its inputs
+    resized to their shapes."""
     details = it.get_input_details()
     for d, x in zip(details, feeds):
         if tuple(d["shape"]) != np.shape(x):

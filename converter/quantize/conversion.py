@@ -332,24 +332,17 @@ def _run(content: bytes, feeds: list, runtime: str):
     """Float outputs of edgelite or LiteRT, both with the reference kernels' arithmetic
     (BUILTIN_REF), on float feeds, quantizing integer inputs and dequantizing integer outputs;
     None without LiteRT."""
-    from edgelite.converter.check import quiet_litert
+    from edgelite.converter.check import interpreter_of
+    from edgelite.interpreter.kernels.fixed_point import round_half_away
 
-    if runtime == "edgelite":
-        from edgelite.interpreter import Interpreter, OpResolverType
-    else:
-        try:
-            from ai_edge_litert.interpreter import Interpreter, OpResolverType
-        except ImportError:
-            return None
-    with quiet_litert():
-        it = Interpreter(model_content=content,
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-        it.allocate_tensors()
+    it = interpreter_of(content, runtime, reference=True)
+    if it is None:
+        return None
     for d, x in zip(it.get_input_details(), feeds):
         if np.dtype(d["dtype"]).kind in "iu" and x.dtype.kind == "f":
             scale, zp = d["quantization"]
             info = np.iinfo(d["dtype"])
-            q = np.sign(x / scale) * np.floor(np.abs(x / scale) + 0.5) + zp
+            q = round_half_away(x / scale) + zp
             x = np.clip(q, info.min, info.max).astype(d["dtype"])
         it.set_tensor(d["index"], x)
     it.invoke()

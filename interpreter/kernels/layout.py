@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import DATA_TYPES, int_vector, known_at_run_time, normalize_axis
+from .fixed_point import round_half_away
 from .registry import register
 
 
@@ -60,7 +61,7 @@ def _requantize_uint8(x, out, in_scale, in_zp, out_scale, out_zp):
     s = np.float32(in_scale) * (np.float32(1.0) / np.float32(out_scale))
     b = np.float32(-in_zp) * s
     v = x.astype(np.float32) * s + b
-    r = np.floor(np.abs(v).astype(np.float64) + 0.5) * np.sign(v)
+    r = round_half_away(v.astype(np.float64))
     np.clip(r + out_zp, 0, 255, out=r)
     np.copyto(out, r, casting="unsafe")
 

@@ -8,7 +8,8 @@ import pytest
 from edgelite.interpreter import Interpreter
 from edgelite.interpreter.training import GradientError, gradient_model, make_trainable
 from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options, save
-from tests.training.test_gradients import finite_differences, run_model
+from tests.opmodel import run_interpreter
+from tests.training.test_gradients import finite_differences
 
 
 def _graph(ops: list, inputs: list, outputs: list, tensors: list, consts: dict = {}) -> Model:
@@ -42,7 +43,7 @@ def test_fan_out_gradients_are_summed():
     model.subgraphs[0].tensors[1].shape_signature = None  # w is not batched
     it = Interpreter(model_content=save(gradient_model(model, ["x", "w"])))
     x, w, seed = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (4, 3), (2, 4)))
-    _, gx, gw = run_model(it, [x, w, seed])
+    _, gx, gw = run_interpreter(it, [x, w, seed])
 
     def f(feeds):
         h = feeds[0] @ feeds[1].T
@@ -59,7 +60,7 @@ def test_max_pool_ties_go_to_the_first_maximum():
     it = Interpreter(model_content=save(gradient_model(model, ["x"])))
     x = np.zeros((2, 4, 4, 1), np.float32)  # after a ReLU: whole windows of zeros
     x[1, 1, 1, 0] = 1.0
-    _, gx = run_model(it, [x, np.ones((2, 2, 2, 1), np.float32)])
+    _, gx = run_interpreter(it, [x, np.ones((2, 2, 2, 1), np.float32)])
     expect = np.zeros_like(x)
     expect[:, ::2, ::2] = 1.0
     expect[1, 0, 0, 0], expect[1, 1, 1, 0] = 0.0, 1.0

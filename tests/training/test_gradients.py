@@ -20,6 +20,7 @@ from edgelite.interpreter.training import LOSSES, RULES, gradient_model
 from edgelite.interpreter.training.emit import Emitter
 from edgelite.schema import (Model, Operator, OperatorCode, Subgraph, Tensor, default_options,
                              dtype_name, save)
+from tests.opmodel import run_interpreter
 from tests.training import reference as ref
 
 BATCH = 3
@@ -278,17 +279,6 @@ def cases() -> list:
 CASES = cases()
 
 
-def run_model(it, feeds: list) -> list:
-    for d, x in zip(it.get_input_details(), feeds):
-        if tuple(d["shape"]) != np.shape(x):
-            it.resize_tensor_input(d["index"], np.shape(x))
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), feeds):
-        it.set_tensor(d["index"], np.asarray(x))
-    it.invoke()
-    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
-
-
 def finite_differences(f: Callable, feeds64: list, k: int, h: float = 1e-5) -> np.ndarray:
     x = feeds64[k]
     grad = np.zeros(x.shape)
@@ -311,7 +301,7 @@ def _close(got, want, rtol, what):
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_gradient_matches_finite_differences(case):
     content = save(case.model)
-    outs = run_model(Interpreter(model_content=content), case.feeds)
+    outs = run_interpreter(Interpreter(model_content=content), case.feeds)
     feeds64 = [np.array(f, np.float64) if f.dtype.kind == "f" else f for f in case.feeds]
     for pos, expect in case.check:  # the reference computes what the kernel computes
         _close(outs[pos], expect(feeds64), 1e-5, "forward value vs the float64 reference")
@@ -322,7 +312,7 @@ def test_gradient_matches_finite_differences(case):
                f"gradient of input {k} vs finite differences")
 
     from ai_edge_litert.interpreter import Interpreter as LiteRT
-    theirs = run_model(LiteRT(model_content=content), case.feeds)
+    theirs = run_interpreter(LiteRT(model_content=content), case.feeds)
     for k, (a, b) in enumerate(zip(outs, theirs)):
         _close(a, b, 2e-5, f"output {k}: edgelite vs LiteRT")
 
