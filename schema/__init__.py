@@ -3,7 +3,8 @@
 Needs only numpy and flatbuffers.
 """
 from .errors import ModelError
-from .graph import consumers, has_side_effects, order, producers, remove_dead, replace_uses
+from .graph import (consumers, drop_unused_buffers, has_side_effects, order, producers,
+                    remove_dead, replace_uses)
 from .loader import load
 from .model import (Buffer, DimensionMetadata, Metadata, Model, Operator, OperatorCode, Options,
                     QuantizationParameters, SignatureDef, SparsityParameters, Subgraph,
@@ -18,5 +19,5 @@ __all__ = [
     "OperatorCode", "Buffer", "QuantizationParameters", "SparsityParameters",
     "DimensionMetadata", "SignatureDef", "Metadata", "Options",
     "default_options", "options_kind", "numpy_dtype", "dtype_name", "producers", "consumers",
-    "replace_uses", "remove_dead", "order", "has_side_effects",
+    "replace_uses", "remove_dead", "order", "has_side_effects", "drop_unused_buffers",
 ]

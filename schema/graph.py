@@ -6,7 +6,7 @@ across one and `remove_dead` never removes one.
 """
 from __future__ import annotations
 
-from .model import Operator, Subgraph
+from .model import Buffer, Model, Operator, Subgraph
 from .ops import facts
 
 
@@ -110,3 +110,23 @@ def _check_order(ops: list) -> None:
                 raise ValueError(f"operator #{i} {op.op} reads tensor {t}, which operator #{j} "
                                  f"{ops[j].op} writes later, across a side-effect barrier that "
                                  "no pass may reorder")
+
+
+def drop_unused_buffers(model: Model) -> int:
+    """Renumber the buffers so that only those a tensor or a metadata entry uses remain (buffer
+    0, the format's empty one, stays); returns how many went."""
+    used = {0} | {t.buffer for sg in model.subgraphs for t in sg.tensors} | \
+        {m.buffer for m in model.metadata}
+    remap, kept = {}, []
+    for i, b in enumerate(model.buffers):
+        if i in used:
+            remap[i] = len(kept)
+            kept.append(b)
+    removed = len(model.buffers) - len(kept)
+    model.buffers = kept or [Buffer()]
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            t.buffer = remap[t.buffer]
+    for m in model.metadata:
+        m.buffer = remap[m.buffer]
+    return removed

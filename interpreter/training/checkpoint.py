@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edgelite.schema import Buffer, Metadata, Model, SignatureDef, Subgraph, save
+from edgelite.schema import (Metadata, Model, SignatureDef, Subgraph, drop_unused_buffers,
+                             save)
 
 from .build import META_KEY, as_model, training_facts
 from .emit import GradientError
@@ -132,7 +133,7 @@ def _frozen(model: Model, facts: dict, values: dict) -> Model:
     infer_sig = next(s for s in model.signature_defs if s.signature_key == "infer")
     frozen.signature_defs = [SignatureDef("serving_default", 0, dict(infer_sig.inputs),
                                           dict(infer_sig.outputs))]
-    _drop_unused_buffers(frozen)
+    drop_unused_buffers(frozen)
     return frozen
 
 
@@ -140,20 +141,3 @@ def _copy(sg: Subgraph) -> Subgraph:
     """A subgraph whose tensors can be changed without touching `sg`'s."""
     return Subgraph(tensors=[dataclasses.replace(t) for t in sg.tensors], inputs=list(sg.inputs),
                     outputs=list(sg.outputs), operators=list(sg.operators), name=sg.name)
-
-
-def _drop_unused_buffers(model: Model) -> None:
-    used = {0} | {t.buffer for sg in model.subgraphs for t in sg.tensors} | \
-        {m.buffer for m in model.metadata}
-    remap = {}
-    kept = []
-    for i, b in enumerate(model.buffers):
-        if i in used:
-            remap[i] = len(kept)
-            kept.append(b)
-    model.buffers = kept or [Buffer()]
-    for sg in model.subgraphs:
-        for t in sg.tensors:
-            t.buffer = remap[t.buffer]
-    for m in model.metadata:
-        m.buffer = remap[m.buffer]

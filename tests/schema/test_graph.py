@@ -1,11 +1,14 @@
-"""The graph helper, before and after: producers, consumers, replace_uses, remove_dead, order.
-Side-effect ops are never removed and never reordered across."""
+"""The graph helper, before and after: producers, consumers, replace_uses, remove_dead, order,
+drop_unused_buffers. Side-effect ops are never removed and never reordered across."""
 from __future__ import annotations
 
 import pytest
 
-from edgelite.schema import (Operator, OperatorCode, Subgraph, Tensor, consumers, default_options,
-                             has_side_effects, load, order, producers, remove_dead, replace_uses)
+import numpy as np
+
+from edgelite.schema import (Metadata, Model, Operator, OperatorCode, Subgraph, Tensor, consumers,
+                             default_options, drop_unused_buffers, has_side_effects, load, order,
+                             producers, remove_dead, replace_uses)
 
 
 def op(name, inputs, outputs, **options):
@@ -123,3 +126,19 @@ def test_order_restores_a_shuffled_real_model(models_dir):
     for o in sg.operators:
         assert all(t in seen for t in o.inputs if t >= 0), o.op
         seen.update(o.outputs)
+
+
+def test_drop_unused_buffers_renumbers_the_rest():
+    model = Model()
+    a, unused, b, meta = (model.add_buffer(np.full(2, v, np.float32)) for v in (1, 2, 3, 4))
+    sg = graph(3, [op("ADD", [0, 1], [2])])
+    sg.tensors[1].buffer, sg.tensors[2].buffer = b, a
+    model.subgraphs.append(sg)
+    model.metadata.append(Metadata("m", meta))
+    assert drop_unused_buffers(model) == 1
+    assert len(model.buffers) == 4                       # the empty buffer 0, a, b, the metadata's
+    assert [t.buffer for t in sg.tensors] == [0, 2, 1]
+    assert model.metadata[0].buffer == 3
+    assert float(model.buffers[2].data.view(np.float32)[0]) == 3
+    assert drop_unused_buffers(model) == 0
+
