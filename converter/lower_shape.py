@@ -92,12 +92,19 @@ def range_(b, n):
 
 # -- reshapes ------------------------------------------------------------------------------------
 
+def _requested_shape(b, n) -> list | None:
+    """Input 1, a shape: its constant value as ints, or None when it is known only while
+    running."""
+    if is_runtime(b, n.input(1)):
+        return None
+    return [int(d) for d in const_input(b, n, 1, "shape").reshape(-1)]
+
+
 @lowers("Reshape")
 def reshape(b, n):
-    x = n.input(0)
-    if is_runtime(b, n.input(1)):
+    x, request = n.input(0), _requested_shape(b, n)
+    if request is None:
         return _reshape_at_run_time(b, n, x)
-    request = [int(d) for d in const_input(b, n, 1, "shape").reshape(-1)]
     in_shape = b.shape(x)
     if not int(n.attr("allowzero", 0)):
         request = [in_shape[i] if d == 0 else d for i, d in enumerate(request)]
@@ -302,10 +309,9 @@ def gather(b, n):
 
 @lowers("Expand")
 def expand(b, n):
-    x = n.input(0)
-    if is_runtime(b, n.input(1)):
+    x, request = n.input(0), _requested_shape(b, n)
+    if request is None:
         return _expand_at_run_time(b, n, x)
-    request = [int(d) for d in const_input(b, n, 1, "shape").reshape(-1)]
     try:
         out = tuple(np.broadcast_shapes(b.shape(x), tuple(request)))
     except ValueError:

@@ -164,8 +164,6 @@ def test_recurrent_models_match_refs(models_dir, case, runtime):
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
 def test_dynamic_batch_stays_dynamic(op):
     """A zero initial state is no constant of the batch's size: the batch stays -1."""
-    from edgelite.converter.check import to_onnx_layout, to_tflite_layout
-
     gates = 4 if op == "LSTM" else 3
     nodes = [node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
              node(op, ["xt", "W", "R", "B"], ["", "h"], hidden_size=4)]
@@ -176,14 +174,7 @@ def test_dynamic_batch_stays_dynamic(op):
     conversion = converter.last_conversion
     assert not conversion.warnings
     x = w(5, 3, 3)
-    want = onnxruntime_run(proto, {"x": x})
-    layout = conversion.io_layout
-    for runtime in ("edgelite", "litert"):
-        got = to_onnx_layout(_run_resized(conversion.content, to_tflite_layout([x], layout),
-                                          runtime), layout)
-        for y, ref in zip(got, want):
-            assert y.shape == ref.shape
-            assert np.abs(y - ref).max() <= TOLERANCE * np.abs(ref).max(), runtime
+    _assert_both_runtimes(conversion, [x], onnxruntime_run(proto, {"x": x}))
 
 
 def _run_resized(content, feeds, runtime):
@@ -201,14 +192,26 @@ def _run_resized(content, feeds, runtime):
     return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
 
 
+def _assert_both_runtimes(conversion, feeds: list, want: list, seq: int | None = None) -> None:
+    """edgelite and LiteRT, their inputs resized to the ONNX-layout feeds, give onnxruntime's
+    outputs (`want`) within TOLERANCE."""
+    from edgelite.converter.check import to_onnx_layout, to_tflite_layout
+
+    layout = conversion.io_layout
+    for runtime in ("edgelite", "litert"):
+        got = to_onnx_layout(_run_resized(conversion.content, to_tflite_layout(feeds, layout),
+                                          runtime), layout)
+        for y, ref in zip(got, want):
+            assert y.shape == ref.shape
+            assert np.abs(y - ref).max() <= TOLERANCE * np.abs(ref).max(), (runtime, seq)
+
+
 @pytest.mark.parametrize("op, attrs", [("LSTM", {}), ("LSTM", dict(direction="bidirectional")),
                                        ("GRU", dict(direction="reverse")),
                                        ("GRU", dict(linear_before_reset=1))])
 def test_dynamic_sequence_runs_as_a_while_loop(op, attrs):
     """A sequence length that is a dynamic dim: the steps run as a WHILE loop (unrolled they
     would change the graph with the length), at any length, in edgelite and LiteRT."""
-    from edgelite.converter.check import to_onnx_layout, to_tflite_layout
-
     dirs = 2 if attrs.get("direction") == "bidirectional" else 1
     gates = 4 if op == "LSTM" else 3
     proto = model([node(op, ["x", "W", "R", "B", "", "h0"], ["y", "h"], hidden_size=4,
@@ -221,34 +224,20 @@ def test_dynamic_sequence_runs_as_a_while_loop(op, attrs):
     assert not conversion.warnings
     assert [op.op for op in conversion.model.subgraphs[0].operators].count("WHILE") == dirs
     session = onnxruntime_session(proto)
-    layout = conversion.io_layout
     for seq in (1, 5):
         feeds = [w(seq, 2, 3), w(dirs, 2, 4)]
         want = session.run(None, {"x": feeds[0], "h0": feeds[1]})
-        for runtime in ("edgelite", "litert"):
-            got = to_onnx_layout(_run_resized(conversion.content, to_tflite_layout(feeds, layout),
-                                              runtime), layout)
-            for y, ref in zip(got, want):
-                assert y.shape == ref.shape
-                assert np.abs(y - ref).max() <= TOLERANCE * np.abs(ref).max(), (runtime, seq)
+        _assert_both_runtimes(conversion, feeds, want, seq)
 
 
 def test_silero_any_sequence_length(models_dir):
-    from edgelite.converter.check import to_onnx_layout, to_tflite_layout
-
     path = models_dir / "silero_vad_seq.onnx"
     converter = TFLiteConverter.from_onnx(path)
     converter.convert()
     conversion = converter.last_conversion
     assert not conversion.warnings and "WHILE" in conversion.ops_out
     session = onnxruntime_session(path)
-    layout = conversion.io_layout
     for seq in (3, 12):
         feeds = [w(seq, 576, scale=0.1), w(1, 1, 128, scale=0.1), w(1, 1, 128, scale=0.1)]
         want = session.run(None, dict(zip(["input", "h", "c"], feeds)))
-        for runtime in ("edgelite", "litert"):
-            got = to_onnx_layout(_run_resized(conversion.content, to_tflite_layout(feeds, layout),
-                                              runtime), layout)
-            for y, ref in zip(got, want):
-                assert y.shape == ref.shape
-                assert np.abs(y - ref).max() <= TOLERANCE * np.abs(ref).max(), (runtime, seq)
+        _assert_both_runtimes(conversion, feeds, want, seq)
