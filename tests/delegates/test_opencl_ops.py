@@ -12,7 +12,7 @@ from edgelite.interpreter.delegation import placement
 from edgelite.schema import load
 from tests.delegates.compare import TOLERANCE, assert_matches
 from tests.interpreter.op_cases import all_cases
-from tests.opmodel import _run, run_edgelite
+from tests.opmodel import run_edgelite, run_interpreter
 
 
 def _op(case) -> str:
@@ -31,7 +31,7 @@ def test_op_on_opencl_matches_cpu(case, precision, opencl):
     delegate = opencl(precision)
     ref = run_edgelite(case.model, case.feeds)
     it = Interpreter(model_content=case.model, experimental_delegates=[delegate])
-    ours = _run(it, case.feeds)
+    ours = run_interpreter(it, case.feeds)
     where = [p for p in placement(it) if p["where"] != "folded"]
     if not where or where[0]["where"] != delegate.name:
         # Folded at prepare, or declined (int8 arithmetic, ...): the op stays on the CPU, and

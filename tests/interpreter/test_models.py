@@ -69,11 +69,11 @@ def test_second_invoke_uses_new_inputs(case):
     """Kernels cache views of their padded buffers and inputs: a second invoke on other
     values must still match LiteRT."""
     from edgelite.interpreter import Interpreter
-    from tests.opmodel import _run, assert_close, run_litert
+    from tests.opmodel import assert_close, run_interpreter, run_litert
 
     pytest.importorskip("ai_edge_litert", reason="LiteRT (ai-edge-litert) is the oracle")
     it = Interpreter(model_content=case.model)
-    _run(it, case.feeds)
+    run_interpreter(it, case.feeds)
     rng = np.random.default_rng(7)
     feeds = [rng.standard_normal(np.shape(f)).astype(np.asarray(f).dtype)
              if np.issubdtype(np.asarray(f).dtype, np.floating) else f for f in case.feeds]
