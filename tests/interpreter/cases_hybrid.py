@@ -3,6 +3,7 @@ dynamic-range models hold them. The float inputs are quantized on the fly, so th
 match LiteRT's exactly; the float results agree to float32 rounding."""
 import numpy as np
 
+from tests.interpreter.case_data import conv_options
 from tests.opmodel import In, case
 
 rng = np.random.default_rng(55)
@@ -26,11 +27,6 @@ def hybrid_case(id, op, x_shape, w_shape, options, *, axis=0, per_channel=True, 
     x = (rng.normal(x_shift, x_scale, x_shape)).astype(np.float32)
     return case(id, op, inputs, [x], options=options, const_quant={1: wq}, rtol=2e-5,
                 atol=2e-5 * x_scale * max(1, x_shift), **kwargs)
-
-
-def conv_options(stride=1, padding=0, act=0, dilation=1, **extra):
-    return dict(stride_w=stride, stride_h=stride, padding=padding, fused_activation_function=act,
-                dilation_w_factor=dilation, dilation_h_factor=dilation, **extra)
 
 
 def fc_options(act=0, asymmetric=False, keep_num_dims=False):

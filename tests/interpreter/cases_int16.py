@@ -2,6 +2,7 @@
 weights, int64 bias; bit-exact to LiteRT's reference kernels (outputs compared for equality)."""
 import numpy as np
 
+from tests.interpreter.case_data import conv_form_cases, conv_options
 from tests.opmodel import In, Out, case
 
 rng = np.random.default_rng(16)
@@ -17,11 +18,6 @@ def weights(shape, axis, per_channel=True):
     n = shape[axis] if per_channel else 1
     scales = rng.uniform(0.002, 0.02, n).astype(np.float32)
     return w, (scales, np.zeros(n, np.int64), axis)
-
-
-def conv_options(stride=1, padding=0, act=0, dilation=1, **extra):
-    return dict(stride_w=stride, stride_h=stride, padding=padding, fused_activation_function=act,
-                dilation_w_factor=dilation, dilation_h_factor=dilation, **extra)
 
 
 def conv_case(id, op, x_shape, w_shape, options, *, per_channel=True, bias="int64",
@@ -46,17 +42,10 @@ CASES = []
 for act, os in ((0, 0.002), (1, 0.002), (2, 0.0001), (3, 0.0005)):
     CASES.append(conv_case(f"conv_2d_act{act}", "CONV_2D", (1, 7, 9, 5), (6, 3, 3, 5),
                            conv_options(act=act), os=os, limit=2000, bias_range=1 << 16))
+CASES += conv_form_cases(conv_case)
 CASES += [
-    conv_case("conv_2d_stride2_valid", "CONV_2D", (2, 9, 8, 4), (5, 3, 2, 4),
-              conv_options(stride=2, padding=1)),
     conv_case("conv_2d_stride2_same_relu6", "CONV_2D", (1, 10, 11, 3), (4, 3, 3, 3),
               conv_options(stride=2, act=3), limit=2000, bias_range=1 << 16, os=0.0005),
-    conv_case("conv_2d_dilation2", "CONV_2D", (1, 9, 9, 3), (4, 3, 3, 3),
-              conv_options(dilation=2)),
-    conv_case("conv_2d_1x1", "CONV_2D", (1, 6, 6, 16), (8, 1, 1, 16), conv_options(padding=1)),
-    conv_case("conv_2d_per_tensor", "CONV_2D", (1, 5, 5, 3), (4, 3, 3, 3), conv_options(),
-              per_channel=False),
-    conv_case("conv_2d_groups", "CONV_2D", (1, 6, 6, 6), (4, 3, 3, 3), conv_options()),
     conv_case("conv_2d_int32_bias", "CONV_2D", (1, 6, 6, 3), (4, 3, 3, 3),
               conv_options(quantized_bias_type=INT32), bias="int32"),
     conv_case("conv_2d_int64_bias_option", "CONV_2D", (1, 5, 6, 3), (4, 2, 2, 3),
@@ -69,15 +58,9 @@ CASES += [
 
 # DEPTHWISE_CONV_2D 16x8.
 CASES += [
-    conv_case("depthwise_conv_2d", "DEPTHWISE_CONV_2D", (1, 8, 8, 6), (1, 3, 3, 6),
-              conv_options(depth_multiplier=1)),
     conv_case("depthwise_conv_2d_stride2_relu6", "DEPTHWISE_CONV_2D", (2, 9, 10, 4),
               (1, 3, 3, 4), conv_options(stride=2, act=3, depth_multiplier=1), limit=3000,
               bias_range=1 << 16, os=0.0005),
-    conv_case("depthwise_conv_2d_multiplier2_valid", "DEPTHWISE_CONV_2D", (1, 7, 7, 3),
-              (1, 3, 2, 6), conv_options(padding=1, depth_multiplier=2)),
-    conv_case("depthwise_conv_2d_dilation_relu", "DEPTHWISE_CONV_2D", (1, 9, 9, 4),
-              (1, 3, 3, 4), conv_options(dilation=2, act=1, depth_multiplier=1)),
     conv_case("depthwise_conv_2d_per_tensor_relu_n1", "DEPTHWISE_CONV_2D", (1, 5, 5, 4),
               (1, 5, 5, 4), conv_options(act=2, depth_multiplier=1), per_channel=False,
               os=0.0001, limit=1000, bias_range=1 << 14),

@@ -1,16 +1,15 @@
 """Cases for the integer kernels (see test_ops.py): int8 / uint8 arithmetic, bit-exact to LiteRT's
 reference kernels (outputs compared for equality)."""
+from functools import partial
+
 import numpy as np
 
+from tests.interpreter import case_data
+from tests.interpreter.case_data import conv_form_cases, conv_options
 from tests.opmodel import In, Out, case
 
 rng = np.random.default_rng(8)
-
-
-def q8(shape, dtype="int8"):
-    """Random values covering the whole 8-bit range."""
-    lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
-    return rng.integers(lo, hi, shape).astype(dtype)
+q8, every_value = partial(case_data.q8, rng), partial(case_data.every_value, rng)
 
 
 def conv_weights(shape, axis, per_channel=True):
@@ -42,28 +41,16 @@ def conv_case(id, op, x_shape, w_shape, options, *, key="int8", per_channel=True
                 options=options, const_quant=const_quant)
 
 
-def conv_options(stride=1, padding=0, act=0, dilation=1, **extra):
-    return dict(stride_w=stride, stride_h=stride, padding=padding, fused_activation_function=act,
-                dilation_w_factor=dilation, dilation_h_factor=dilation, **extra)
-
-
 CASES = []
 
 # CONV_2D: strides, SAME/VALID, every fused activation, dilation, groups, batch, uint8.
 for act in (0, 1, 2, 3):
     CASES.append(conv_case(f"conv_2d_act{act}", "CONV_2D", (1, 7, 9, 5), (6, 3, 3, 5),
                            conv_options(act=act)))
+CASES += conv_form_cases(conv_case)
 CASES += [
-    conv_case("conv_2d_stride2_valid", "CONV_2D", (2, 9, 8, 4), (5, 3, 2, 4),
-              conv_options(stride=2, padding=1)),
     conv_case("conv_2d_stride2_same", "CONV_2D", (1, 10, 11, 3), (4, 3, 3, 3),
               conv_options(stride=2, padding=0, act=3)),
-    conv_case("conv_2d_dilation2", "CONV_2D", (1, 9, 9, 3), (4, 3, 3, 3),
-              conv_options(dilation=2)),
-    conv_case("conv_2d_1x1", "CONV_2D", (1, 6, 6, 16), (8, 1, 1, 16), conv_options(padding=1)),
-    conv_case("conv_2d_per_tensor", "CONV_2D", (1, 5, 5, 3), (4, 3, 3, 3), conv_options(),
-              per_channel=False),
-    conv_case("conv_2d_groups", "CONV_2D", (1, 6, 6, 6), (4, 3, 3, 3), conv_options()),
     conv_case("conv_2d_uint8", "CONV_2D", (1, 7, 7, 3), (4, 3, 3, 3), conv_options(act=1),
               key="uint8", w_zp=120),
     conv_case("conv_2d_uint8_valid", "CONV_2D", (2, 6, 7, 2), (3, 2, 3, 2),
@@ -80,14 +67,8 @@ CASES += [
 
 # DEPTHWISE_CONV_2D: multiplier, strides, dilation, activations, uint8.
 CASES += [
-    conv_case("depthwise_conv_2d", "DEPTHWISE_CONV_2D", (1, 8, 8, 6), (1, 3, 3, 6),
-              conv_options(depth_multiplier=1)),
     conv_case("depthwise_conv_2d_stride2_relu6", "DEPTHWISE_CONV_2D", (2, 9, 10, 4),
               (1, 3, 3, 4), conv_options(stride=2, act=3, depth_multiplier=1)),
-    conv_case("depthwise_conv_2d_multiplier2_valid", "DEPTHWISE_CONV_2D", (1, 7, 7, 3),
-              (1, 3, 2, 6), conv_options(padding=1, depth_multiplier=2)),
-    conv_case("depthwise_conv_2d_dilation_relu", "DEPTHWISE_CONV_2D", (1, 9, 9, 4),
-              (1, 3, 3, 4), conv_options(dilation=2, act=1, depth_multiplier=1)),
     conv_case("depthwise_conv_2d_relu_n1", "DEPTHWISE_CONV_2D", (1, 5, 5, 4), (1, 5, 5, 4),
               conv_options(act=2, depth_multiplier=1), per_channel=False),
     conv_case("depthwise_conv_2d_uint8", "DEPTHWISE_CONV_2D", (1, 6, 6, 3), (1, 3, 3, 3),
@@ -231,15 +212,6 @@ CASES += [
     binary_case("minimum_uint8", "MINIMUM", (2, 3), (2, 3), key="uint8", aq=(0.05, 3),
                 bq=(0.05, 3), oq=(0.05, 3)),
 ]
-
-
-def every_value(shape, dtype="int8"):
-    """All 256 values of the type (each once, then random), so a table is checked whole."""
-    lo = -128 if dtype == "int8" else 0
-    size = int(np.prod(shape))
-    extra = rng.integers(lo, lo + 256, max(0, size - 256))
-    values = np.concatenate([np.arange(lo, lo + 256), extra])
-    return rng.permutation(values[:size]).reshape(shape).astype(dtype)
 
 
 def unary_case(id, op, key="int8", xq=(0.05, 3), oq=(0.04, -20), shape=(4, 64), **options):

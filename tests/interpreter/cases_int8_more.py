@@ -1,16 +1,15 @@
 """Cases for the remaining int8 / uint8 kernels (see test_ops.py): TRANSPOSE_CONV, reductions,
 LOG_SOFTMAX, resizing, data movement, ARG_MAX / ARG_MIN, PRELU, SQUARED_DIFFERENCE and
 comparisons; bit-exact to LiteRT's reference kernels (outputs compared for equality)."""
+from functools import partial
+
 import numpy as np
 
+from tests.interpreter import case_data
 from tests.opmodel import In, Out, case
 
 rng = np.random.default_rng(88)
-
-
-def q8(shape, dtype="int8"):
-    lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
-    return rng.integers(lo, hi, shape).astype(dtype)
+q8, every_value = partial(case_data.q8, rng), partial(case_data.every_value, rng)
 
 
 def shifted(q, key):
@@ -60,15 +59,6 @@ CASES = [
     transpose_conv_case("transpose_conv_uint8_valid_relu", (1, 3, 5, 2), (3, 2, 2, 2), (6, 10),
                         key="uint8", stride=2, padding=1, act=1, w_zp=0),
 ]
-
-
-def every_value(shape, dtype="int8"):
-    """All 256 values of the type (each once, then random)."""
-    lo = -128 if dtype == "int8" else 0
-    size = int(np.prod(shape))
-    extra = rng.integers(lo, lo + 256, max(0, size - 256))
-    values = np.concatenate([np.arange(lo, lo + 256), extra])
-    return rng.permutation(values[:size]).reshape(shape).astype(dtype)
 
 
 def reduce_case(id, op, x_shape, axes, keep_dims, key="int8", xq=(0.1, -5), oq=(0.3, 3), x=None):

@@ -4,7 +4,8 @@ exact float64 path, found near an edge through 8-byte words (a few words redone 
 byte by byte, an odd tail), in place and not, with the scale in the weights or applied after,
 negative sums inside the clamp range (no activation, lo < zero point) and outside it (RELU,
 RELU6). Bit-exact to LiteRT's reference kernels (see test_ops.py)."""
-from tests.interpreter.cases_int8 import conv_case, conv_options
+from tests.interpreter.case_data import conv_options
+from tests.interpreter.cases_int8 import conv_case
 
 CASES = [
     # 36855 outputs (odd: a 7-byte tail after the 8-byte words), no activation.

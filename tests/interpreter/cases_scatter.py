@@ -1,19 +1,14 @@
 """Cases for SCATTER_ND, DYNAMIC_UPDATE_SLICE, ONE_HOT, MATRIX_DIAG, MATRIX_SET_DIAG and
 REVERSE_SEQUENCE (see test_ops.py)."""
+from functools import partial
+
 import numpy as np
 
+from tests.interpreter import case_data
 from tests.opmodel import In, Out, case
 
 rng = np.random.default_rng(11)
-
-
-def values(shape, dt):
-    if dt == "bool":
-        return rng.random(shape) > 0.5
-    if dt.startswith("float"):
-        return rng.standard_normal(shape).astype(dt)
-    info = np.iinfo(dt)
-    return rng.integers(max(info.min, -100), min(info.max, 100), shape).astype(dt)
+values = partial(case_data.random_values, rng)
 
 
 ALL = ("float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool")

@@ -1,17 +1,13 @@
 """Cases for SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (see test_ops.py)."""
+from functools import partial
+
 import numpy as np
 
+from tests.interpreter import case_data
 from tests.opmodel import In, Out, case
 
 rng = np.random.default_rng(3)
-
-
-def values(shape, dt):
-    if dt == "bool":
-        return rng.random(shape) > 0.5
-    if dt.startswith("float"):
-        return rng.standard_normal(shape).astype(dt)
-    return rng.integers(0, 100, shape).astype(dt)
+values = partial(case_data.random_values, rng, lo=0)
 
 
 CASES = []
