@@ -124,7 +124,7 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
     last column is ones, times the weights with the bias as their last row."""
     n, ho, wo = win.shape[:3]
     p, og, k = n * ho * wo, o // groups, kh * kw * cg
-    # A shared work buffer (see PaddedInput): run rewrites its column of ones.
+    # A shared work buffer (see taps.PaddedInput): run rewrites its column of ones.
     get_cols = win.reserve(node, [((p, groups, k + 1), F32)])
     by_rows = groups == 1 and win.dw == 1   # window rows are contiguous in the input
     bound = []
