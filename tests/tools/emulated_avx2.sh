@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 
 cpu="${EDGELITE_EMULATED_CPU:-EPYC-Rome}"
 qemu="${QEMU:-qemu-x86_64}"
-python="${PYTHON:-$(command -v python)}"
+python="${PYTHON:-$(python -c 'import sys; print(sys.executable)')}"  # not a shim
 if ! command -v "$qemu" >/dev/null; then
     echo "needs $qemu (apt-get install qemu-user)" >&2
     exit 2
