@@ -7,5 +7,5 @@ command line, `edgelite convert` and `tflite-convert`, is `edgelite.cli`).
 from .api import Optimize, OpsSet, TargetSpec, TFLiteConverter, TrainingOptions
 from .errors import ConversionError, UnsupportedOpsError
 
-__all__ = ["TFLiteConverter", "TrainingOptions", "Optimize", "OpsSet", "TargetSpec", "ConversionError",
-           "UnsupportedOpsError"]
+__all__ = ["TFLiteConverter", "TrainingOptions", "Optimize", "OpsSet", "TargetSpec",
+           "ConversionError", "UnsupportedOpsError"]

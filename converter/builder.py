@@ -4,7 +4,8 @@ all its inputs are constant) by the interpreter's own kernels.
 The importer and the passes emit TFLite ops through an `IRBuilder`; each `op()` call asks the
 kernel's `prepare` for the output shapes, so shapes are known the moment a tensor exists, and an
 op whose inputs are all constant never enters the graph: its kernel computes the value, which
-becomes a constant tensor. Constant folding and shape inference are the interpreter's kernels, nothing else.
+becomes a constant tensor. Constant folding and shape inference are the interpreter's kernels,
+nothing else.
 
 A kernel whose output shape depends on values known only while running (a TILE whose multiples
 are a model input) is dynamic (`node.dynamic`); the caller then gives the shapes the model

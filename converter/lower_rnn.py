@@ -58,7 +58,7 @@ def _recurrent(b, n, gates: int, step, defaults):
         else:
             order = range(seq - 1, -1, -1) if reverse else range(seq)
             y, final = _unroll(b, x, wd, wb, init, order, mask,
-                               lambda xw, s: step(b, xw, s, params))
+                               lambda xw, s, params=params: step(b, xw, s, params))
         ys.append(y)
         finals.append(final)
     y = ys[0] if dirs == 1 else b.op("PACK", ys, {"axis": 1, "values_count": dirs})

@@ -27,7 +27,8 @@ def plan(lifetimes: list) -> tuple:
     total = 0
     for lt in sorted(lifetimes, key=lambda x: (-x.nbytes, x.first, x.tensor)):
         size = _aligned(max(lt.nbytes, 1))
-        busy = sorted((o, e) for o, e, f, l in placed if f <= lt.last and lt.first <= l)
+        busy = sorted((o, e) for o, e, first, last in placed
+                      if first <= lt.last and lt.first <= last)
         offset = 0
         for o, e in busy:
             if offset + size <= o:

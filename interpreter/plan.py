@@ -348,7 +348,8 @@ class SubgraphPlan:
         i = 0
         try:
             with np.errstate(all="ignore"):  # as LiteRT: no warnings for inf/nan arithmetic
-                for i, (run, args) in enumerate(self.steps):
+                # B007 misfires: i is read after the loop, where the handler names the failed step.
+                for i, (run, args) in enumerate(self.steps):  # noqa: B007
                     run(*args)
         except KernelError:
             raise

@@ -24,7 +24,8 @@ class SignatureRunner:
 
     def get_input_details(self) -> dict:
         sg, model = self._plan.sg, self._interpreter._model
-        return {n: _details(model, sg, t, self._shape(t)) for n, t in self._signature.inputs.items()}
+        return {n: _details(model, sg, t, self._shape(t))
+                for n, t in self._signature.inputs.items()}
 
     def get_output_details(self) -> dict:
         sg, model = self._plan.sg, self._interpreter._model

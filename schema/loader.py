@@ -300,8 +300,10 @@ def _read_sparsity(s, where: str, buf, budget: _Budget):
             raise ModelError(f"{what}: unknown dimension format {fmt} (0 DENSE, 1 SPARSE_CSR)")
         dims.append(DimensionMetadata(
             format=fmt, dense_size=int(d.DenseSize()),
-            segments=_read_index_vector(int(d.ArraySegmentsType()), d.ArraySegments(), what, budget),
-            indices=_read_index_vector(int(d.ArrayIndicesType()), d.ArrayIndices(), what, budget)))
+            segments=_read_index_vector(int(d.ArraySegmentsType()), d.ArraySegments(), what,
+                                        budget),
+            indices=_read_index_vector(int(d.ArrayIndicesType()), d.ArrayIndices(), what,
+                                       budget)))
     return SparsityParameters(traversal_order=order.tolist(), block_map=block_map.tolist(),
                               dim_metadata=dims)
 

@@ -134,5 +134,6 @@ def _check_operators(si: int, sg: Subgraph, nsub: int) -> None:
             p = produced_by.get(t)
             if p is not None and p >= oi:
                 raise ModelError(f"subgraph {si} operator {oi} ({op.op}): reads tensor {t} "
-                                 f"{sg.tensors[t].name!r}, which operator {p} ({sg.operators[p].op}) "
-                                 "writes later: the graph has a cycle or is out of order")
+                                 f"{sg.tensors[t].name!r}, which operator {p} "
+                                 f"({sg.operators[p].op}) writes later: the graph has a cycle "
+                                 "or is out of order")

@@ -193,7 +193,8 @@ def _tensor(t):
 
 
 # Index vector dtype -> (SparseIndexVector union member, its object class)
-_INDEX_VECTORS = {np.dtype(np.int32): (1, fb.Int32VectorT), np.dtype(np.uint16): (2, fb.Uint16VectorT),
+_INDEX_VECTORS = {np.dtype(np.int32): (1, fb.Int32VectorT),
+                  np.dtype(np.uint16): (2, fb.Uint16VectorT),
                   np.dtype(np.uint8): (3, fb.Uint8VectorT)}
 
 

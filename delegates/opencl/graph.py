@@ -230,7 +230,7 @@ class Builder:
             except Exception as e:
                 raise _failure(e, labels[calls.index(call)] if call is not None else None,
                                labels) from e
-            for (buf, staging), host in zip(outs, arrays[nin:]):
+            for (_buf, staging), host in zip(outs, arrays[nin:]):
                 if staging is not None:
                     np.copyto(host, staging, casting="unsafe")
             stats.to_device += nin
@@ -275,7 +275,7 @@ class Builder:
             info = self.infos[root]
             sizes[root] = max(int(np.prod(info.shape, dtype=np.int64))
                               * self.dtype(info).itemsize, 1)
-        for out, root in self.alias_of.items():
+        for out in self.alias_of:
             info = self.infos[out]
             need = int(np.prod(info.shape, dtype=np.int64)) * self.dtype(info).itemsize
             sizes[self._root(out)] = max(sizes.get(self._root(out), 1), need)

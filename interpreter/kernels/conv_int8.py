@@ -16,6 +16,8 @@ leaves near a rounding edge are recomputed exactly from the patches or the input
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -165,11 +167,10 @@ def conv_2d(node):
                     np.matmul(part, wm, out=acc_f[:p, g * per_group:(g + 1) * per_group])
             if scaled:
                 requant.finish(acc_f[:p], flat[start:start + p], work,
-                               lambda near: _dot_rows(c, wrows, near))
+                               partial(_dot_rows, c, wrows))
             elif groups == 1 and p * cout >= IN_PLACE:
                 # In place; the sums of the few it redoes, exact again from the patches.
-                requant(acc_f[:p], flat[start:start + p], work,
-                        lambda near: _dot_rows(c, wrows, near))
+                requant(acc_f[:p], flat[start:start + p], work, partial(_dot_rows, c, wrows))
             else:
                 requant(acc_f[:p], flat[start:start + p], work)
 

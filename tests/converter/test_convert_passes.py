@@ -199,7 +199,8 @@ def test_fuse_hard_swish(form):
     assert same_after(fuse_hard_swish, model, feeds) == {"HARD_SWISH": 1}
 
 
-@pytest.mark.parametrize("op, value", [("CONV_2D", None), ("MAX_POOL_2D", float(np.finfo(np.float32).min))])
+@pytest.mark.parametrize("op, value", [("CONV_2D", None),
+                                       ("MAX_POOL_2D", float(np.finfo(np.float32).min))])
 def test_fold_pad_into_same(op, value):
     def build(b, x):
         pads = b.const(np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))

@@ -112,7 +112,8 @@ def _run_cli(tmp: Path, models_dir: Path, pythonpath: list, **kwargs) -> list:
 def x86_site(tmp_path_factory) -> list:
     """The same wheel on this machine, beside only numpy and flatbuffers: its PYTHONPATH."""
     tmp = tmp_path_factory.mktemp("x86")
-    return [install(built_wheel(tmp_path_factory), tmp / "site"), runtime_dependencies(tmp / "deps")]
+    return [install(built_wheel(tmp_path_factory), tmp / "site"),
+            runtime_dependencies(tmp / "deps")]
 
 
 @pytest.fixture(scope="module")

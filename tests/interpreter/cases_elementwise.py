@@ -133,10 +133,12 @@ CASES += [
          outputs=[Out(dtype="int64")]),
     # The attention-mask pattern: -inf where masked; NaN and inf pass through unchanged.
     case("select_v2_inf_mask", "SELECT_V2",
-         [In((1, 4, 4), "bool"), In((2, 4, 4)), np.float32(-np.inf)], [np.tril(np.ones((1, 4, 4), bool)), f32(2, 4, 4)]),
+         [In((1, 4, 4), "bool"), In((2, 4, 4)), np.float32(-np.inf)],
+         [np.tril(np.ones((1, 4, 4), bool)), f32(2, 4, 4)]),
     case("select_v2_nan", "SELECT_V2", [In((4,), "bool"), In((4,)), In((4,))],
          [np.array([True, False, True, False]), np.float32([np.nan, 1, np.inf, 2]),
           np.float32([3, np.nan, 4, -np.inf])]),
     case("select_bool_values", "SELECT",
-         [In((2, 3), "bool"), In((2, 3), "bool"), In((2, 3), "bool")], [c23, rng.random((2, 3)) < 0.5, rng.random((2, 3)) < 0.5], outputs=[Out(dtype="bool")]),
+         [In((2, 3), "bool"), In((2, 3), "bool"), In((2, 3), "bool")],
+         [c23, rng.random((2, 3)) < 0.5, rng.random((2, 3)) < 0.5], outputs=[Out(dtype="bool")]),
 ]

@@ -16,7 +16,8 @@ def values(shape, dt):
 
 CASES = []
 for dt in ("float32", "int8", "uint8", "int16", "int32", "int64", "float64", "bool"):
-    for shape, dil in (((2, 3), (2, 3)), ((3,), (1,)), ((1, 2, 2, 3), (1, 2, 3, 1)), ((4, 1), (3, 5))):
+    for shape, dil in (((2, 3), (2, 3)), ((3,), (1,)), ((1, 2, 2, 3), (1, 2, 3, 1)),
+                       ((4, 1), (3, 5))):
         pad = np.array(True if dt == "bool" else 7, dt)
         CASES.append(case(f"dilate_{dt}_{'x'.join(map(str, shape))}", "DILATE",
                           [In(shape, dt), np.array(dil, np.int32), pad], [values(shape, dt)],

@@ -10,7 +10,8 @@ from edgelite.schema import Model, Operator, OperatorCode, SignatureDef, Subgrap
 from tests.opmodel import In, op_model
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 RUNTIMES = {"edgelite": edgelite_interpreter, "litert": litert}

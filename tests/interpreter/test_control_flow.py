@@ -10,7 +10,8 @@ from edgelite.schema import (Model, Operator, OperatorCode, Subgraph, Tensor, de
 from tests.opmodel import assert_close, run_steps
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 
@@ -51,7 +52,8 @@ def _while_model() -> bytes:
     model = Model()
     main = Subgraph(name="main")
     i, x = main.add_tensor(Tensor("i", (), "int32")), main.add_tensor(Tensor("x", (2,)))
-    i_out, x_out = main.add_tensor(Tensor("i_out", (), "int32")), main.add_tensor(Tensor("x_out", (2,)))
+    i_out = main.add_tensor(Tensor("i_out", (), "int32"))
+    x_out = main.add_tensor(Tensor("x_out", (2,)))
     main.inputs, main.outputs = [i, x], [i_out, x_out]
     main.operators = [_op("WHILE", [i, x], [i_out, x_out], cond_subgraph_index=1,
                           body_subgraph_index=2)]

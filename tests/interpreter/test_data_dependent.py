@@ -9,7 +9,8 @@ from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, def
 from tests.opmodel import assert_close, run_steps
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 
@@ -62,7 +63,8 @@ def test_where_like_litert():
     rng = np.random.default_rng(0)
     feeds = [[rng.random((3, 4)) > p] for p in (0.5, 0.7, 0.0)]
     assert all(f[0].any() for f in feeds)  # LiteRT cannot return an empty tensor
-    ours, theirs = run_steps(edgelite_interpreter, content, feeds), run_steps(litert, content, feeds)
+    ours = run_steps(edgelite_interpreter, content, feeds)
+    theirs = run_steps(litert, content, feeds)
     for a, b in zip(ours, theirs):
         assert_close(a, b)
     assert ours[2][0].shape == (12, 2)

@@ -10,7 +10,8 @@ from flatbuffers import flexbuffers
 from edgelite.interpreter.kernels.detection import read_flexbuffer_map
 from tests.opmodel import In, Out, op_model, run_edgelite, run_litert
 
-pytest.importorskip("ai_edge_litert", reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+pytest.importorskip("ai_edge_litert",
+                    reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
 
 NAME = "TFLite_Detection_PostProcess"
 BASE = dict(max_detections=6, max_classes_per_detection=1, detections_per_class=4,

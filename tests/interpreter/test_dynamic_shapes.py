@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 
@@ -43,7 +44,8 @@ def test_signature_runner_takes_any_batch(models_dir):
         assert ours.keys() == theirs.keys()
         for key in theirs:
             assert ours[key].shape == theirs[key].shape == (batch, 1000)
-            np.testing.assert_allclose(ours[key], theirs[key], atol=1e-5 * np.abs(theirs[key]).max())
+            np.testing.assert_allclose(ours[key], theirs[key],
+                                       atol=1e-5 * np.abs(theirs[key]).max())
 
 
 def test_strict_resize_refuses_static_dimensions(models_dir):

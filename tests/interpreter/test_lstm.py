@@ -9,7 +9,8 @@ from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, def
 from tests.opmodel import assert_close
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 
@@ -28,7 +29,8 @@ def _lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, cifg=False, peephol
 
     n_proj_out = n_out if projection else n_cell
     ins = [x]
-    ins += [-1 if cifg else const("w_i", n_cell, n_in)] + [const(f"w_{g}", n_cell, n_in) for g in "fco"]
+    ins += [-1 if cifg else const("w_i", n_cell, n_in)] + \
+           [const(f"w_{g}", n_cell, n_in) for g in "fco"]
     ins += [-1 if cifg else const("r_i", n_cell, n_proj_out)] + \
            [const(f"r_{g}", n_cell, n_proj_out) for g in "fco"]
     ins += [(-1 if cifg else const("p_i", n_cell)) if peephole else -1,

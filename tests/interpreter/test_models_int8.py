@@ -13,8 +13,9 @@ import pytest
 from edgelite.interpreter import Interpreter, OpResolverType
 from edgelite.interpreter.kernels import KERNELS
 
-litert = pytest.importorskip(
-    "ai_edge_litert.interpreter", reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+litert = pytest.importorskip("ai_edge_litert.interpreter",
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 
 
 def _ours(path, **kwargs):

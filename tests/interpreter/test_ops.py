@@ -18,7 +18,8 @@ from tests.opmodel import run_edgelite as _run_edgelite
 
 BUILTIN_REF = OpResolverType.BUILTIN_REF
 
-pytest.importorskip("ai_edge_litert", reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+pytest.importorskip("ai_edge_litert",
+                    reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
 
 
 def run_edgelite(content: bytes, feeds: list, **kwargs) -> list:

@@ -7,7 +7,8 @@ import pytest
 from tests.opmodel import In, op_model
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 
@@ -31,8 +32,8 @@ def _both(content, feeds=()):
 
 
 # Seeds beyond 32 bits and negative ones: TFLite keeps them in C ints.
-@pytest.mark.parametrize("seed,seed2", [(7, 3), (1, 0), (0, 9), (123456789012, 5), (-3, 2 ** 40 + 7),
-                                        (5, -1)])
+@pytest.mark.parametrize("seed,seed2", [(7, 3), (1, 0), (0, 9), (123456789012, 5),
+                                        (-3, 2 ** 40 + 7), (5, -1)])
 @pytest.mark.parametrize("shape", [(2, 5), (3, 4), (1,), (2, 3, 7)])
 def test_random_uniform_is_bit_exact(seed, seed2, shape):
     content = op_model("RANDOM_UNIFORM", [np.array(shape, np.int32)],

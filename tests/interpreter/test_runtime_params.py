@@ -10,7 +10,8 @@ from tests.interpreter.cases_shape_ops import versioned
 from tests.opmodel import In, Out, assert_close, case, run_steps
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 rng = np.random.default_rng(3)
@@ -70,8 +71,8 @@ CASES = {
                      steps(np.int32([[0, 1], [2, 0], [1, 1]]), np.int32([[1, 1], [0, 0], [0, 3]])),
                      None),
     "padv2_paddings": ("PADV2", [In((2, 3, 4)), In((3, 2), "int32"), np.float32(-2.5)], {},
-                       steps(np.int32([[0, 1], [2, 0], [1, 1]]), np.int32([[1, 0], [0, 1], [0, 0]])),
-                       None),
+                       steps(np.int32([[0, 1], [2, 0], [1, 1]]),
+                             np.int32([[1, 0], [0, 1], [0, 0]])), None),
     "mirror_pad_paddings": ("MIRROR_PAD", [In((2, 3, 4)), In((3, 2), "int32")], dict(mode=0),
                             steps(np.int32([[1, 0], [0, 2], [3, 2]]),
                                   np.int32([[0, 1], [1, 1], [0, 0]])), None),

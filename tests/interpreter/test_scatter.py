@@ -11,7 +11,8 @@ from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, def
 from tests.opmodel import In, assert_close, op_model, run_steps
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 

@@ -239,7 +239,8 @@ def run_case(data: bytes, budget_bytes: int = 64 << 20) -> tuple:
         reloaded.metadata = reloaded.metadata[:-1]
         reloaded.buffers = reloaded.buffers[:-1]
     if reloaded != model:
-        return "failure", f"saved and reloaded, the model differs: {_first_difference(model, reloaded)}"
+        return "failure", ("saved and reloaded, the model differs: "
+                           f"{_first_difference(model, reloaded)}")
     return run_interpreter(data, budget_bytes)
 
 

@@ -3,9 +3,9 @@
 Each case runs in a worker process (tests/schema/fuzz_worker.py) under an alarm (1 s, or 8x the
 unmutated model's run on this machine if longer: busy and slow machines pass alike) and an
 address space limit of 2 GiB above the worker's baseline; many cases run per worker, and a worker
-that dies is restarted, the case that killed it being a failure. Allowed outcomes: loaded (then `save`
-succeeds or raises ModelError, and what it saved loads again; then the interpreter allocates and
-invokes it, or refuses it with one clear error) or ModelError.
+that dies is restarted, the case that killed it being a failure. Allowed outcomes: loaded (then
+`save` succeeds or raises ModelError, and what it saved loads again; then the interpreter
+allocates and invokes it, or refuses it with one clear error) or ModelError.
 
 EDGELITE_FUZZ_CASES (default 3000) sets the number of cases, EDGELITE_FUZZ_SEED (default 0) the
 first seed. Run with -s to see the counts.

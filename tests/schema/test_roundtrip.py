@@ -52,7 +52,8 @@ def test_saved_file_runs_like_the_original(path):
 
 
 def test_equal_vectors_are_written_once():
-    """Per-channel zero points repeat (a weight's and its bias's are equal): one copy in the file."""
+    """Per-channel zero points repeat (a weight's and its bias's are equal): one copy in the
+    file."""
     from edgelite.schema import tflite_generated as fb
     path = models_dir() / "digits_cnn_int8.tflite"
     saved = save(load(path))

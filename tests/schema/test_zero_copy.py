@@ -12,7 +12,8 @@ def _base_chain(arr: np.ndarray) -> list:
     chain, obj = [], arr
     while obj is not None:
         chain.append(obj)
-        obj = getattr(obj, "base", None) if isinstance(obj, np.ndarray) else getattr(obj, "obj", None)
+        attr = "base" if isinstance(obj, np.ndarray) else "obj"
+        obj = getattr(obj, attr, None)
     return chain
 
 

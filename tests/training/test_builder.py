@@ -12,8 +12,10 @@ from tests.opmodel import run_interpreter
 from tests.training.test_gradients import finite_differences
 
 
-def _graph(ops: list, inputs: list, outputs: list, tensors: list, consts: dict = {}) -> Model:
+def _graph(ops: list, inputs: list, outputs: list, tensors: list,
+           consts: dict | None = None) -> Model:
     """A one-subgraph model: `tensors` [(name, shape)], ops [(op, ins, outs, options)] by name."""
+    consts = consts or {}
     model = Model()
     sg = Subgraph(name="main")
     index = {}

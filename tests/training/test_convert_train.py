@@ -10,7 +10,8 @@ from tests.cli.helpers import invoke
 from edgelite.schema import load
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
-                             reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 

@@ -177,7 +177,8 @@ def cases() -> list:
                              partial(fn, **kw), **opts))
     # arithmetic, with broadcasting
     shapes = {"same": ((BATCH, 3, 4), (BATCH, 3, 4)), "bcast-last": ((BATCH, 3, 4), (4,)),
-              "bcast-both": ((BATCH, 1, 4), (BATCH, 3, 1)), "bcast-batch": ((BATCH, 3, 4), (1, 3, 1))}
+              "bcast-both": ((BATCH, 1, 4), (BATCH, 3, 1)),
+              "bcast-batch": ((BATCH, 3, 4), (1, 3, 1))}
     fns = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide}
     for op, fn in fns.items():
         for tag, (sa, sb) in shapes.items():
