@@ -160,7 +160,7 @@ def _feeds(it, data: Path | None, key: str | None, count: int) -> tuple:
     """(samples, notes): each sample a list of float arrays, one per input, shaped like it."""
     import numpy as np
 
-    from edgelite.interpreter.feeds import model_perms
+    from edgelite.interpreter.feeds import find_key, input_keys, model_perms
 
     details = it.get_input_details()
     perms = model_perms(it._runtime.model)
@@ -174,9 +174,8 @@ def _feeds(it, data: Path | None, key: str | None, count: int) -> tuple:
         arrays = {k: npz[k] for k in npz.files}
     columns, notes = [], []
     for k, d in enumerate(details):
-        names = [key] if key is not None else [d["name"], f"input_{k}"] + \
-            (["x"] if len(details) == 1 else [])
-        found = next((n for n in names if n in arrays), None)
+        names = [key] if key is not None else input_keys([d["name"]], k, len(details))
+        found = find_key(arrays, names)
         if found is None and key is None and len(details) == 1:
             floats = [n for n, a in arrays.items() if a.dtype.kind == "f"]
             found = floats[0] if len(floats) == 1 else None

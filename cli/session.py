@@ -126,13 +126,12 @@ class Session:
     def match(self, arrays: dict, path: Path) -> list:
         """(array, per_sample, where from) for each input, from the arrays of an .npz, in the
         model's layout or the other (`edgelite.interpreter.feeds`)."""
-        from edgelite.interpreter.feeds import to_layout
+        from edgelite.interpreter.feeds import find_key, input_keys, to_layout
 
         feeds, missing = [], []
         for k, port in enumerate(self.inputs):
-            names = list(dict.fromkeys([*port["keys"], f"input_{k}"]
-                                       + (["x"] if len(self.inputs) == 1 else [])))
-            key = next((n for n in names if n in arrays), None)
+            names = input_keys(port["keys"], k, len(self.inputs))
+            key = find_key(arrays, names)
             if key is None:
                 missing.append(" or ".join(map(repr, names)))
                 continue
@@ -176,13 +175,13 @@ def _port(details: dict, name: str, aliases: list, perm="guess") -> dict:
     permutation from the other layout (`edgelite.interpreter.feeds`)."""
     import numpy as np
 
-    from edgelite.interpreter.feeds import channels_last
+    from edgelite.interpreter.feeds import guess_perm
 
     keys = list(dict.fromkeys([name, details["name"], *aliases]))
     dtype = np.dtype(details["dtype"])
     shape = [int(d) for d in details["shape"]]
     if perm == "guess":
-        perm = channels_last(len(shape)) if dtype.kind == "f" else None
+        perm = guess_perm(len(shape), dtype.kind == "f")
     return {"name": name, "keys": keys, "index": details["index"], "shape": shape,
             "dtype": dtype, "quantization": details["quantization"], "perm": perm}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 from .choices import Loss, Optimizer, value
-from .common import CliError, echo, fail, read_npz
+from .common import CliError, echo, fail, load_model, read_npz
 from .params import Arg, Opt
 
 REFRESH_S = 0.25  # how often the progress line is redrawn on a terminal
@@ -76,14 +76,9 @@ def train_command(
 def _interpreter(model: Path, options: dict, threads):
     from edgelite.interpreter import Interpreter
     from edgelite.interpreter.training import make_trainable, training_facts
-    from edgelite.schema import ModelError, load, save
+    from edgelite.schema import save
 
-    if not model.is_file():
-        fail(f"no such file: {model}")
-    try:
-        ir = load(model)
-    except ModelError as e:
-        fail(f"{model}: {e}")
+    ir = load_model(model)
     facts = training_facts(ir)
     if facts is not None:
         if options:
@@ -156,21 +151,21 @@ def _columns(details: dict, labels: str, arrays: dict, path: Path, flag: str) ->
     an array of class names is not labels); images in either layout."""
     import numpy as np
 
-    from edgelite.interpreter.feeds import channels_last, to_layout
+    from edgelite.interpreter.feeds import find_key, guess_perm, input_keys, to_layout
 
     names = [n for n in details if n != labels]
     inputs, notes = {}, []
     for k, name in enumerate(names):
-        keys = list(dict.fromkeys([name, f"input_{k}"] + (["x"] if len(names) == 1 else [])))
-        key = next((c for c in keys if c in arrays), None)
+        keys = input_keys([name], k, len(names))
+        key = find_key(arrays, keys)
         if key is None:
             fail(f"{flag} {path.name} has no array for input {' or '.join(map(repr, keys))} "
                  f"(it has: {', '.join(sorted(arrays)) or 'nothing'})")
         d = details[name]
         value = np.asarray(arrays[key])
         want = [-1, *[int(s) for s in d["shape"][1:]]]
-        perm = channels_last(len(want)) if np.dtype(d["dtype"]).kind == "f" else None
-        value, moved = to_layout(value, want, perm)
+        is_float = np.dtype(d["dtype"]).kind == "f"
+        value, moved = to_layout(value, want, guess_perm(len(want), is_float))
         if moved:
             notes.append(f"{flag} {key!r}{moved}")
         inputs[name] = value

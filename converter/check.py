@@ -42,7 +42,7 @@ def random_feeds(conversion, seed: int = SEED) -> list:
 def load_feeds(conversion, path) -> tuple:
     """(inputs in ONNX layout, notes) from an .npz keyed by ONNX input name or input_0, ...;
     arrays in the .tflite's layout are transposed (`edgelite.interpreter.feeds`)."""
-    from edgelite.interpreter.feeds import inverse, to_layout
+    from edgelite.interpreter.feeds import find_key, input_keys, inverse, to_layout
 
     from .errors import ConversionError, Worded
 
@@ -59,11 +59,14 @@ def load_feeds(conversion, path) -> tuple:
         data = {k: npz[k] for k in npz.files}
     feeds, notes = [], []
     entries = conversion.io_layout["inputs"]
-    for k, ((name, shape, dtype), entry) in enumerate(zip(onnx_input_specs(conversion), entries)):
-        key = name if name in data else f"input_{k}"
-        if key not in data:
-            raise ConversionError(Worded(f"the inputs file {path} has no {name!r} or {key!r}",
-                                         f"--inputs {path} has no {name!r} or {key!r}"))
+    specs = onnx_input_specs(conversion)
+    for k, ((name, shape, dtype), entry) in enumerate(zip(specs, entries)):
+        keys = input_keys([name], k, len(specs))
+        key = find_key(data, keys)
+        if key is None:
+            tried = " or ".join(map(repr, keys))
+            raise ConversionError(Worded(f"the inputs file {path} has no {tried}",
+                                         f"--inputs {path} has no {tried}"))
         value, note = to_layout(np.asarray(data[key], dtype), shape, inverse(entry["perm"]),
                                 "ONNX layout", "the .tflite's layout")
         if value.ndim == len(shape) - 1:

@@ -8,6 +8,9 @@ taken as it is; one that fits only after moving its channel axis is transposed, 
 so; one that fits both ways (a square image with as many channels as rows) is taken as it is,
 and the note says that too.
 
+Each input is looked up by `input_keys`: its names, then input_0, input_1, ..., then x for a
+one-input model.
+
 "Fits" allows a leading axis of samples where the wanted batch is 1 or unknown, and unknown
 (-1) dimensions. The channel move is given as a permutation `perm` that takes an array in the
 other layout to the wanted one (as numpy.transpose takes it); the converter knows it exactly
@@ -20,6 +23,23 @@ import json
 import numpy as np
 
 IO_LAYOUT_KEY = "edgelite.io_layout"    # metadata: each input's permutation from ONNX's layout
+
+
+def input_keys(names, k: int, count: int) -> list:
+    """The keys that may hold input `k` of `count`, in the order they are tried: its `names`
+    (tensor, signature or ONNX names), `input_K`, and `x` when the model has one input."""
+    return list(dict.fromkeys([*names, f"input_{k}"] + (["x"] if count == 1 else [])))
+
+
+def find_key(arrays, keys) -> str | None:
+    """The first of `keys` that `arrays` (a mapping) holds, or None."""
+    return next((key for key in keys if key in arrays), None)
+
+
+def guess_perm(rank: int, is_float: bool) -> tuple | None:
+    """The other layout's permutation for an input with no record of it: channels-first ->
+    channels-last for float images and volumes, none for anything else."""
+    return channels_last(rank) if is_float else None
 
 
 def channels_last(rank: int) -> tuple | None:
@@ -73,5 +93,5 @@ def model_perms(model) -> list:
                 return [tuple(e["perm"]) for e in entries]
         except (ValueError, KeyError, TypeError):
             pass     # a damaged entry: fall back to the guess
-    return [channels_last(len(sg.tensors[t].shape)) if sg.tensors[t].dtype.startswith("float")
-            else None for t in sg.inputs]
+    return [guess_perm(len(sg.tensors[t].shape), sg.tensors[t].dtype.startswith("float"))
+            for t in sg.inputs]

@@ -211,7 +211,7 @@ def _tflite_layout(dataset, layout: dict, onnx_specs: list) -> tuple:
     """(samples, notes): the representative dataset as samples in the .tflite inputs' layout:
     lists of arrays with a batch of one. Samples with a larger batch are split. Arrays may come
     in ONNX's layout or the .tflite's (`edgelite.interpreter.feeds`)."""
-    from edgelite.interpreter.feeds import inverse, to_layout
+    from edgelite.interpreter.feeds import find_key, input_keys, inverse, to_layout
 
     specs = layout["inputs"]
     names = [e["name"] for e in specs]
@@ -219,14 +219,13 @@ def _tflite_layout(dataset, layout: dict, onnx_specs: list) -> tuple:
 
     def arrays(item) -> list:
         if isinstance(item, Mapping):
-            missing = [n for k, n in enumerate(names) if n not in item
-                       and f"input_{k}" not in item]
+            keys = [find_key(item, input_keys([n], k, len(names))) for k, n in enumerate(names)]
+            missing = [n for n, key in zip(names, keys) if key is None]
             if missing:
                 raise ValueError(f"a calibration sample has no array for input "
                                  f"{', '.join(map(repr, missing))} (it has "
                                  f"{', '.join(map(str, item))})")
-            return [np.asarray(item[n] if n in item else item[f"input_{k}"])
-                    for k, n in enumerate(names)]
+            return [np.asarray(item[key]) for key in keys]
         if isinstance(item, np.ndarray):
             return [item]
         return [np.asarray(a) for a in item]

@@ -267,7 +267,7 @@ def test_inputs_in_either_layout(models_dir, tmp_path):
     x = np.random.default_rng(0).standard_normal((1, 1, 8, 8)).astype(np.float32)
     for layout, array in (("NCHW", x), ("NHWC", x.transpose(0, 2, 3, 1))):
         data = tmp_path / f"{layout}.npz"
-        np.savez(data, image=array)
+        np.savez(data, **{"image" if layout == "NCHW" else "x": array})   # x: a one-input model
         text = ok(models_dir / "digits_cnn.onnx", "-o", tmp_path / "d.tflite", "--check",
                   "--inputs", data)
         moved = "(the .tflite's layout, transposed to ONNX layout)" in text

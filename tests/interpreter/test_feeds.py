@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgelite.interpreter.feeds import channels_last, fits, inverse, to_layout
+from edgelite.interpreter.feeds import channels_last, find_key, fits, input_keys, inverse, \
+    to_layout
 
 
 def test_fits_allows_samples_and_unknown_dims():
@@ -30,3 +31,10 @@ def test_to_layout():
     back, note = to_layout(moved, (1, 3, 4, 5), inverse(perm), "ONNX layout", "the .tflite's")
     np.testing.assert_array_equal(back, nchw)
     assert note == " (the .tflite's, transposed to ONNX layout)"
+
+
+def test_input_keys():
+    assert input_keys(["image", "image"], 0, 1) == ["image", "input_0", "x"]
+    assert input_keys(["a"], 1, 2) == ["a", "input_1"]          # x only for one input
+    assert find_key({"x": 0, "input_0": 1}, input_keys(["image"], 0, 1)) == "input_0"
+    assert find_key({}, ["a"]) is None
