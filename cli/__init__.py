@@ -43,10 +43,5 @@ def main(argv: list | None = None, frontend: str | None = None) -> int:
 def convert_main(argv: list | None = None, frontend: str | None = None) -> int:
     """`tflite-convert` (the same command as `edgelite convert`)."""
     return frontends.run("tflite-convert", convert_command.__doc__, {"convert": convert_command},
-                         version(),
-                         argv, single=True, frontend=frontend)
+                         version(), argv, single=True, frontend=frontend)
 
-
-def app():
-    """The typer app of `edgelite` (needs typer), e.g. for typer's own test runner."""
-    return frontends.typer_app("edgelite", DOC, COMMANDS, version())

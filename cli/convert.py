@@ -94,8 +94,7 @@ def parse_input_shapes(specs: list) -> dict:
 
 
 def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
-             quantization=(None, None, False, "minmax"), training=None,
-             tolerance=(1e-5, 1e-4)) -> None:
+             quantization, training, tolerance) -> None:
     from edgelite.converter import TFLiteConverter, TrainingOptions
     from edgelite.converter.quantize import conversion as quantized
 

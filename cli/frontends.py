@@ -167,8 +167,8 @@ def _add_params(parser, func) -> None:
     for p in params(func):
         spec, extra = p.spec, {}
         if issubclass(p.base, enum.Enum):
-            extra["choices"] = [m.value for m in p.base]
-            extra["type"] = str
+            extra["type"] = _choice(p.base)
+            extra["metavar"] = "{" + ",".join(m.value for m in p.base) + "}"
         elif p.base is not bool:
             extra["type"] = _bounded(p.base, getattr(spec, "min", None))
         if isinstance(spec, Arg):
@@ -181,11 +181,26 @@ def _add_params(parser, func) -> None:
             extra = {"action": "store_true"}
         elif p.repeated:
             extra.update(action="append", default=[])
-        else:   # an enum's default as its value: argparse runs string defaults through type
-            extra["default"] = getattr(p.default, "value", p.default)
-        if spec.metavar and "choices" not in extra:
+        else:
+            extra["default"] = p.default
+        if spec.metavar and "metavar" not in extra:
             extra["metavar"] = spec.metavar
         parser.add_argument(*spec.flags, dest=p.name, help=spec.help, **extra)
+
+
+def _choice(kind):
+    """argparse's type for an enum of str values: the member, or a refusal listing them."""
+    import argparse
+
+    def convert(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {text!r} (choose from "
+                f"{', '.join(repr(m.value) for m in kind)})") from None
+
+    return convert
 
 
 def _bounded(kind, low):
@@ -209,11 +224,6 @@ def run_argparse(parser, argv) -> int:
     if func is None:
         parser.print_help()
         return 2
-    kinds = {p.name: p.base for p in params(func)}
-    for key, value in args.items():   # enum choices arrive as their values
-        if isinstance(value, str) and isinstance(kinds[key], type) and \
-                issubclass(kinds[key], enum.Enum):
-            args[key] = kinds[key](value)
     try:
         func(**args)
     except CliError as e:
