@@ -22,15 +22,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .tflite_generated import ActivationFunctionType
 
-class Activation(enum.IntEnum):
-    NONE = 0
-    RELU = 1
-    RELU_N1_TO_1 = 2
-    RELU6 = 3
-    TANH = 4
-    SIGN_BIT = 5
-    SIGMOID = 6     # TFLite-internal: never in a file
+# The format's codes as the generated module has them (from the .fbs), and TFLite's internal
+# SIGMOID, which no file holds.
+Activation = enum.IntEnum("Activation", {
+    **{name: code for name, code in vars(ActivationFunctionType).items()
+       if not name.startswith("_")},
+    "SIGMOID": 6}, module=__name__)
 
 
 # The float range each clamping activation keeps; the others leave values as they are.
