@@ -2,7 +2,7 @@
 
 Needs only numpy and flatbuffers.
 """
-from .api import Interpreter, OpResolverType, ResizeError
+from .api import ConcurrentUseError, Interpreter, OpResolverType, ResizeError
 from .delegation import load_delegate  # as LiteRT's; delegates are found by name (delegation.py)
 from .kernels import register_custom_op
 from .kernels.registry import KernelError
@@ -10,5 +10,6 @@ from .plan import UnsupportedOpsError
 from .signature import SignatureRunner
 
 
-__all__ = ["Interpreter", "OpResolverType", "SignatureRunner", "load_delegate",
-           "register_custom_op", "KernelError", "ResizeError", "UnsupportedOpsError"]
+__all__ = ["ConcurrentUseError", "Interpreter", "OpResolverType", "SignatureRunner",
+           "load_delegate", "register_custom_op", "KernelError", "ResizeError",
+           "UnsupportedOpsError"]

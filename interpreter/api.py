@@ -5,8 +5,10 @@ what was expected and what was given.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import sys
+import threading
 
 import numpy as np
 
@@ -34,6 +36,12 @@ class ResizeError(ValueError, RuntimeError):
     """`resize_tensor_input` cannot resize that input: a RuntimeError, as LiteRT raises for an
     index out of range or a fixed dimension under strict=True, and a ValueError, as its
     docstring (and edgelite's earlier versions) say."""
+
+
+class ConcurrentUseError(RuntimeError):
+    """Two threads used one interpreter at the same time. As in LiteRT, an interpreter is
+    for one thread at a time (make one per thread); edgelite detects the overlap and refuses the
+    second call instead of letting both write the same arrays."""
 
 
 class _View:
@@ -143,16 +151,42 @@ class Interpreter:
         self._allocated = False
         self._views = object()      # every array tensor() gives holds it (see _View)
         self._views_free = sys.getrefcount(self._views)
+        self._busy = threading.RLock()  # held by the thread inside a call (see _exclusive)
+        self._busy_with = ""
+
+    def _concurrent(self, what: str) -> ConcurrentUseError:
+        return ConcurrentUseError(
+            f"{what} was called while another thread is in {self._busy_with or 'a call'} on "
+            "the same Interpreter: an interpreter serves one thread at a time (as in LiteRT); "
+            "create one Interpreter per thread")
+
+    @contextlib.contextmanager
+    def _exclusive(self, what: str):
+        """Run `what` as the only thread using this interpreter; ConcurrentUseError when
+        another thread is inside one of its calls (the same thread may nest)."""
+        if not self._busy.acquire(blocking=False):
+            raise self._concurrent(what)
+        outer, self._busy_with = self._busy_with, what
+        try:
+            yield
+        finally:
+            self._busy_with = outer
+            self._busy.release()
 
     # -- set-up ------------------------------------------------------------------------------
 
     def allocate_tensors(self) -> None:
-        self._ensure_no_views("allocate_tensors")
-        with threads.limit(self._num_threads):
-            self._main.prepare()
-        self._allocated = True
+        with self._exclusive("allocate_tensors()"):
+            self._ensure_no_views("allocate_tensors")
+            with threads.limit(self._num_threads):
+                self._main.prepare()
+            self._allocated = True
 
     def resize_tensor_input(self, input_index, tensor_size, strict=False) -> None:
+        with self._exclusive("resize_tensor_input()"):
+            self._resize_tensor_input(input_index, tensor_size, strict)
+
+    def _resize_tensor_input(self, input_index, tensor_size, strict) -> None:
         self._ensure_no_views("resize_tensor_input")
         sg = self._main.sg
         if not isinstance(input_index, (int, np.integer)):
@@ -234,6 +268,10 @@ class Interpreter:
         return value
 
     def set_tensor(self, tensor_index, value) -> None:
+        with self._exclusive("set_tensor()"):
+            self._set_tensor(tensor_index, value)
+
+    def _set_tensor(self, tensor_index, value) -> None:
         target = self._array(tensor_index)
         value = np.asarray(value)
         t = self._main.sg.tensors[tensor_index]
@@ -257,7 +295,8 @@ class Interpreter:
         np.copyto(target, value)
 
     def get_tensor(self, tensor_index, subgraph_index=0) -> np.ndarray:
-        return np.array(self._array(tensor_index, subgraph_index))
+        with self._exclusive("get_tensor()"):
+            return np.array(self._array(tensor_index, subgraph_index))
 
     def tensor(self, tensor_index):
         """A function returning a zero-copy view of the tensor's current memory. As in LiteRT,
@@ -279,13 +318,21 @@ class Interpreter:
     # -- running -----------------------------------------------------------------------------
 
     def invoke(self) -> None:
-        if sys.getrefcount(self._views) != self._views_free:
-            self._ensure_no_views("invoke")
-        if not self._allocated or not self._main.ready:
-            raise RuntimeError("Invoke called on model that is not ready: call "
-                               "allocate_tensors() first (and again after resize_tensor_input)")
-        with threads.limit(self._num_threads):
-            self._main.invoke()
+        if not self._busy.acquire(blocking=False):   # _exclusive, inlined: the hot path
+            raise self._concurrent("invoke()")
+        outer, self._busy_with = self._busy_with, "invoke()"
+        try:
+            if sys.getrefcount(self._views) != self._views_free:
+                self._ensure_no_views("invoke")
+            if not self._allocated or not self._main.ready:
+                raise RuntimeError("Invoke called on model that is not ready: call "
+                                   "allocate_tensors() first (and again after "
+                                   "resize_tensor_input)")
+            with threads.limit(self._num_threads):
+                self._main.invoke()
+        finally:
+            self._busy_with = outer
+            self._busy.release()
 
     def reset_all_variables(self) -> None:
         """Variable tensors back to their initial values; resource variables forgotten, so the

@@ -33,9 +33,14 @@ class SignatureRunner:
                 for n, t in self._signature.outputs.items()}
 
     def allocate_tensors(self) -> None:
-        self._plan.prepare()
+        with self._interpreter._exclusive("SignatureRunner.allocate_tensors()"):
+            self._plan.prepare()
 
     def __call__(self, **kwargs) -> dict:
+        with self._interpreter._exclusive(f"SignatureRunner {self._signature.signature_key!r}"):
+            return self._call(kwargs)
+
+    def _call(self, kwargs: dict) -> dict:
         sig, plan = self._signature, self._plan
         for name in kwargs:
             if name not in sig.inputs:
