@@ -14,6 +14,7 @@ fits only the other layout is transposed, and the command says so (`edgelite.int
 from __future__ import annotations
 
 from . import frontends
+from .analyze import analyze_command
 from .benchmark import benchmark_command
 from .compare import compare_command
 from .convert import convert_command
@@ -22,7 +23,8 @@ from .run import run_command
 from .train import train_command
 
 COMMANDS = {"run": run_command, "inspect": inspect_command, "convert": convert_command,
-            "compare": compare_command, "train": train_command, "benchmark": benchmark_command}
+            "compare": compare_command, "train": train_command, "benchmark": benchmark_command,
+            "analyze": analyze_command}
 DOC = "edgelite: a .tflite inference runtime and ONNX converter, in Python on numpy."
 
 
