@@ -1,16 +1,24 @@
 """What passes use to read and edit one subgraph: producers, consumers, constants, new tensors,
-and ops inserted in place. Built on the schema's graph helper."""
+and ops inserted in place. Built on the schema's graph helper.
+
+The producer and reader maps stay current through the editor's own edits (`remove`,
+`insert_after`, `insert_before`, `set_outputs`, `set_input`, `set_inputs`, `replace_uses`), each
+of which costs what it touches, not the graph's size; a pass that edits ops directly calls
+`refresh()`, which rebuilds them (O(ops); `Editor.rebuilds` counts those, for the tests that
+keep passes linear in the graph's size).
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from edgelite.schema import (Operator, OperatorCode, consumers, default_options, producers,
-                             replace_uses)
+from edgelite.schema import Operator, OperatorCode, default_options, producers
 
 from .builder import IRBuilder
 
 
 class Editor:
+    rebuilds = 0   # full rebuilds of the maps, every editor together (tests read it)
+
     def __init__(self, model, sg):
         self.model = model
         self.sg = sg
@@ -18,10 +26,16 @@ class Editor:
         self.refresh()
 
     def refresh(self) -> None:
-        """Recompute producers and consumers after an edit."""
+        """Recompute producers and consumers after ops were edited directly."""
+        Editor.rebuilds += 1
         ops = self.sg.operators
         self.prod = {t: ops[i] for t, i in producers(self.sg).items()}
-        self.cons = {t: [ops[i] for i in idx] for t, idx in consumers(self.sg).items()}
+        self.cons: dict = {}
+        for op in ops:
+            self._add_reads(op, op.inputs)
+        self._alive = {id(op) for op in ops}
+        self._pos = {id(op): i for i, op in enumerate(ops)}
+        self._shift = 0   # inserts and removes since _pos was built: how far it may be off
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -42,6 +56,10 @@ class Editor:
 
     def readers(self, t: int) -> list:
         return self.cons.get(t, [])
+
+    def has(self, op) -> bool:
+        """Whether `op` is (still) one of the subgraph's operators."""
+        return id(op) in self._alive
 
     def is_output(self, t: int) -> bool:
         return t in self.sg.outputs
@@ -73,16 +91,54 @@ class Editor:
         return Operator(OperatorCode(builtin), list(inputs), list(outputs), opts)
 
     def insert_after(self, anchor, op) -> None:
-        ops = self.sg.operators
-        ops.insert(_index(ops, anchor) + 1, op)
+        self._insert(self._index(anchor) + 1, op)
 
     def insert_before(self, anchor, op) -> None:
-        ops = self.sg.operators
-        ops.insert(_index(ops, anchor), op)
+        self._insert(self._index(anchor), op)
 
     def remove(self, op) -> None:
-        ops = self.sg.operators
-        del ops[_index(ops, op)]
+        """Take `op` out of the subgraph (its outputs then have no producer)."""
+        del self.sg.operators[self._index(op)]
+        self._shift += 1
+        self._pos.pop(id(op), None)
+        self._alive.discard(id(op))
+        for t in op.outputs:
+            if self.prod.get(t) is op:
+                del self.prod[t]
+        self._drop_reads(op, op.inputs)
+
+    def set_outputs(self, op, outputs) -> None:
+        """`op` now writes `outputs` (whose old producer, if any, the caller removes)."""
+        for t in op.outputs:
+            if self.prod.get(t) is op:
+                del self.prod[t]
+        op.outputs = list(outputs)
+        for t in op.outputs:
+            if t >= 0:
+                self.prod[t] = op
+
+    def set_inputs(self, op, inputs) -> None:
+        self._drop_reads(op, op.inputs)
+        op.inputs = list(inputs)
+        self._add_reads(op, op.inputs)
+
+    def set_input(self, op, k: int, t: int) -> None:
+        inputs = list(op.inputs)
+        inputs[k] = t
+        self.set_inputs(op, inputs)
+
+    def replace_uses(self, old: int, new: int) -> int:
+        """Every reader of tensor `old` (ops and graph outputs) reads `new`; returns the count
+        (the schema's `replace_uses`, through the reader map)."""
+        n = 0
+        for op in list(self.readers(old)):
+            n += sum(t == old for t in op.inputs)
+            self.set_inputs(op, [new if t == old else t for t in op.inputs])
+        for k, t in enumerate(self.sg.outputs):
+            if t == old:
+                self.sg.outputs[k] = new
+                n += 1
+        return n
 
     def transpose_after(self, op, k: int, perm) -> int:
         """Make output k of `op` hold its value permuted by inverse(perm), and add a TRANSPOSE
@@ -93,15 +149,50 @@ class Editor:
         old_shape = tensor.shape
         back = self.tensor(f"{tensor.name}/transposed", old_shape, tensor.dtype)
         self.sg.tensors[back].quantization = tensor.quantization   # per-tensor (lower_qdq.py)
-        replace_uses(self.sg, t, back)
+        self.replace_uses(t, back)
         tensor.shape = tuple(old_shape[i] for i in inv)
         perm_t = self.const(np.array(perm, np.int32), f"{tensor.name}/perm")
         self.insert_after(op, self.new_op("TRANSPOSE", [t, perm_t], [back]))
         return back
 
+    # -- the maps ----------------------------------------------------------------------------
 
-def _index(ops: list, op) -> int:
-    for i, o in enumerate(ops):
-        if o is op:
-            return i
-    raise ValueError("operator not in the subgraph")
+    def _insert(self, i: int, op) -> None:
+        self.sg.operators.insert(i, op)
+        self._shift += 1
+        self._pos[id(op)] = i
+        self._alive.add(id(op))
+        for t in op.outputs:
+            if t >= 0:
+                self.prod[t] = op
+        self._add_reads(op, op.inputs)
+
+    def _add_reads(self, op, inputs) -> None:
+        for t in dict.fromkeys(inputs):
+            if t >= 0:
+                self.cons.setdefault(t, []).append(op)
+
+    def _drop_reads(self, op, inputs) -> None:
+        for t in dict.fromkeys(inputs):
+            readers = self.cons.get(t)
+            if readers is None:
+                continue
+            readers[:] = [r for r in readers if r is not op]
+            if not readers:
+                del self.cons[t]
+
+    def _index(self, op) -> int:
+        """Where `op` is in the operator list. Each insert or remove since the positions were
+        recorded moves an op by at most one place, so it is searched for that far around its
+        recorded place; the positions are recorded again when that would cost more."""
+        ops = self.sg.operators
+        guess = self._pos.get(id(op))
+        if guess is not None and self._shift <= 64:
+            for i in range(max(0, guess - self._shift), min(len(ops), guess + self._shift + 1)):
+                if ops[i] is op:
+                    return i
+        self._pos = {id(o): i for i, o in enumerate(ops)}
+        self._shift = 0
+        if id(op) not in self._pos:
+            raise ValueError("operator not in the subgraph")
+        return self._pos[id(op)]

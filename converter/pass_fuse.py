@@ -22,11 +22,12 @@ FUSED_AS = {op: f.fused_as for op, f in OPS.items() if f.fused_as is not None}
 
 
 def _each_op(model: Model, kinds):
-    """(editor, op) for every op of `kinds`, the editor refreshed after each change."""
+    """(editor, op) for every op of `kinds` still in the graph; passes edit through the
+    editor, which keeps its maps current (linear in the graph's size)."""
     for sg in model.subgraphs:
         ed = Editor(model, sg)
         for op in list(sg.operators):
-            if op.op in kinds and any(op is o for o in sg.operators):
+            if op.op in kinds and ed.has(op):
                 yield ed, op
 
 
@@ -88,11 +89,10 @@ def _absorb(ed: Editor, producer, op, weights, bias) -> None:
     inputs = list(producer.inputs) + [-1] * (f.bias + 1 - len(producer.inputs))
     inputs[f.weights[0]] = ed.const(weights.astype(np.float32), f"{name}/weights")
     inputs[f.bias] = ed.const(bias.astype(np.float32), f"{name}/bias")
-    producer.inputs = inputs
+    ed.set_inputs(producer, inputs)
     producer.options = producer.options.replace(fused_activation_function=_activation(op))
-    producer.outputs = list(op.outputs)
+    ed.set_outputs(producer, op.outputs)
     ed.remove(op)
-    ed.refresh()
 
 
 def fuse_mul_into_weights(model: Model) -> bool:
@@ -145,9 +145,8 @@ def fuse_activation(model: Model) -> bool:
             continue
         producer.options = producer.options.replace(
             fused_activation_function=int(FUSED_AS[act.op]))
-        producer.outputs = list(act.outputs)
+        ed.set_outputs(producer, act.outputs)
         ed.remove(act)
-        ed.refresh()
         changed = True
     return changed
 
@@ -229,7 +228,6 @@ def fuse_hard_swish(model: Model) -> bool:
             hard_swish = ed.new_op("HARD_SWISH", [x], list(final.outputs))
             ed.insert_before(final, hard_swish)
             ed.remove(final)
-            ed.refresh()
             changed = True
             break
     return changed
@@ -286,9 +284,8 @@ def fold_pad_into_window(model: Model) -> bool:
         pads = [tuple(int(p) for p in paddings[1]), tuple(int(p) for p in paddings[2])]
         if not same_equivalent(pads, ed.shape(source)[1:3], kernel, strides, dilations):
             continue
-        op.inputs[0] = source
+        ed.set_input(op, 0, source)
         op.options = op.options.replace(padding=SAME)
         ed.remove(pad)
-        ed.refresh()
         changed = True
     return changed

@@ -1,0 +1,84 @@
+"""Conversion work grows linearly with the graph: a chain four times longer costs about four
+times the Python lines executed in the converter and the schema (counted with sys.settrace, not
+timed), and the passes rebuild their producer/reader maps a fixed number of times whatever the
+length (issue 19: a 40k-node Relu chain took 62.8 s where 5k took 3.2 s). Times are in
+benchmarks/bench_convert_scaling.py."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgelite.converter.convert import convert_onnx
+from edgelite.converter.editor import Editor
+
+
+def chain(kind: str, n: int):
+    """n Relu nodes in a row, or n Add(constant) -> Relu pairs (each Relu fuses into its Add:
+    n edits of the graph)."""
+    nodes, inits = [], []
+    for i in range(n):
+        a, b = f"t{i}", f"t{i + 1}"
+        if kind == "relu":
+            nodes.append(helper.make_node("Relu", [a], [b]))
+        else:
+            inits.append(numpy_helper.from_array(np.full([1, 4], i, np.float32), f"c{i}"))
+            nodes += [helper.make_node("Add", [a, f"c{i}"], [f"s{i}"]),
+                      helper.make_node("Relu", [f"s{i}"], [b])]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [1, 4])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def work(model) -> tuple:
+    """(lines executed in edgelite's converter and schema, editor map rebuilds) to convert."""
+    lines = [0]
+
+    def trace(frame, event, arg):
+        if event == "call":
+            name = frame.f_code.co_filename
+            return trace if ("/converter/" in name or "/schema/" in name) else None
+        lines[0] += 1
+        return trace
+
+    rebuilds = Editor.rebuilds
+    sys.settrace(trace)
+    try:
+        conversion = convert_onnx(model)
+    finally:
+        sys.settrace(None)
+    return lines[0], Editor.rebuilds - rebuilds, conversion
+
+
+@pytest.mark.parametrize("kind", ["relu", "add_relu"])
+def test_conversion_work_is_linear_in_chain_length(kind):
+    small_lines, small_rebuilds, _ = work(chain(kind, 100))
+    big_lines, big_rebuilds, conversion = work(chain(kind, 400))
+    if kind == "add_relu":   # every Relu fused: the edits were made
+        assert conversion.ops_out == {"ADD": 400}
+    # linear: x4 (plus fixed costs, so a little under); the old passes were x11 to x16
+    assert big_lines < 5 * small_lines, (small_lines, big_lines)
+    assert big_rebuilds == small_rebuilds, (small_rebuilds, big_rebuilds)
+
+
+def test_editor_keeps_its_maps_current_through_its_edits():
+    """After edits made through the editor, its maps equal freshly built ones."""
+    model = convert_onnx(chain("add_relu", 6)).model
+    sg = model.subgraphs[0]
+    ed = Editor(model, sg)
+    first, second = sg.operators[0], sg.operators[1]
+    relu = ed.new_op("RELU", [first.outputs[0]], [ed.tensor("r", ed.shape(first.outputs[0]),
+                                                            "float32")])
+    ed.insert_after(first, relu)
+    ed.set_input(second, 0, relu.outputs[0])
+    ed.replace_uses(sg.operators[-1].outputs[0], sg.operators[-2].outputs[0])
+    ed.remove(sg.operators[-1])
+    assert ed.has(relu) and not ed.has(first.__class__(first.opcode, [], []))
+    fresh = Editor(model, sg)
+    assert {t: id(op) for t, op in ed.prod.items()} == {t: id(op) for t, op in fresh.prod.items()}
+    assert {t: [id(o) for o in ops] for t, ops in ed.cons.items()} == \
+        {t: [id(o) for o in ops] for t, ops in fresh.cons.items()}
+    assert [ed._index(op) for op in sg.operators] == list(range(len(sg.operators)))
