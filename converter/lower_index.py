@@ -1,4 +1,5 @@
-"""ONNX ops that pick or order elements along an axis: TopK, GatherElements, CumSum."""
+"""ONNX ops that pick, place or order elements: TopK, GatherElements, GatherND, ScatterND,
+CumSum."""
 from __future__ import annotations
 
 import numpy as np
@@ -56,6 +57,60 @@ def gather_elements(b, n):
              for d in range(rank)]
     coords = parts[0] if rank == 1 else b.op("CONCATENATION", parts, {"axis": rank})
     return b.op("GATHER_ND", [x, coords])
+
+
+def _wrapped(b, indices: int, dims) -> int:
+    """Coordinates along `dims` (the last axis of `indices`) with negatives wrapped: ONNX takes
+    [-d, d), TFLite [0, d). Folds when the indices are constant."""
+    dims = b.const(np.array(dims, b.sg.tensors[indices].np_dtype))
+    return b.op("FLOOR_MOD", [indices, dims])
+
+
+@lowers("GatherND")
+def gather_nd(b, n):
+    """GATHER_ND; batch_dims > 0 as full coordinates (each position's batch coordinates put
+    before its indices), which TFLite's GATHER_ND takes with none."""
+    x, indices = n.input(0), n.input(1)
+    batch = int(n.attr("batch_dims", 0))
+    data_shape, shape = b.shape(x), b.shape(indices)
+    depth = shape[-1]
+    if not 0 <= batch < len(shape) or batch + depth > len(data_shape) or \
+            tuple(shape[:batch]) != tuple(data_shape[:batch]):
+        raise n.fail(f"indices {list(shape)} with batch_dims {batch} do not fit data "
+                     f"{list(data_shape)}")
+    indices = _wrapped(b, indices, data_shape[batch:batch + depth])
+    if batch:
+        dtype = b.sg.tensors[indices].np_dtype
+        grids = np.indices(shape[:-1], dtype=dtype)[:batch]
+        parts = [b.const(g[..., None]) for g in grids] + [indices]
+        indices = b.op("CONCATENATION", parts, {"axis": len(shape) - 1})
+    return b.op("GATHER_ND", [x, indices])
+
+
+@lowers("ScatterND")
+def scatter_nd(b, n):
+    """TFLite's SCATTER_ND writes into zeros (and adds duplicates): reduction "add" adds that to
+    the data; "none" takes it where a second SCATTER_ND of ones says an update landed."""
+    x, indices, updates = n.input(0), n.input(1), n.input(2)
+    reduction = n.attr("reduction", "none")
+    if reduction not in ("none", "add"):
+        raise n.fail(f"reduction={reduction!r} is not supported (only 'none' and 'add')")
+    data_shape, shape = b.shape(x), b.shape(indices)
+    depth = shape[-1]
+    if depth > len(data_shape) or \
+            tuple(b.shape(updates)) != tuple(shape[:-1]) + tuple(data_shape[depth:]):
+        raise n.fail(f"updates {list(b.shape(updates))} do not fit indices {list(shape)} "
+                     f"into data {list(data_shape)}")
+    dtype = b.dtype(x)
+    indices = b.cast(_wrapped(b, indices, data_shape[:depth]), "int32")
+    target = b.const(np.array(data_shape, np.int32))
+    scattered = b.op("SCATTER_ND", [indices, updates, target], dtype=dtype)
+    if reduction == "add":
+        return b.op("ADD", [x, scattered])
+    ones = b.const(np.ones(b.shape(updates), np.int32))
+    hits = b.op("SCATTER_ND", [indices, ones, target], dtype="int32")
+    landed = b.op("GREATER", [hits, b.const(np.array(0, np.int32))], dtype="bool")
+    return b.op("SELECT_V2", [landed, scattered, x], dtype=dtype)
 
 
 @lowers("CumSum")

@@ -84,7 +84,36 @@ _UNARY = {"Sqrt": "SQRT", "Neg": "NEG", "Abs": "ABS", "Exp": "EXP", "Log": "LOG"
 
 @lowers(*_UNARY)
 def unary(b, n):
+    if n.op_type == "Abs" and b.dtype(n.input(0)) == "int64":
+        return abs_int64(b, n.input(0))
     return b.op(_UNARY[n.op_type], [n.input(0)])
+
+
+def abs_int64(b, x):
+    """MAXIMUM(x, -x): TFLite's ABS has no int64 kernel (LiteRT refuses one; T5's
+    relative-position buckets take |i - j| in int64)."""
+    return b.op("MAXIMUM", [x, b.op("NEG", [x])])
+
+
+@lowers("Mod")
+def mod(b, n):
+    """fmod=0 (the remainder takes the divisor's sign): FLOOR_MOD. fmod=1 (the dividend's
+    sign, C's fmod): FLOOR_MOD minus the divisor where a nonzero remainder's sign differs from
+    the dividend's (the two differ by exactly one divisor there)."""
+    x, y = n.input(0), n.input(1)
+    if b.dtype(x) != b.dtype(y):
+        raise n.fail(f"input types differ: {b.dtype(x)}, {b.dtype(y)}")
+    r = b.op("FLOOR_MOD", [x, y])
+    if not int(n.attr("fmod", 0)):
+        return r
+    if b.dtype(x).startswith("uint"):
+        return r                      # no signs: the two remainders agree
+    zero = b.const(np.array(0, b.sg.tensors[x].np_dtype))
+    sign_differs = b.op("NOT_EQUAL", [b.op("LESS", [r, zero], dtype="bool"),
+                                      b.op("LESS", [x, zero], dtype="bool")], dtype="bool")
+    fix = b.op("LOGICAL_AND", [sign_differs, b.op("NOT_EQUAL", [r, zero], dtype="bool")],
+               dtype="bool")
+    return b.op("SELECT_V2", [fix, b.op("SUB", [r, y]), r], dtype=b.dtype(r))
 
 
 @lowers("Reciprocal")

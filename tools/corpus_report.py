@@ -1,0 +1,207 @@
+"""Convert and check every export of the torch corpus (tools/torch_corpus.py), and print the
+table of issue 12: model, exporter, converted or the error, max error / max|ref| in edgelite and
+in LiteRT against onnxruntime (ORT_ENABLE_BASIC, one thread: edgelite.converter.check's
+settings, as tests/oracles.py), TFLite op count, transposes left, conversion seconds.
+
+    python tools/corpus_report.py [OUT] [--only NAME ...] [--json FILE]
+
+Each export is checked in a child process (a runtime that crashes on a file is a row of the
+table, not the end of the run). A file that LiteRT or edgelite refuses to load or allocate is a
+failure. Dynamic exports are converted with no input shapes and run at each size the manifest
+lists (resize_tensor_input, allocate_tensors).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_OUT = Path("~/.cache/edgelite-corpus").expanduser()
+LIMIT = 1e-4          # max error / max|ref| a row passes at
+CHILD_TIMEOUT = 900
+
+
+def _feeds_at(entry: dict, size: dict, seed: int) -> dict:
+    """Inputs of the sizes `size` ({name: shape}): normal floats, token ids below int_high,
+    all-ones masks."""
+    rng = np.random.default_rng(seed)
+    base = dict(np.load(entry["dir"] / entry["inputs"]))
+    feeds = {}
+    for name, shape in size.items():
+        dtype = base[name].dtype
+        if dtype.kind == "f":
+            feeds[name] = rng.standard_normal(shape).astype(dtype)
+        elif "mask" in name:
+            feeds[name] = np.ones(shape, dtype)
+        else:
+            feeds[name] = rng.integers(0, entry["int_high"], shape).astype(dtype)
+    return feeds
+
+
+def _ratio(got, ref) -> float:
+    from edgelite.converter.check import max_error
+
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape:
+        return float("inf")
+    scale = float(np.abs(ref.astype(np.float64)).max()) if ref.size else 0.0
+    err = max_error(got, ref)
+    return err / scale if scale else err
+
+
+def _run(content: bytes, runtime: str, feeds: list, shapes: list | None):
+    """Outputs of `runtime` on the file; `shapes` resizes the inputs first."""
+    from edgelite.converter.check import quiet_litert
+
+    if runtime == "edgelite":
+        from edgelite.interpreter import Interpreter
+    else:
+        from ai_edge_litert.interpreter import Interpreter
+    with quiet_litert():
+        it = Interpreter(model_content=content, num_threads=1)
+        if shapes is not None:
+            for detail, shape in zip(it.get_input_details(), shapes):
+                it.resize_tensor_input(detail["index"], list(shape))
+        it.allocate_tensors()
+    for detail, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(detail["index"], x)
+    it.invoke()
+    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def check_one(entry: dict) -> dict:
+    """Convert one export and check it in both runtimes: the table row's facts."""
+    from edgelite.converter import TFLiteConverter
+    from edgelite.converter.check import run_onnxruntime, to_onnx_layout, to_tflite_layout
+
+    path = entry["dir"] / entry["file"]
+    row = {"model": entry["model"], "exporter": entry["exporter"], "dynamic": entry["dynamic"]}
+    converter = TFLiteConverter.from_onnx(str(path))
+    start = time.perf_counter()
+    try:
+        converter.convert()
+    except Exception as e:   # ConversionError, or a converter bug: the row says which
+        row["error"] = f"{type(e).__name__}: {e}"
+        row["seconds"] = time.perf_counter() - start
+        return row
+    conv = converter.last_conversion
+    row.update(seconds=conv.seconds, ops=sum(conv.ops_out.values()), transposes=conv.transposes,
+               warnings=[str(w) for w in conv.warnings])
+    layout = conv.io_layout
+    names = [e["name"] for e in layout["inputs"]]
+    outs = [e["name"] for e in layout["outputs"]]
+    base = dict(np.load(path.with_suffix(".npz")))
+    sizes = [None] + [s for s in entry.get("sizes", [])[1:]]
+    for runtime in ("edgelite", "LiteRT"):
+        row[runtime] = 0.0
+    for k, size in enumerate(sizes):
+        feeds = base if size is None else _feeds_at(entry, size, k)
+        onnx_feeds = [feeds[n] for n in names]
+        ref = run_onnxruntime(path, dict(zip(names, onnx_feeds)), outs)
+        tfl_feeds = to_tflite_layout(onnx_feeds, layout)
+        shapes = None if size is None else [x.shape for x in tfl_feeds]
+        for runtime in ("edgelite", "LiteRT"):
+            if isinstance(row[runtime], str):
+                continue
+            try:
+                got = to_onnx_layout(_run(conv.content, runtime.lower(), tfl_feeds, shapes),
+                                     layout)
+            except Exception as e:
+                at = "" if size is None else f" at {size}"
+                row[runtime] = f"{type(e).__name__}{at}: {str(e).splitlines()[0][:200]}"
+                continue
+            row[runtime] = max([row[runtime]] + [_ratio(g, r) for g, r in zip(got, ref)])
+    return row
+
+
+def _child(entry_json: str) -> None:
+    entry = json.loads(entry_json)
+    entry["dir"] = Path(entry["dir"])
+    print(json.dumps(check_one(entry)))
+
+
+def _in_child(entry: dict) -> dict:
+    payload = json.dumps({**entry, "dir": str(entry["dir"])})
+    row = {"model": entry["model"], "exporter": entry["exporter"], "dynamic": entry["dynamic"]}
+    try:
+        done = subprocess.run([sys.executable, __file__, "--child", payload], text=True,
+                              capture_output=True, timeout=CHILD_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        row["error"] = f"not done in {CHILD_TIMEOUT} s"
+        return row
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or not lines:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        row["error"] = f"checker exited with {done.returncode}: {tail[:300]}"
+        return row
+    return json.loads(lines[-1])
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.replace("|", "\\|").replace("\n", " ")[:160]
+    mark = "" if value <= LIMIT else " ✗"
+    return f"{value:.1e}{mark}"
+
+
+def table(rows: list) -> str:
+    lines = ["| model | exporter | converted | edgelite err/max\\|ref\\| | "
+             "LiteRT err/max\\|ref\\| | ops | transposes | convert s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        exporter = r["exporter"] + (" (dynamic)" if r.get("dynamic") else "")
+        converted = "yes" if "error" not in r else _cell(r["error"])
+        seconds = f"{r['seconds']:.2f}" if "seconds" in r else ""
+        lines.append(f"| {r['model']} | {exporter} | {converted} | {_cell(r.get('edgelite'))} | "
+                     f"{_cell(r.get('LiteRT'))} | {r.get('ops', '')} | "
+                     f"{r.get('transposes', '')} | {seconds} |")
+    return "\n".join(lines)
+
+
+def passed(row: dict) -> bool:
+    return "error" not in row and all(isinstance(row.get(k), float) and row[k] <= LIMIT
+                                      for k in ("edgelite", "LiteRT"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--only", nargs="*", default=None, help="model names")
+    parser.add_argument("--json", type=Path, default=None, help="write the rows here too")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        _child(args.child)
+        return 0
+    manifest = json.loads((args.out / "manifest.json").read_text())
+    rows = []
+    for entry in manifest:
+        if args.only is not None and entry["model"] not in args.only:
+            continue
+        entry = {**entry, "dir": args.out}
+        if "error" in entry:
+            row = {"model": entry["model"], "exporter": entry["exporter"],
+                   "dynamic": entry["dynamic"], "error": f"export failed: {entry['error']}"}
+        else:
+            row = _in_child(entry)
+        rows.append(row)
+        print(f"{row['model']} {row['exporter']}: "
+              f"{'pass' if passed(row) else row.get('error', 'mismatch')}", file=sys.stderr,
+              flush=True)
+    print(table(rows))
+    print(f"\n{sum(map(passed, rows))}/{len(rows)} pass (converted, loaded and allocated by "
+          f"both runtimes, max error <= {LIMIT:g} x max|ref| in both)")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
