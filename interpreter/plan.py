@@ -71,6 +71,8 @@ class Runtime:
 
 def _describe_missing(node: Node) -> str:
     where = f"subgraph {node.subgraph} operator {node.index}"
+    if node.is_custom and node.op in registry.UNAVAILABLE_CUSTOM_OPS:
+        return f"{where}: custom op {node.op!r}: {registry.UNAVAILABLE_CUSTOM_OPS[node.op]}"
     if node.is_custom:
         return (f"{where}: custom op {node.op!r} is not registered "
                 "(register a Python kernel with edgelite.interpreter.register_custom_op)")

@@ -41,6 +41,7 @@ from . import segment  # noqa: F401  SEGMENT_SUM UNSORTED_SEGMENT_SUM / PROD / M
 from . import space_batch  # noqa: F401  SPACE_TO_BATCH_ND BATCH_TO_SPACE_ND
 from . import nms  # noqa: F401  NON_MAX_SUPPRESSION_V4 NON_MAX_SUPPRESSION_V5
 from . import detection  # noqa: F401  TFLite_Detection_PostProcess (custom op of SSD detectors)
+from . import mediapipe_ops  # noqa: F401  MediaPipe's custom ops (Convolution2DTransposeBias MaxPoolingWithArgmax2D MaxUnpooling2D Landmarks2TransformMatrix TransformTensorBilinear TransformLandmarks Resampler)
 from . import conv3d  # noqa: F401  CONV_3D CONV_3D_TRANSPOSE
 from . import rnn  # noqa: F401  RNN UNIDIRECTIONAL_SEQUENCE_RNN BIDIRECTIONAL_SEQUENCE_RNN SVDF
 from . import bidirectional_lstm  # noqa: F401  BIDIRECTIONAL_SEQUENCE_LSTM

@@ -95,6 +95,12 @@ Prepare = Callable[[Node], Callable]
 
 KERNELS: dict = {}      # op -> {arithmetic key -> prepare}
 CUSTOM_OPS: dict = {}   # custom code -> prepare
+# Custom ops no CPU kernel can run, with what to say instead of "not registered".
+UNAVAILABLE_CUSTOM_OPS = {
+    "edgetpu-custom-op": "the model was compiled for the Coral Edge TPU (edgetpu_compiler): "
+                         "this op is a graph that runs inside the Edge TPU and needs the device "
+                         "and libedgetpu. Run the model as it was before edgetpu_compiler",
+}
 
 
 def register(op: str, *keys: str):

@@ -1,0 +1,399 @@
+"""The third-party `.tflite` corpus of issue 13: every model inside the `mediapipe` 0.10.14
+wheel, and Keras models with random weights converted by TensorFlow's own converter as float32,
+float16, dynamic-range and full int8 (int8 inputs and outputs).
+
+    python tools/tflite_corpus.py mediapipe [OUT]        # pip download + unzip (no TensorFlow)
+    /work/venv-tf/bin/python tools/tflite_corpus.py keras [OUT] [--only NAME ...]
+    python tools/tflite_corpus.py run [OUT] [--only SUBSTRING ...] [--json FILE] [--repeat N]
+
+OUT defaults to ~/.cache/edgelite-tflite-corpus (models stay out of git). `keras` needs
+TensorFlow (its own venv: TensorFlow is never a dependency of edgelite) and writes
+keras_<model>.<variant>.tflite plus manifest.json (the conversion error where one failed).
+`run` (the dev venv: edgelite and LiteRT) loads, runs and compares every file against LiteRT:
+
+- float32 files: max |ours - LiteRT| <= 1e-5 * max |LiteRT| (LiteRT's default CPU path);
+- float16-weight files: <= 1e-4 * max |LiteRT|; where a graph amplifies rounding so much that
+  LiteRT's own default and reference kernels differ by more, the gap may be up to theirs (the
+  row says so);
+- full int8: bit-identical to LiteRT's reference kernels (BUILTIN_REF);
+- dynamic-range (hybrid): edgelite's BUILTIN_REF against LiteRT's BUILTIN_REF, passing when the
+  gap is no larger than LiteRT's own default-vs-reference gap on the same input (issue 13,
+  item 4: on-the-fly input quantization amplifies 1-ulp float differences), or <= 1e-5;
+- a file LiteRT cannot run is listed with LiteRT's error, and still run by edgelite
+  (face_landmark_with_attention: MediaPipe's CPU custom ops, checked in
+  tests/interpreter/test_mediapipe_ops.py).
+
+and the median latency of both (one thread each), as the ratio edgelite / LiteRT.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_OUT = Path("~/.cache/edgelite-tflite-corpus").expanduser()
+MEDIAPIPE = "mediapipe==0.10.14"
+SEED = 0
+VARIANTS = ("float32", "float16", "dynamic", "int8")
+
+
+# -- building: MediaPipe's wheel ---------------------------------------------------------------
+
+def fetch_mediapipe(out: Path) -> list:
+    """Every .tflite in the pinned mediapipe wheel, unzipped flat into OUT as mp_<name>."""
+    out.mkdir(parents=True, exist_ok=True)
+    wheels = sorted((out / "wheel").glob("mediapipe-0.10.14-*.whl"))
+    if not wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", MEDIAPIPE, "--no-deps",
+                        "--only-binary=:all:", "-d", str(out / "wheel")], check=True)
+        wheels = sorted((out / "wheel").glob("mediapipe-0.10.14-*.whl"))
+    written = []
+    with zipfile.ZipFile(wheels[0]) as z:
+        for name in sorted(z.namelist()):
+            if name.endswith(".tflite"):
+                target = out / f"mp_{Path(name).name}"
+                target.write_bytes(z.read(name))
+                written.append(target.name)
+    print(f"{len(written)} MediaPipe models in {out}")
+    return written
+
+
+# -- building: Keras models through TensorFlow's converter -------------------------------------
+
+def keras_models():
+    """name -> (builder, input shape without batch); random weights, fixed seeds."""
+    import keras
+    from keras import layers
+
+    def app(cls, **kw):
+        return lambda: cls(weights=None, input_shape=(224, 224, 3), **kw)
+
+    def sequence(rnn):
+        def build():
+            x = keras.Input((20, 16), batch_size=1)
+            h = rnn(32, return_sequences=True)(x)
+            h = rnn(24)(h)
+            return keras.Model(x, layers.Dense(10)(h))
+        return build
+
+    def conv1d():
+        x = keras.Input((64, 8), batch_size=1)
+        h = layers.Conv1D(16, 5, padding="same", activation="relu")(x)
+        h = layers.MaxPooling1D(2)(h)
+        h = layers.Conv1D(32, 3, dilation_rate=2, activation="relu")(h)
+        h = layers.GlobalAveragePooling1D()(h)
+        return keras.Model(x, layers.Dense(10, activation="softmax")(h))
+
+    a = keras.applications
+    return {
+        "mobilenet_v3_small": app(a.MobileNetV3Small),
+        "mobilenet_v3_large": app(a.MobileNetV3Large),
+        "efficientnet_b0": app(a.EfficientNetB0),
+        "resnet50": app(a.ResNet50),
+        "densenet121": app(a.DenseNet121),
+        "nasnet_mobile": app(a.NASNetMobile),
+        "convnext_tiny": app(a.ConvNeXtTiny),
+        "lstm": sequence(layers.LSTM),
+        "gru": sequence(layers.GRU),
+        "conv1d": conv1d,
+    }
+
+
+def _convert(tf, model, variant: str, sample_shape) -> bytes:
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)   # weights frozen into constants
+    if variant != "float32":
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    if variant == "float16":
+        conv.target_spec.supported_types = [tf.float16]
+    if variant == "int8":
+        rng = np.random.default_rng(SEED + 1)
+
+        def representative():
+            for _ in range(8):
+                yield [rng.uniform(-1, 1, (1,) + tuple(sample_shape)).astype(np.float32)]
+        conv.representative_dataset = representative
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        conv.inference_input_type = tf.int8
+        conv.inference_output_type = tf.int8
+    return conv.convert()
+
+
+def build_keras(out: Path, only=None) -> None:
+    """Every model x variant. A model's variants convert in one child process (TensorFlow's
+    calibrator can crash outright: the variant it was on is recorded as crashed, and a new
+    child goes on with the rest)."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    for name in keras_models():
+        if only and name not in only:
+            continue
+        todo = list(VARIANTS)
+        while todo:
+            status = out / f".{name}.status.json"
+            status.unlink(missing_ok=True)
+            proc = subprocess.run([sys.executable, __file__, "keras-one", str(out), "--only",
+                                   name, *todo], capture_output=True, text=True)
+            done = json.loads(status.read_text()) if status.exists() else {}
+            status.unlink(missing_ok=True)
+            for variant, entry in done.items():
+                manifest[f"keras_{name}.{variant}.tflite"] = entry
+                print(f"keras_{name}.{variant}.tflite", entry, flush=True)
+                todo.remove(variant)
+            if proc.returncode != 0 and todo:
+                lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+                why = (f"exit {proc.returncode}: {lines[-1][:300] if lines else ''}"
+                       if proc.returncode > 0 else
+                       f"TensorFlow's converter crashed (signal {-proc.returncode})")
+                variant = todo.pop(0)
+                manifest[f"keras_{name}.{variant}.tflite"] = dict(variant=variant, error=why,
+                                                                  producer=_producer())
+                (out / f"keras_{name}.{variant}.tflite").unlink(missing_ok=True)
+                print(f"keras_{name}.{variant}.tflite", why, flush=True)
+            manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+
+
+def _producer() -> str:
+    return "TensorFlow converter (Keras 3, random weights)"
+
+
+def build_keras_one(out: Path, name: str, *variants: str) -> None:
+    """Converts one model's `variants` in order, recording each in .NAME.status.json as it
+    ends (a conversion that raises is recorded with its error)."""
+    import keras
+    import tensorflow as tf
+    keras.utils.set_random_seed(SEED)
+    model = keras_models()[name]()
+    shape = tuple(model.inputs[0].shape[1:])
+    status, done = out / f".{name}.status.json", {}
+    for variant in variants:
+        t0 = time.time()
+        entry = dict(variant=variant, producer=f"TensorFlow {tf.__version__} converter "
+                                               f"(Keras {keras.__version__}, random weights)")
+        try:
+            (out / f"keras_{name}.{variant}.tflite").write_bytes(
+                _convert(tf, model, variant, shape))
+        except Exception as e:  # noqa: BLE001  (recorded: the corpus lists failures)
+            entry["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300]}"
+        entry["seconds"] = round(time.time() - t0, 1)
+        done[variant] = entry
+        status.write_text(json.dumps(done))
+
+
+# -- running: edgelite against LiteRT ----------------------------------------------------------
+
+def _ops(path: Path) -> collections.Counter:
+    import edgelite.schema as schema
+    m = schema.load(str(path))
+    ops = collections.Counter()
+    for sg in m.subgraphs:
+        for op in sg.operators:
+            ops[op.opcode.custom_code or op.opcode.builtin] += 1
+    return ops
+
+
+def kind_of(path: Path) -> str:
+    """float32 | float16 | dynamic | int8, from the name (Keras files) or the contents."""
+    for v in VARIANTS:
+        if path.name.endswith(f".{v}.tflite"):
+            return v
+    ops = _ops(path)
+    import edgelite.schema as schema
+    m = schema.load(str(path))
+    dtypes = {t.dtype for sg in m.subgraphs for t in sg.tensors}
+    if "float16" in dtypes and ops.get("DEQUANTIZE"):
+        return "float16"
+    if "int8" in dtypes and "float32" in dtypes:
+        return "dynamic"
+    return "int8" if "float32" not in dtypes else "float32"
+
+
+def example_inputs(details, seed=SEED) -> list:
+    """Deterministic inputs: uniform [-1, 1] floats (quantized with the input's parameters for
+    integer inputs)."""
+    rng = np.random.default_rng(seed)
+    feeds = []
+    for d in details:
+        shape = tuple(d["shape"])
+        x = rng.uniform(-1, 1, shape).astype(np.float32)
+        dt = np.dtype(d["dtype"])
+        if dt.kind in "iu":
+            scale, zp = d["quantization"]
+            info = np.iinfo(dt)
+            x = np.clip(np.round(x / (scale or 1.0)) + zp, info.min, info.max)
+        feeds.append(x.astype(dt))
+    return feeds
+
+
+def _litert(path, reference: bool, threads=1):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    return Interpreter(model_path=str(path), num_threads=threads,
+                       experimental_op_resolver_type=kind)
+
+
+def _edgelite(path, reference: bool):
+    from edgelite.interpreter import Interpreter, OpResolverType
+    kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    return Interpreter(model_path=str(path), num_threads=1, experimental_op_resolver_type=kind)
+
+
+def _invoke(it, feeds) -> list:
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def _median_ms(it, feeds, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for d, x in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], x)
+        it.invoke()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * float(np.median(times))
+
+
+def max_gap(a: list, b: list) -> tuple:
+    """(max |a - b| over all outputs, max |b|), in float64."""
+    gap = scale = 0.0
+    for x, y in zip(a, b):
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        if x.shape != y.shape:
+            return float("inf"), 0.0
+        if x.size:
+            gap = max(gap, float(np.max(np.abs(x - y))))
+            scale = max(scale, float(np.max(np.abs(y))))
+    return gap, scale
+
+
+TOLERANCE = {"float32": 1e-5, "float16": 1e-4}
+
+
+def check_file(path: Path, repeat: int = 5) -> dict:
+    """One corpus row: loads, runs and compares `path` (see the module's docstring)."""
+    kind = kind_of(path)
+    ops = _ops(path)
+    row = dict(file=path.name, kind=kind, ops=dict(sorted(ops.items())))
+    try:
+        lr = _litert(path, reference=(kind == "int8"))
+        feeds = example_inputs(lr.get_input_details())
+        theirs = _invoke(lr, feeds)
+    except Exception as e:  # noqa: BLE001  (LiteRT's own failure is listed, not fatal)
+        row["litert_error"] = str(e).strip().splitlines()[0][:200]
+        lr, theirs = None, None
+    try:
+        ours_it = _edgelite(path, reference=(kind in ("int8", "dynamic")))
+        if theirs is None:
+            feeds = example_inputs(ours_it.get_input_details())
+        ours = _invoke(ours_it, feeds)
+    except Exception as e:  # noqa: BLE001
+        row.update(result="FAIL", error=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}")
+        return row
+    if theirs is None:
+        row["result"] = "runs (LiteRT cannot)"
+    elif kind == "int8":
+        same = all(np.array_equal(a, b) for a, b in zip(ours, theirs))
+        row["result"] = "bit-exact" if same else "FAIL"
+        if not same:
+            row["max_diff"] = max_gap(ours, theirs)[0]
+    elif kind == "dynamic":
+        ref = _invoke(_litert(path, reference=True), feeds)
+        gap, scale = max_gap(ours, ref)
+        own, _ = max_gap(theirs, ref)          # LiteRT default vs LiteRT reference
+        row.update(gap=gap / (scale or 1), litert_gap=own / (scale or 1))
+        ok = gap <= max(own, 1e-5 * scale)
+        row["result"] = "ok" if ok else "FAIL"
+    else:
+        gap, scale = max_gap(ours, theirs)
+        row["rel_gap"] = gap / (scale or 1)
+        row["result"] = "ok" if gap <= TOLERANCE[kind] * scale else "FAIL"
+        if row["result"] == "FAIL":
+            # A graph that amplifies rounding (pose_landmark_full's segmentation logits):
+            # LiteRT's own two kernel sets differ by more than the tolerance there too.
+            own, _ = max_gap(theirs, _invoke(_litert(path, reference=True), feeds))
+            row["litert_gap"] = own / (scale or 1)
+            if gap <= own:
+                row["result"] = "ok (within LiteRT's own default-vs-reference gap)"
+    if repeat:
+        ours_ms = _median_ms(ours_it, feeds, repeat)
+        row["edgelite_ms"] = round(ours_ms, 2)
+        if lr is not None:
+            fast = _litert(path, reference=False)
+            _invoke(fast, feeds)
+            litert_ms = _median_ms(fast, feeds, repeat)
+            row["litert_ms"] = round(litert_ms, 2)
+            row["ratio"] = round(ours_ms / litert_ms, 2)
+    return row
+
+
+def run_corpus(out: Path, only=None, repeat: int = 5, json_path=None) -> list:
+    files = sorted(out.glob("*.tflite"))
+    if only:
+        files = [f for f in files if any(s in f.name for s in only)]
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    rows = []
+    for f in files:
+        row = check_file(f, repeat)
+        row["producer"] = manifest.get(f.name, {}).get("producer",
+                                                       "mediapipe 0.10.14 wheel"
+                                                       if f.name.startswith("mp_") else "?")
+        rows.append(row)
+        print(_table_line(row), flush=True)
+    for name, entry in sorted(manifest.items()):
+        if "error" in entry:
+            rows.append(dict(file=name, producer=entry["producer"], kind=entry["variant"],
+                             result="not converted", error=entry["error"]))
+            print(_table_line(rows[-1]))
+    if json_path:
+        Path(json_path).write_text(json.dumps(rows, indent=1))
+    passed = sum(r["result"].startswith(("ok", "bit-exact", "runs")) for r in rows)
+    print(f"{passed}/{len(rows)} pass")
+    return rows
+
+
+def _table_line(r: dict) -> str:
+    detail = r.get("error") or r.get("litert_error") or ""
+    if "rel_gap" in r:
+        detail = f"rel gap {r['rel_gap']:.1e}"
+    if "litert_gap" in r and "rel_gap" in r:
+        detail += f" (LiteRT default vs ref {r['litert_gap']:.1e})"
+    if "gap" in r:
+        detail = f"gap {r['gap']:.1e} (LiteRT default vs ref {r['litert_gap']:.1e})"
+    return (f"| {r['file']} | {r.get('kind', '')} | {r['result']} | {r.get('ratio', '-')} "
+            f"| {detail} |")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("command", choices=("mediapipe", "keras", "keras-one", "run"))
+    p.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT)
+    p.add_argument("--only", nargs="*")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--json")
+    a = p.parse_args(argv)
+    if a.command == "mediapipe":
+        fetch_mediapipe(a.out)
+    elif a.command == "keras":
+        build_keras(a.out, a.only)
+    elif a.command == "keras-one":
+        build_keras_one(a.out, *a.only)
+    else:
+        rows = run_corpus(a.out, a.only, a.repeat, a.json)
+        return 0 if all(r["result"] != "FAIL" for r in rows) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
