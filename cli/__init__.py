@@ -21,10 +21,11 @@ from .convert import convert_command
 from .inspect import inspect_command
 from .run import run_command
 from .train import train_command
+from .visualize import visualize_command
 
 COMMANDS = {"run": run_command, "inspect": inspect_command, "convert": convert_command,
             "compare": compare_command, "train": train_command, "benchmark": benchmark_command,
-            "analyze": analyze_command}
+            "analyze": analyze_command, "visualize": visualize_command}
 DOC = "edgelite: a .tflite inference runtime and ONNX converter, in Python on numpy."
 
 

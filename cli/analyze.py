@@ -150,7 +150,9 @@ def delegate_support(path: Path, spec: str) -> dict:
         it = Interpreter(model_path=str(path), experimental_delegates=[dry])
         it.allocate_tensors()
         for si in range(1, len(it._runtime.model.subgraphs)):
-            it._runtime.subgraph(si)     # every subgraph's plan, not only subgraph 0's
+            plan = it._runtime.subgraph(si)    # every subgraph's plan, not only subgraph 0's
+            if not plan.ready:
+                plan.prepare()
     except Exception as e:  # a model the CPU kernels cannot prepare: its support is unknown
         return {"available": True, "device": real.device_name(),
                 "error": f"the interpreter cannot prepare {path.name}: {one_line(e)}"}
@@ -280,8 +282,9 @@ def _delegate_text(spec: str, d: dict) -> list:
         lines.append("  on CPU:")
         for reason, where in d["reasons"].items():
             ops = sorted({e["op"] for e in d["declined"] if (e["reason"] or "?") == reason})
-            lines.append(f"    {', '.join(ops)} (Op#{', Op#'.join(w.split(':')[1] for w in where)}"
-                         f"): {reason}")
+            at = ", ".join(f"Op#{i}" if s == "0" else f"Subgraph#{s} Op#{i}"
+                           for s, i in (w.split(":") for w in where))
+            lines.append(f"    {', '.join(ops)} ({at}): {reason}")
     return lines
 
 

@@ -608,7 +608,8 @@ def _op_profile(ours: _Edgelite, runs: int, quiet: bool) -> dict:
     for r in top:
         cdf += r["share"]
         top_rows.append({**r, "cdf": cdf})
-    return {"runs": runs, "run_order": rows, "top": top_rows, "by_node_type": summary,
+    return {"runs": runs, "subgraph": plan.index, "run_order": rows, "top": top_rows,
+            "by_node_type": summary,
             "timings_us": _stats_us(totals), "nodes_observed": len(rows)}
 
 
