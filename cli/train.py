@@ -58,6 +58,9 @@ def train_command(
     seed: Annotated[int, Opt("--seed", help="of the shuffling")] = 0,
     threads: Annotated[int | None, Opt(
         "--threads", min=1, help="num_threads of the interpreter (default: the runtime's)")] = None,
+    logdir: Annotated[Path | None, Opt(
+        "--logdir", help="write TensorBoard scalars here: loss per step, learning rate and "
+        "(with --eval) accuracy per epoch")] = None,
 ) -> None:
     """Fine-tune a .tflite model on the device: loss and steps/s as it trains."""
     options = {k: v for k, v in dict(trainable=trainable, loss=value(loss),
@@ -66,7 +69,7 @@ def train_command(
                if v is not None}
     try:
         _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, resume, export,
-               save_training, seed, threads)
+               save_training, seed, threads, logdir)
     except CliError:
         raise
     except (ValueError, RuntimeError, OSError) as e:  # GradientError is a ValueError
@@ -91,7 +94,7 @@ def _interpreter(model: Path, options: dict, threads):
 
 
 def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, resume, export,
-           save_training, seed, threads) -> None:
+           save_training, seed, threads, logdir=None) -> None:
     import numpy as np
 
     from edgelite.interpreter.training import (evaluate, export_frozen, fit,
@@ -125,24 +128,53 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
         held = read_npz(evaluate_on)
         holdout = _columns(runner.get_input_details(), labels, held, evaluate_on, "--eval")[:2]
     steps = -(-n // batch_size)
+    board = _Board(logdir) if logdir is not None else None
     for epoch in range(epochs):
         progress = _Progress(epoch, epochs, steps)
         history = fit(it, inputs, target, epochs=1, batch_size=batch_size,
-                      seed=seed + epoch, callback=progress)
+                      seed=seed + epoch, callback=board.step(progress) if board else progress)
         line = (f"epoch {epoch + 1}/{epochs}  loss {history.epoch_losses[0]:.4f}  "
                 f"{history.steps_per_second:.0f} steps/s")
         if holdout is not None:
             accuracy = evaluate(it, *holdout)
             line += f"  accuracy {accuracy:.2%}"
+        if board:
+            board.epoch(epoch + 1, history.epoch_losses[0], opt["learning_rate"],
+                        accuracy if holdout is not None else None)
         progress.done(line)
         if checkpoint is not None:
             save_checkpoint(it, checkpoint)
             wrote += [checkpoint] if checkpoint not in wrote else []
+    if board:
+        board.writer.close()
+        wrote.append(board.writer.path)
     if export is not None:
         export.write_bytes(export_frozen(it))
         wrote.append(export)
     for path in wrote:
         echo(f"wrote {path} ({path.stat().st_size:,} bytes)")
+
+
+class _Board:
+    """TensorBoard scalars of a run (`tensorboard.py`): loss per step, per-epoch figures."""
+
+    def __init__(self, logdir):
+        from .tensorboard import SummaryWriter
+
+        self.writer, self.global_step = SummaryWriter(logdir), 0
+
+    def step(self, then):
+        def callback(epoch, step, loss):
+            self.global_step += 1
+            self.writer.add_scalar("loss", loss, self.global_step)
+            then(epoch, step, loss)
+        return callback
+
+    def epoch(self, epoch, loss, learning_rate, accuracy) -> None:
+        values = {"epoch_loss": loss, "learning_rate": learning_rate}
+        if accuracy is not None:
+            values["accuracy"] = accuracy
+        self.writer.add_scalars(values, self.global_step)
 
 
 def _columns(details: dict, labels: str, arrays: dict, path: Path, flag: str) -> tuple:
