@@ -144,6 +144,10 @@ def load_delegate(library: str, options: dict | None = None) -> Delegate:
                        key=lambda e: getattr(e.dist, "name", None) != "edgelite")  # ours first
         if found:
             factory = found[0].load()
+    if factory is None and "edgetpu" in str(library).lower():
+        raise DelegateError(f"{library!r} is the Coral Edge TPU's delegate (libedgetpu): edgelite "
+                            "has no Edge TPU support; run the model from before "
+                            "edgetpu_compiler on the CPU, with no delegate")
     if factory is None:
         raise DelegateError(f"no delegate named {library!r}; available: {', '.join(available())}")
     delegate = factory(options)
