@@ -622,7 +622,8 @@ def benchmark_text(f: dict) -> list:
     lines = [f"The input model file size (MB): {f['model_size_mb']}",
              f"Initialized session in {lat['init_ms']:.3f}ms.",
              f"Num threads: {f['num_threads']}; accelerators: {', '.join(f['accelerators'])}"
-             + (f"; signature: {f['signature']}" if f["signature"] else "")]
+             + (f"; signature: {f['signature']}" if f["signature"] not in (None, NO_SIGNATURE)
+                else "")]
     if f.get("placement"):
         lines.append(f"Placement: {f['placement']['summary']}")
     lines += [_count_line(w), _count_line(t), "",

@@ -190,3 +190,15 @@ def test_callable_from_python(digits):
     facts = benchmark(digits, num_runs=3, warmup_runs=0, warmup_min_secs=0, min_secs=0,
                       input_arrays={"image": np.zeros((1, 8, 8, 1), np.float32)})
     assert facts["latency"]["num_runs"] == 3 and facts["inputs"][0]["source"] == "--input image"
+
+
+def test_progress_on_stderr_results_on_stdout(digits):
+    loud = invoke(["benchmark", digits, "--num-runs", "3", "--min-secs", "0",
+                   "--warmup-min-secs", "0"])
+    assert loud.exit_code == 0
+    assert "Running benchmark for at least 3 iterations" in loud.stderr
+    assert "Running" not in loud.stdout and COUNT.search(loud.stdout)
+    quiet = invoke(["benchmark", digits, "--num-runs", "3", "--min-secs", "0",
+                    "--warmup-min-secs", "0", "--quiet", "--json"])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    json.loads(quiet.stdout)    # nothing but the document
