@@ -4,6 +4,8 @@
     converter.input_shapes = {"x": (1, 3, 48, 192)}   # fixes dynamic dims (-1 keeps one open)
     tflite_bytes = converter.convert()
 
+    converter = TFLiteConverter.from_torch(module, (torch.randn(1, 3, 224, 224),))
+
 Importing this module is cheap: onnx and the converter's machinery load in `convert()`.
 """
 from __future__ import annotations
@@ -99,6 +101,23 @@ class TFLiteConverter:
         """`model`: a path to an `.onnx` file (external data beside it) or an onnx.ModelProto.
         `input_shapes`: {input name: shape} for inputs with dynamic dims."""
         return cls(model, input_shapes)
+
+    @classmethod
+    def from_torch(cls, module, example_inputs, dynamic_shapes=None, *, input_names=None,
+                   exporter: str = "torchscript", opset: int = 18) -> "TFLiteConverter":
+        """A torch.nn.Module, exported now by torch's ONNX exporter (in memory; needs the
+        `torch` extra), then converted like an ONNX model: no TensorFlow.
+
+        `example_inputs`: a tensor or a tuple of tensors (the shapes it is exported at).
+        `dynamic_shapes`: which input axes stay dynamic, by input name or in input order:
+        {axis: name} (a torch.export.Dim is named by its name) or a list of axes, e.g.
+        {"x": {0: "batch"}}. `input_names`: the ONNX (and .tflite) input names; default
+        forward's parameter names. `exporter`: "torchscript" (torch.onnx.export's
+        TorchScript exporter, the quicker) or "dynamo" (torch.export, needs onnxscript)."""
+        from .torch_export import export_onnx
+
+        proto = export_onnx(module, example_inputs, dynamic_shapes, input_names, exporter, opset)
+        return cls(proto)
 
     def convert(self) -> bytes:
         """The `.tflite` model as bytes; raises `ConversionError` (a ValueError) with one message

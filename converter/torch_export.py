@@ -1,0 +1,109 @@
+"""A torch module as an ONNX model, through torch's own ONNX exporter, in memory: what
+`TFLiteConverter.from_torch` converts. torch is an optional extra (`pip install
+"edgelite[torch]"`); this module imports it only when called.
+"""
+from __future__ import annotations
+
+import inspect
+import io
+import warnings
+
+from .errors import ConversionError
+
+EXPORTERS = ("torchscript", "dynamo")
+OPSET = 18
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise ConversionError("from_torch needs torch (pip install \"edgelite[torch]\", or "
+                              "torch itself); without it convert an ONNX file with "
+                              "from_onnx") from None
+    return torch
+
+
+def input_names_of(module, count: int) -> list:
+    """The names of forward's first `count` positional parameters (input_K past them)."""
+    try:
+        params = [p.name for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [params[k] if k < len(params) else f"input_{k}" for k in range(count)]
+
+
+def dynamic_axes_of(dynamic_shapes, names: list) -> dict:
+    """{input name: {axis: dim name}} from `dynamic_shapes`: a dict by input name, or a
+    sequence in input order, of {axis: name} (a torch.export.Dim is named by its __name__),
+    or of a sequence of axes; None for an input with none."""
+    if dynamic_shapes is None:
+        return {}
+    if isinstance(dynamic_shapes, dict):
+        unknown = sorted(set(dynamic_shapes) - set(names))
+        if unknown:
+            raise ConversionError(f"dynamic_shapes names {unknown}, which are not inputs; the "
+                                  f"inputs are {names}")
+        per_input = [dynamic_shapes.get(n) for n in names]
+    else:
+        per_input = list(dynamic_shapes)
+        if len(per_input) != len(names):
+            raise ConversionError(f"dynamic_shapes has {len(per_input)} entries for "
+                                  f"{len(names)} inputs {names}")
+    axes = {}
+    for name, spec in zip(names, per_input):
+        if spec is None:
+            continue
+        if not isinstance(spec, dict):
+            spec = {int(a): f"{name}_dim{int(a)}" for a in spec}
+        axes[name] = {int(a): (d if isinstance(d, str) else
+                               getattr(d, "__name__", f"{name}_dim{int(a)}"))
+                      for a, d in spec.items() if d is not None}
+    return axes
+
+
+def export_onnx(module, example_inputs, dynamic_shapes=None, input_names=None,
+                exporter: str = "torchscript", opset: int = OPSET):
+    """`module` (a torch.nn.Module) exported at `example_inputs` (a tensor or a tuple of them)
+    as an onnx.ModelProto; `dynamic_shapes` marks the input axes that stay dynamic."""
+    import onnx
+
+    torch = _torch()
+    if exporter not in EXPORTERS:
+        raise ConversionError(f"exporter {exporter!r} is not one of {', '.join(EXPORTERS)}")
+    if not isinstance(module, torch.nn.Module):
+        raise ConversionError(f"from_torch takes a torch.nn.Module, not "
+                              f"{type(module).__name__}")
+    args = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else \
+        tuple(example_inputs)
+    bad = [k for k, a in enumerate(args) if not isinstance(a, torch.Tensor)]
+    if bad:
+        raise ConversionError(f"example_inputs {bad} are not tensors: from_torch takes a "
+                              "tensor or a tuple of tensors")
+    names = list(input_names) if input_names is not None else input_names_of(module, len(args))
+    if len(names) != len(args):
+        raise ConversionError(f"{len(names)} input_names for {len(args)} example inputs")
+    kwargs = dict(input_names=names, opset_version=opset)
+    axes = dynamic_axes_of(dynamic_shapes, names)
+    if axes:
+        kwargs["dynamic_axes"] = axes
+    was_training = module.training
+    module.eval()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # the exporters' deprecation chatter
+            if exporter == "torchscript":
+                buffer = io.BytesIO()
+                torch.onnx.export(module, args, buffer, dynamo=False, **kwargs)
+                return onnx.load_from_string(buffer.getvalue())
+            program = torch.onnx.export(module, args, dynamo=True, verbose=False, **kwargs)
+            return program.model_proto
+    except ConversionError:
+        raise
+    except Exception as e:      # torch's exporters raise many kinds; one message for them
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise ConversionError(f"torch's {exporter} ONNX exporter failed on "
+                              f"{type(module).__name__}: {type(e).__name__}: {first}") from e
+    finally:
+        module.train(was_training)
