@@ -210,42 +210,118 @@ def push_reduce(ed: Editor, op, perm) -> bool:
 
 
 def push_reshape(ed: Editor, op, perm) -> bool:
-    """A reshape reads memory order: it passes a transpose that moves only size-1 dims, and a
-    flatten that feeds only FULLY_CONNECTED ops (whose weight columns are permuted instead)."""
-    y = op.inputs[0]
+    """A reshape reads memory order: it passes a transpose whose moved dims it splits or merges
+    only in groups that keep their source order (the reshape then runs on the source), and a
+    flatten that feeds only FULLY_CONNECTED ops (whose weight columns are permuted instead). A
+    transpose to channels-first that cannot pass is split in two: the part that orders the
+    merged dims stays, the channels-first part passes (toward the next NHWC op)."""
+    y, z = op.inputs[0], op.outputs[0]
     source = _source(ed, y)
-    y_shape = ed.shape(y)
-    moved = [perm[i] for i in range(len(perm)) if y_shape[i] != 1]
-    if moved == sorted(moved):
-        op.inputs[0] = source
+    through = reshape_through(ed.shape(source), perm, ed.shape(z))
+    if through is not None:
+        new_shape, out_perm = through
+        if len(op.inputs) > 1 and op.inputs[1] >= 0 and ed.value(op.inputs[1]) is None:
+            if out_perm != tuple(range(len(out_perm))):
+                return False   # a shape computed at run time: only the data input can change
+            ed.set_input(op, 0, source)
+            return True
+        ed.set_inputs(op, [source, ed.const(np.array(new_shape, np.int32),
+                                            f"{ed.sg.tensors[z].name}/shape")])
+        if op.options is not None and "new_shape" in op.options.fields:
+            op.options = op.options.replace(new_shape=tuple(new_shape))
+        if out_perm != tuple(range(len(out_perm))):
+            ed.transpose_after(op, 0, out_perm)
         return True
-    return _reshape_of_ones(ed, op, perm, source) or _flatten_into_fc(ed, op, perm, source)
+    return _flatten_into_fc(ed, op, perm, source) or _split_for_reshape(ed, op, perm, source)
 
 
-def _reshape_of_ones(ed: Editor, op, perm, source) -> bool:
-    """A reshape that only inserts or removes size-1 dims: reshape the source so its non-1
-    dims keep the source's order, then one TRANSPOSE puts them where the old output had them."""
-    y_shape, z = ed.shape(op.inputs[0]), op.outputs[0]
-    z_shape = ed.shape(z)
-    y_dims = [i for i, d in enumerate(y_shape) if d != 1]
+def _groups(in_shape, out_shape):
+    """[(in axes, out axes)]: the smallest runs of non-1 dims with equal products that a
+    reshape from in_shape to out_shape maps onto each other, or None."""
+    a = [i for i, d in enumerate(in_shape) if d != 1]
+    b = [j for j, d in enumerate(out_shape) if d != 1]
+    groups, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        gi, gj = [a[i]], [b[j]]
+        pi, pj = in_shape[a[i]], out_shape[b[j]]
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj and i < len(a):
+                gi.append(a[i])
+                pi, i = pi * in_shape[a[i]], i + 1
+            elif pj < pi and j < len(b):
+                gj.append(b[j])
+                pj, j = pj * out_shape[b[j]], j + 1
+            else:
+                return None
+        groups.append((gi, gj))
+    return groups if i == len(a) and j == len(b) else None
+
+
+def reshape_through(x_shape, perm, z_shape):
+    """(new shape, out perm) with reshape(transpose(x, perm), z_shape) ==
+    transpose(reshape(x, new shape), out perm), or None when the reshape splits or merges
+    dims that the transpose does not keep together and in order."""
+    y_shape = tuple(x_shape[p] for p in perm)
+    groups = _groups(y_shape, z_shape)
+    if groups is None:
+        return None
+    rank = {a: k for k, a in enumerate(i for i, d in enumerate(x_shape) if d != 1)}
+    starts = []
+    for gi, _ in groups:
+        at = [rank[perm[i]] for i in gi]
+        if at != list(range(at[0], at[0] + len(at))):
+            return None
+        starts.append(at[0])
     z_dims = [j for j, d in enumerate(z_shape) if d != 1]
-    if [y_shape[i] for i in y_dims] != [z_shape[j] for j in z_dims]:
+    new_shape, slot, k = list(z_shape), {}, 0
+    for g in sorted(range(len(groups)), key=lambda g: starts[g]):
+        for j in groups[g][1]:
+            new_shape[z_dims[k]] = z_shape[j]
+            slot[j] = z_dims[k]
+            k += 1
+    out_perm = tuple(slot.get(j, j) for j in range(len(z_shape)))
+    return new_shape, out_perm
+
+
+def _split_for_reshape(ed: Editor, op, perm, source) -> bool:
+    """TRANSPOSE(perm) = TRANSPOSE(q) then TRANSPOSE(rest), where q orders each group of dims
+    the reshape merges and rest passes the reshape as a transpose to channels-first."""
+    x_shape, y_shape, z_shape = ed.shape(source), ed.shape(op.inputs[0]), ed.shape(op.outputs[0])
+    groups = _groups(y_shape, z_shape)
+    if groups is None or len(z_shape) not in _TO_CHANNELS_FIRST:
         return False
-    source_axes = [perm[i] for i in y_dims]            # where each non-1 dim sits in the source
-    order = sorted(range(len(z_dims)), key=lambda k: source_axes[k])
-    rank_of = {k: r for r, k in enumerate(order)}
-    new_shape = list(z_shape)
-    for r, k in enumerate(order):
-        new_shape[z_dims[r]] = z_shape[z_dims[k]]
-    out_perm = list(range(len(z_shape)))
-    for k, j in enumerate(z_dims):
-        out_perm[j] = z_dims[rank_of[k]]
-    op.inputs[0] = source
-    op.inputs[1:] = [ed.const(np.array(new_shape, np.int32), f"{ed.sg.tensors[z].name}/shape")]
+    x_dims = [i for i, d in enumerate(x_shape) if d != 1]
+    order = []
+    for gi, _ in sorted(groups, key=lambda g: min(perm[i] for i in g[0])):
+        order += [perm[i] for i in gi]
+    q = list(range(len(x_shape)))
+    for k, axis in enumerate(x_dims):
+        q[x_dims[k]] = order[k] if k < len(order) else axis
+    q = tuple(q)
+    if q == tuple(range(len(q))) or q == tuple(perm):
+        return False
+    rest = tuple(inverse(q)[p] for p in perm)
+    through = reshape_through(tuple(x_shape[i] for i in q), rest, z_shape)
+    if through is None or through[1] != _TO_CHANNELS_FIRST[len(z_shape)]:
+        return False
+    if len(op.inputs) > 1 and op.inputs[1] >= 0 and ed.value(op.inputs[1]) is None:
+        return False   # a shape computed at run time
+    t, z = op.inputs[0], op.outputs[0]
+    name = ed.sg.tensors[t].name
+    ordered = ed.tensor(f"{name}/ordered", tuple(x_shape[i] for i in q), ed.sg.tensors[t].dtype)
+    ed.insert_before(op, ed.new_op("TRANSPOSE", [source, ed.const(np.array(q, np.int32),
+                                                                  f"{name}/perm_q")], [ordered]))
+    new_shape, out_perm = through
+    ed.set_inputs(op, [ordered, ed.const(np.array(new_shape, np.int32),
+                                         f"{ed.sg.tensors[z].name}/shape")])
     if op.options is not None and "new_shape" in op.options.fields:
         op.options = op.options.replace(new_shape=tuple(new_shape))
-    ed.transpose_after(op, 0, tuple(out_perm))
+    ed.transpose_after(op, 0, out_perm)
     return True
+
+
+_TO_CHANNELS_FIRST = {4: (0, 3, 1, 2), 5: (0, 4, 1, 2, 3)}   # image and video layouts
 
 
 def _flatten_into_fc(ed: Editor, op, perm, source) -> bool:
@@ -272,13 +348,98 @@ def _flatten_into_fc(ed: Editor, op, perm, source) -> bool:
     return True
 
 
+def _identity(perm) -> bool:
+    return tuple(perm) == tuple(range(len(perm)))
+
+
+def _permuted_const(ed: Editor, t: int, values, name: str) -> int:
+    return ed.const(np.array(values, np.int32), f"{ed.sg.tensors[t].name}/{name}")
+
+
+def push_gather(ed: Editor, op, perm) -> bool:
+    """GATHER along axis a of the transposed tensor is GATHER along perm[a] of its source. A
+    scalar index drops the axis; the gather passes when no transpose is left after it (else a
+    shared transpose would become one per gather), a 1-D index when it is the one reader."""
+    indices = op.inputs[1]
+    if ed.value(indices) is None or op.options.batch_dims != 0:
+        return False
+    r = len(perm)
+    axis = op.options.axis % r
+    if len(ed.shape(indices)) == 0:
+        out_perm = _reduced_output_perm(perm, [axis], False)
+        if moves_data(out_perm, ed.shape(op.outputs[0])):
+            return False
+    elif len(ed.shape(indices)) == 1 and ed.only_read_by(op.inputs[0], op):
+        out_perm = tuple(perm)
+    else:
+        return False
+    ed.set_input(op, 0, _source(ed, op.inputs[0]))
+    op.options = op.options.replace(axis=perm[axis])
+    if not _identity(out_perm):
+        ed.transpose_after(op, 0, out_perm)
+    return True
+
+
+def push_strided_slice(ed: Editor, op, perm) -> bool:
+    """Begin, end, strides and the begin/end masks follow their axes; shrunk axes drop out."""
+    o = op.options
+    r = len(perm)
+    values = [ed.value(t) for t in op.inputs[1:4]]
+    if o.ellipsis_mask or o.new_axis_mask or o.offset or any(
+            v is None or v.shape != (r,) for v in values):
+        return False
+    inv = list(inverse(perm))
+    bits = lambda mask: sum(1 << perm[i] for i in range(r) if mask >> i & 1)  # noqa: E731
+    shrunk = [i for i in range(r) if o.shrink_axis_mask >> i & 1]
+    inputs = [_source(ed, op.inputs[0])] + [
+        _permuted_const(ed, t, v[inv], "permuted") for t, v in zip(op.inputs[1:4], values)]
+    ed.set_inputs(op, inputs)
+    op.options = o.replace(begin_mask=bits(o.begin_mask), end_mask=bits(o.end_mask),
+                           shrink_axis_mask=bits(o.shrink_axis_mask))
+    out_perm = _reduced_output_perm(perm, shrunk, False) if shrunk else tuple(perm)
+    if not _identity(out_perm):
+        ed.transpose_after(op, 0, out_perm)
+    return True
+
+
+def push_slice(ed: Editor, op, perm) -> bool:
+    begin, size = ed.value(op.inputs[1]), ed.value(op.inputs[2])
+    r = len(perm)
+    if begin is None or size is None or begin.shape != (r,) or size.shape != (r,):
+        return False
+    inv = list(inverse(perm))
+    ed.set_inputs(op, [_source(ed, op.inputs[0]),
+                       _permuted_const(ed, op.inputs[1], begin[inv], "permuted"),
+                       _permuted_const(ed, op.inputs[2], size[inv], "permuted")])
+    ed.transpose_after(op, 0, perm)
+    return True
+
+
+def push_split(ed: Editor, op, perm) -> bool:
+    """SPLIT (axis, x) and SPLIT_V (x, sizes, axis) split the source along perm[axis]."""
+    data, at = (1, 0) if op.op == "SPLIT" else (0, 2)
+    axis = ed.value(op.inputs[at])
+    if axis is None or axis.size != 1:
+        return False
+    inputs = list(op.inputs)
+    inputs[data] = _source(ed, op.inputs[data])
+    inputs[at] = _permuted_const(ed, op.inputs[at], perm[int(axis.reshape(-1)[0]) % len(perm)],
+                                 "permuted")
+    ed.set_inputs(op, inputs)
+    for k in range(len(op.outputs)):
+        ed.transpose_after(op, k, perm)
+    return True
+
+
 RULES = {name: (_all, push_elementwise) for name in ELEMENTWISE}
 RULES.update({name: (_first, push_reduce) for name in REDUCERS})
 RULES.update({
     "SOFTMAX": (_first, push_softmax), "LOG_SOFTMAX": (_first, push_softmax),
     "TRANSPOSE": (_first, push_transpose), "CONCATENATION": (_all, push_concat),
     "PAD": (_first, push_pad), "PADV2": (_first, push_pad), "MIRROR_PAD": (_first, push_pad),
-    "RESHAPE": (_first, push_reshape),
+    "RESHAPE": (_first, push_reshape), "GATHER": (_first, push_gather),
+    "STRIDED_SLICE": (_first, push_strided_slice), "SLICE": (_first, push_slice),
+    "SPLIT": (lambda op: (1,), push_split), "SPLIT_V": (_first, push_split),
 })
 
 
