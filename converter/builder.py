@@ -22,8 +22,11 @@ from edgelite.schema.ops import data_input
 from .errors import ConversionError
 
 
-def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_values: bool = True):
-    """The interpreter's view of `op` (a kernels `Node`), built from the IR's tensors."""
+def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_values: bool = True,
+                world: dict | None = None, shapes: dict | None = None):
+    """The interpreter's view of `op` (a kernels `Node`), built from the IR's tensors; `world`
+    gives values that only this conversion's input sizes fix (shapes of dynamic tensors),
+    `shapes` other shapes for some tensors (the shadow sizes)."""
     from edgelite.interpreter.kernels.registry import Node, TensorInfo
 
     graph_inputs = set(sg.inputs)
@@ -35,9 +38,14 @@ def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_value
         data = None
         if with_values and t not in graph_inputs:
             data = model.constant(sg, t)
+            if data is None and world:
+                data = world.get(t)
             if data is None and 0 in tensor.shape:  # no elements: the value is known
                 data = np.zeros(tensor.shape, tensor.np_dtype)
-        return TensorInfo(t, tensor.name, tuple(tensor.shape), tensor.np_dtype, tensor.dtype,
+        shape = tuple(tensor.shape) if not shapes else tuple(shapes.get(t, tensor.shape))
+        if data is not None and data.shape != shape:
+            data = None
+        return TensorInfo(t, tensor.name, shape, tensor.np_dtype, tensor.dtype,
                           tensor.quantization, data, tensor.is_variable)
 
     return Node(op=op.opcode.name, index=index, inputs=[info(t) for t in op.inputs],
@@ -45,12 +53,13 @@ def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_value
                 custom_options=op.custom_options, is_custom=op.opcode.builtin == "CUSTOM")
 
 
-def prepare_op(model: Model, sg: Subgraph, op: Operator, index: int, what: str = ""):
+def prepare_op(model: Model, sg: Subgraph, op: Operator, index: int, what: str = "",
+               world: dict | None = None, shapes: dict | None = None):
     """Run the kernel's `prepare` on `op`: returns (node, run). ConversionError naming `what`
     (the ONNX node being lowered, or the pass) when edgelite has no kernel or prepare refuses."""
     from edgelite.interpreter.kernels import registry
 
-    node = kernel_node(model, sg, op, index)
+    node = kernel_node(model, sg, op, index, world=world, shapes=shapes)
     prepare = registry.lookup(node)
     where = f"{what}: " if what else ""
     if prepare is None:
@@ -83,6 +92,8 @@ _INDEX_INPUTS = {"GATHER": (1,), "GATHER_ND": (1,), "TILE": (1,), "PAD": (1,), "
 # Versions the writer's automatic choice gets wrong for stock runtimes: TFLite registers
 # BROADCAST_TO from version 2 (version 1 was the Flex op).
 _VERSIONS = {"BROADCAST_TO": 2}
+# The largest output (elements) computed as a world value: shape arithmetic is a few elements.
+WORLD_ELEMENTS = 1 << 16
 
 
 class IRBuilder:
@@ -95,6 +106,17 @@ class IRBuilder:
         self._used_names: dict = {}
         self.empty: set = set()  # constants with no elements (the format cannot mark them)
         self.dynamic: set = set()  # tensors whose shape is known only while running
+        # Values that only this conversion's sizes for the dynamic dims fix (the SHAPE of a
+        # dynamic tensor and arithmetic on it): the ops stay in the graph, and the values let
+        # kernels infer the shapes that follow at these sizes.
+        self.world: dict = {}
+        # The shadow: the same graph at other sizes of the dynamic dims, inferred beside the
+        # real one (every op's kernel prepared again at those sizes). A tensor's dim is dynamic
+        # where its shadow size differs; a lowering that wrote a size into a constant is caught
+        # where the shadow's prepare refuses it. Off (None) unless the importer sets it.
+        self.shadow_shapes: dict | None = None   # tensor -> shape at the shadow sizes
+        self.shadow_world: dict = {}              # tensor -> world value at the shadow sizes
+        self.shadow_problems: list = []           # (where, message)
         # Loops over a dim as WHILE ops instead of unrolled (set when that dim is dynamic).
         self.prefer_loops = False
         for t in sg.tensors:
@@ -139,6 +161,61 @@ class IRBuilder:
     def is_const(self, t: int) -> bool:
         return self.value(t) is not None
 
+    def _known(self, t: int):
+        """A constant's value, or a world value."""
+        value = self.value(t)
+        return self.world.get(t) if value is None else value
+
+    def dynamic_axes(self, t: int) -> frozenset:
+        """The axes of tensor t whose size is dynamic (empty: every dim is fixed)."""
+        if self.shadow_shapes is not None:
+            other = self.shadow_shapes.get(t)
+            if other is None or len(other) != len(self.shape(t)):
+                return frozenset()
+            return frozenset(i for i, (a, b) in enumerate(zip(self.shape(t), other)) if a != b)
+        return frozenset()
+
+    def shadow_shape(self, t: int) -> tuple:
+        """t's shape at the shadow sizes (its shape when there is no shadow)."""
+        if self.shadow_shapes is None:
+            return self.shape(t)
+        return tuple(self.shadow_shapes.get(t, self.shape(t)))
+
+    def shadow_value(self, t: int):
+        """t's value at the shadow sizes: a constant's value, a world value's shadow, or None."""
+        value = self.value(t)
+        if value is not None:
+            return value
+        return self.shadow_world.get(t) if t in self.world else None
+
+    def dims_of(self, t: int, dtype: str = "int64") -> int:
+        """A 1-D tensor holding t's shape: a constant when every dim is fixed, else a SHAPE op
+        (of the tensor under t's layout transposes, gathered back: no TRANSPOSE stays for it)."""
+        dims = np.array(self.shape(t), numpy_dtype(dtype))
+        if not self.dynamic_axes(t):
+            return self.const(dims)
+        source, perm = t, list(range(len(dims)))
+        producer = self._producer(source)
+        while producer is not None and producer.op == "TRANSPOSE" and \
+                self.value(producer.inputs[1]) is not None:
+            step = [int(p) for p in self.value(producer.inputs[1])]
+            perm = [step[p] for p in perm]
+            source = producer.inputs[0]
+            producer = self._producer(source)
+        out = self.emit("SHAPE", [source], {"out_type": _type_code(dtype)},
+                        [(len(dims),)], [dtype])[0]
+        self.world[out] = np.array(self.shape(source), numpy_dtype(dtype))
+        self.shadow_world[out] = np.array(self.shadow_shape(source), numpy_dtype(dtype))
+        if perm != sorted(perm):
+            out = self.op("GATHER", [out, self.const(np.array(perm, np.int32))], {"axis": 0})
+        return out
+
+    def _producer(self, t: int):
+        for op in reversed(self.sg.operators):
+            if t in op.outputs:
+                return op
+        return None
+
     # -- ops ---------------------------------------------------------------------------------
 
     def ops(self, op: str, inputs: list, options=None, n_out: int = 1, dtypes=None,
@@ -174,9 +251,10 @@ class IRBuilder:
         """`op` computed in COMPUTE_AS types between CASTs, or None when no input needs it."""
         keep = _INDEX_INPUTS.get(op, ())
         compute_as = dict(COMPUTE_AS)
-        if op in _INT64_FOLDS and all(t < 0 or self.is_const(t) for t in inputs) and all(
-                _fits_int32(self.value(t)) for t in inputs if t >= 0 and self.dtype(t) == "int64"):
-            compute_as["int64"] = "int32"  # folding shape arithmetic TFLite has no int64 kernel for
+        if op in _INT64_FOLDS and all(t < 0 or self.is_const(t) or t in self.world
+                                      for t in inputs) and all(
+                _fits_int32(self._known(t)) for t in inputs if t >= 0 and self.dtype(t) == "int64"):
+            compute_as["int64"] = "int32"  # shape arithmetic TFLite has no int64 kernel for
         narrow = {k: self.dtype(t) for k, t in enumerate(inputs) if t >= 0 and k not in keep
                   and self.dtype(t) in compute_as and self.sg.tensors[t].quantization is None}
         if not narrow:
@@ -201,27 +279,86 @@ class IRBuilder:
 
     def add(self, operator: Operator, shapes=None) -> bool:
         """Infer `operator`'s outputs with its kernel; append it to the graph, or fold it into
-        constants when all its inputs are constant. Returns True when it was folded."""
+        constants when all its inputs are constant. Returns True when it was folded. An op
+        reading a `world` value stays in the graph; its outputs' values join `world` where the
+        kernel computes them (small ones: shape arithmetic)."""
         index = len(self.sg.operators)
-        node, run = prepare_op(self.model, self.sg, operator, index, self.where)
-        if node.dynamic:
-            return self._add_dynamic(operator, node, run, shapes)
+        node, run = prepare_op(self.model, self.sg, operator, index, self.where, self.world)
+        worldly = any(t in self.world for t in operator.inputs if t >= 0)
+        try:
+            if node.dynamic:
+                return self._add_dynamic(operator, node, run, shapes, worldly)
+            return self._add_static(operator, node, run, worldly)
+        finally:
+            if self.shadow_shapes is not None and operator.outputs and \
+                    self.value(operator.outputs[0]) is None:
+                self._follow_shadow(operator, index)
+
+    def _follow_shadow(self, operator: Operator, index: int) -> None:
+        """Prepare `operator` again at the shadow sizes: its outputs' shadow shapes (and world
+        values), or a shadow problem where the kernel refuses those sizes."""
+        ins = [t for t in operator.inputs if t >= 0]
+        if not any(t in self.shadow_shapes or t in self.shadow_world for t in ins):
+            return
+        from edgelite.interpreter.kernels import registry
+        try:
+            node = kernel_node(self.model, self.sg, operator, index, world=self.shadow_world,
+                               shapes=self.shadow_shapes)
+            run = registry.lookup(node)(node)
+            if node.dynamic and all(i is None or i.data is not None for i in node.inputs):
+                values = run(*[None if i is None else i.data for i in node.inputs])
+            elif node.dynamic:
+                raise ValueError("its output shape depends on values known only while running")
+            elif all(o.data is not None for o in node.outputs):
+                values = [o.data for o in node.outputs]
+            elif any(t in self.world for t in operator.outputs) and \
+                    all(i is None or i.data is not None for i in node.inputs):
+                values = [np.empty(o.shape, o.dtype) for o in node.outputs]
+                run(*[None if i is None else i.data for i in node.inputs], *values)
+            else:
+                values = None
+        except Exception as e:  # noqa: BLE001  any refusal of the kernel at the other sizes
+            self.shadow_problems.append((self.where, f"{operator.op}: {e}"))
+            return
+        for k, t in enumerate(operator.outputs):
+            shape = tuple(values[k].shape) if values is not None else tuple(node.outputs[k].shape)
+            if shape != tuple(self.shape(t)):
+                self.shadow_shapes[t] = shape
+            if values is not None and t in self.world:
+                self.shadow_world[t] = np.array(values[k], numpy_dtype(self.dtype(t)))
+
+    def _add_static(self, operator: Operator, node, run, worldly: bool) -> bool:
         for t, out in zip(operator.outputs, node.outputs):
             self.sg.tensors[t].shape = tuple(int(d) for d in out.shape)
         if all(o.data is not None for o in node.outputs):  # prepare knew the values
+            if worldly:
+                return self._add_worldly(operator, [o.data for o in node.outputs])
             for t, out in zip(operator.outputs, node.outputs):
                 self._set_value(t, out.data)
             return True
         foldable = (not has_side_effects(operator)
                     and all(i is None or i.data is not None for i in node.inputs))
+        if foldable and worldly and sum(int(np.prod(o.shape)) for o in node.outputs) > \
+                WORLD_ELEMENTS:
+            foldable = False   # a big tensor made from a shape: not needed to infer shapes
         if foldable:
             ins = [None if i is None else i.data for i in node.inputs]
             outs = [np.empty(o.shape, o.dtype) for o in node.outputs]
             run(*ins, *outs)
+            if worldly:
+                return self._add_worldly(operator, outs)
             for t, value in zip(operator.outputs, outs):
                 self._set_value(t, value)
             return True
         self.sg.operators.append(operator)
+        return False
+
+    def _add_worldly(self, operator: Operator, values) -> bool:
+        self.sg.operators.append(operator)
+        for t, value in zip(operator.outputs, values):
+            value = np.array(value, numpy_dtype(self.sg.tensors[t].dtype))
+            self.sg.tensors[t].shape = value.shape
+            self.world[t] = value
         return False
 
     def emit(self, op: str, inputs: list, options, shapes: list, dtypes: list) -> list:
@@ -235,13 +372,16 @@ class IRBuilder:
                                           [int(t) for t in inputs], outs, opts))
         return outs
 
-    def _add_dynamic(self, operator: Operator, node, run, shapes) -> bool:
+    def _add_dynamic(self, operator: Operator, node, run, shapes, worldly: bool = False) -> bool:
         """An op whose output shapes depend on input values: folded when they are all
-        constant, else given `shapes`."""
+        constant (kept, its values in `world`, when some are world values), else given
+        `shapes`."""
         if not has_side_effects(operator) and all(i is None or i.data is not None
                                                   for i in node.inputs):
-            for t, value in zip(operator.outputs, run(*[None if i is None else i.data
-                                                         for i in node.inputs])):
+            values = run(*[None if i is None else i.data for i in node.inputs])
+            if worldly:
+                return self._add_worldly(operator, values)
+            for t, value in zip(operator.outputs, values):
                 self._set_value(t, value)
             return True
         shapes = list(shapes or [])
@@ -271,17 +411,91 @@ class IRBuilder:
         return self.op("TRANSPOSE", [t, self.const(np.array(perm, np.int32))])
 
     def reshape(self, t: int, shape) -> int:
+        """RESHAPE t to `shape` (its sizes at this conversion's sizes of the dynamic dims): when t
+        has dynamic dims, the target follows them (-1 for one; computed from t's SHAPE for
+        more), found by grouping the dims of t and of `shape` whose products match."""
         shape = [int(d) for d in shape]
         if list(self.shape(t)) == shape:
             return t
-        return self.op("RESHAPE", [t, self.const(np.array(shape, np.int32))],
-                       {"new_shape": tuple(shape)})
+        if not self.dynamic_axes(t):
+            return self.op("RESHAPE", [t, self.const(np.array(shape, np.int32))],
+                           {"new_shape": tuple(shape)})
+        groups = regroup(self.shape(t), shape)
+        shadow = None if groups is None else shadow_target(self.shadow_shape(t), shape, groups)
+        differ = [] if shadow is None else [j for j, (a, b) in enumerate(zip(shape, shadow))
+                                           if a != b]
+        if len(differ) <= 1:
+            target = [-1 if j in differ else d for j, d in enumerate(shape)]
+            return self.op("RESHAPE", [t, self.const(np.array(target, np.int32))],
+                           {"new_shape": tuple(target)})
+        dims = self.dims_of(t, "int32")
+        parts = []
+        for ins, outs in groups:
+            for j in outs:
+                if j not in differ:
+                    parts.append(self.const(np.array([shape[j]], np.int32)))
+                elif j == differ[-1]:
+                    parts.append(self.const(np.array([-1], np.int32)))
+                elif len(ins) == 1:
+                    parts.append(self.op("GATHER", [dims, self.const(np.array(ins, np.int32))],
+                                         {"axis": 0}))
+                else:
+                    picked = self.op("GATHER", [dims, self.const(np.array(ins, np.int32))],
+                                     {"axis": 0})
+                    parts.append(self.op("REDUCE_PROD", [picked, self.const(
+                        np.array([0], np.int32))], {"keep_dims": True}))
+        target = parts[0] if len(parts) == 1 else \
+            self.op("CONCATENATION", parts, {"axis": 0})
+        return self.op("RESHAPE", [t, target])
 
     def cast(self, t: int, dtype: str) -> int:
         if self.dtype(t) == dtype:
             return t
         return self.op("CAST", [t], {"in_data_type": _type_code(self.dtype(t)),
                                      "out_data_type": _type_code(dtype)}, dtype=dtype)
+
+
+def regroup(in_shape, out_shape):
+    """The dims of a reshape in groups whose products match: [(input axes, output axes)] in
+    order, every output axis in one group (a size-1 output dim alone, with no input axes; a
+    size-1 input dim in no group). None when the element counts differ."""
+    ins = [i for i, d in enumerate(in_shape) if d != 1]
+    outs = [j for j, d in enumerate(out_shape) if d != 1]
+    groups, i, j = [], 0, 0
+    while i < len(ins) and j < len(outs):
+        gi, gj = [ins[i]], [outs[j]]
+        pi, pj = in_shape[ins[i]], out_shape[outs[j]]
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj and i < len(ins):
+                gi.append(ins[i])
+                pi *= in_shape[ins[i]]
+                i += 1
+            elif pj < pi and j < len(outs):
+                gj.append(outs[j])
+                pj *= out_shape[outs[j]]
+                j += 1
+            else:
+                return None
+        groups.append((gi, gj))
+    if i != len(ins) or j != len(outs):
+        return None
+    groups += [([], [j]) for j, d in enumerate(out_shape) if d == 1]
+    return sorted(groups, key=lambda g: g[1][0])
+
+
+def shadow_target(shadow_in, out_shape, groups):
+    """`out_shape` at the shadow sizes: a group with one output dim takes the product of its
+    input dims' shadow sizes; a group splitting into several must keep its size (else None: which
+    output dim follows is not known)."""
+    target = list(out_shape)
+    for ins, outs in groups:
+        size = int(np.prod([shadow_in[i] for i in ins], dtype=np.int64)) if ins else 1
+        if len(outs) == 1:
+            target[outs[0]] = size
+        elif size != int(np.prod([out_shape[j] for j in outs], dtype=np.int64)):
+            return None
+    return target
 
 
 def _fits_int32(value) -> bool:

@@ -1,8 +1,12 @@
 """The conversion: import, optimize, lay out the inputs and outputs, sign, serialize.
 
-A dynamic first input dim (a batch) is converted twice, at sizes 1 and 2: the dims and RESHAPE
+An input dim the ONNX file leaves open (a batch, an image's height and width, a sequence's
+length) stays dynamic. The model is converted at two sizes of the open dims: the dims and RESHAPE
 targets that differ between the two graphs are the dynamic ones (-1 in `shape_signature` and in
-the RESHAPE shape), so no per-op rule has to track them.
+the RESHAPE shape), so no per-op rule has to track them. When the two graphs differ otherwise
+(shape arithmetic folded into constants that follow the sizes), the values whose shapes follow
+the open dims have their shapes computed in the graph (SHAPE and arithmetic on it), and the
+conversions at two sizes must then agree.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from edgelite.schema import Model, SignatureDef, save
 
 from . import pipeline
 from .errors import input_shapes_setting, worded
+from .errors import ConversionError
 from .onnx_import import Imported, import_onnx, load_onnx
 from .pass_clean import compact
 
@@ -45,19 +50,16 @@ def convert_onnx(source, input_shapes: dict | None = None,
     """Convert an ONNX model (path or ModelProto) into `.tflite` bytes."""
     start = time.perf_counter()
     proto = load_onnx(source)
-    model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, 1)
+    sizes = Sizes(proto, input_shapes or {})
     warnings = []
-    if any(spec.dynamic for spec in imported.inputs):
-        other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, 2)
-        problem = mark_dynamic_dims(model, other)
+    if not sizes.open:
+        model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
+    else:
+        model, imported, layout, problem = _convert_dynamic(proto, input_shapes, keep_io_layout,
+                                                            sizes)
         if problem:
-            retry = _dynamic_with_loops(proto, input_shapes, keep_io_layout, imported) or \
-                _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout)
-            if retry is not None:
-                model, imported, layout = retry
-            else:
-                warnings.append(worded(f"the first input dim is fixed at 1: {problem}; fix it "
-                                       "with ", input_shapes_setting(), " to silence this"))
+            warnings.append(worded(f"{sizes.describe()}: {problem}; fix them with ",
+                                   input_shapes_setting(), " to silence this"))
     content = save(model)
     ops = Counter(op.op for sg in model.subgraphs for op in sg.operators)
     return Conversion(content, model, dict(sorted(imported.op_counts.items())),
@@ -65,27 +67,136 @@ def convert_onnx(source, input_shapes: dict | None = None,
                       time.perf_counter() - start, io_layout_json(imported, layout), warnings)
 
 
-def _dynamic_with_loops(proto, input_shapes, keep_io_layout: bool, imported):
+class Sizes:
+    """The sizes the open dims of the model's inputs take in the conversions that find which
+    dims follow them: a first dim (a batch) at `batch + k`, any other open dim at LADDER's
+    sizes (an open dim named like another one takes its sizes: ONNX's dim_param ties them).
+    `at(k)` gives the importer's size function for conversion k."""
+
+    LADDERS = ((128, 160, 192, 224), (1024, 1280, 1536, 1792), (32, 48, 64, 80))
+
+    def __init__(self, proto, input_shapes: dict):
+        self.open = []   # (input name, axis, key)
+        initializers = {init.name for init in proto.graph.initializer}
+        for vi in proto.graph.input:
+            if vi.name in initializers or not vi.type.HasField("tensor_type"):
+                continue
+            dims = list(vi.type.tensor_type.shape.dim)
+            given = input_shapes.get(vi.name)
+            for axis, d in enumerate(dims if given is None else given):
+                if given is None:
+                    fixed = d.HasField("dim_value") and d.dim_value > 0
+                    key = d.dim_param or (vi.name, axis)
+                else:
+                    fixed, key = int(d) >= 0, (vi.name, axis)
+                if not fixed:
+                    self.open.append((vi.name, axis, key))
+        self.ladder = 0
+        self.batch = 1
+
+    @property
+    def batch_only(self) -> bool:
+        return all(axis == 0 for _, axis, _ in self.open)
+
+    def at(self, k: int):
+        table = {}
+        for _name, axis, key in self.open:
+            table.setdefault(key, self.batch + k if axis == 0 else self.LADDERS[self.ladder][k])
+        keys = {(name, axis): key for name, axis, key in self.open}
+        return lambda name, axis: table[keys[(name, axis)]]
+
+    def describe(self) -> str:
+        nominal = self.at(0)
+        shown = ", ".join(f"{name}[{axis}]={nominal(name, axis)}" for name, axis, _ in self.open)
+        return f"the dynamic dims are fixed at {shown}"
+
+
+def _convert_dynamic(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
+    """Convert with the open dims kept dynamic. (model, imported, layout, problem): the model,
+    and why its dims could not stay dynamic (None when they did; the model then has them at
+    their first sizes). Sizes too small for the model (a window larger than the input) are
+    retried at the next ladder's."""
+    from .errors import UnsupportedOpsError
+
+    errors = []
+    for ladder in range(len(Sizes.LADDERS)):
+        sizes.ladder = ladder
+        try:
+            return _dynamic_at(proto, input_shapes, keep_io_layout, sizes)
+        except UnsupportedOpsError:
+            raise
+        except ConversionError as e:
+            errors.append(e)
+            if sizes.batch_only:
+                break   # the ladder does not change a first dim's sizes
+    raise errors[0]
+
+
+def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
+    """A dynamic first dim alone (a batch) usually needs no shape arithmetic in the graph: the
+    graphs converted at sizes 1 and 2, shapes folded, differ only where it is -1. Otherwise the
+    graph computes the shapes that follow the dynamic dims (the builder's shadow, at the next
+    sizes, tells which they are): converted at the sizes k (shadow k + 1) and k + 1 (shadow
+    k + 2) the graphs must again differ only in the dynamic dims. A first dim then starts at 2,
+    where no transpose of it is a reshape, and the inputs are given their first sizes."""
+    sizes.batch = 1
+    recurrent = bool({"LSTM", "GRU"} & {n.op_type for n in proto.graph.node})
+    if sizes.batch_only:
+        first = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
+        second = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1))
+        problem = mark_dynamic_dims(first[0], second[0])
+        if problem is None:
+            return (*first, None)
+        folded = _folded_with_loops(proto, input_shapes, keep_io_layout, sizes) if recurrent \
+            else None
+        folded = folded or _folded_from_second_and_third(proto, input_shapes, keep_io_layout,
+                                                         sizes)
+        if folded is not None:
+            return (*folded, None)
+    else:
+        first, problem = None, None
+    sizes.batch = 2
+    for loops in ([False, True] if recurrent else [False]):
+        try:
+            a = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0), loops, sizes.at(1))
+            b = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), loops, sizes.at(2))
+        except ConversionError as e:
+            if first is None:
+                raise
+            problem = str(e)
+            continue
+        shadow = a[1].shadow_problems or b[1].shadow_problems
+        again = mark_dynamic_dims(a[0], b[0])
+        if again is None and not shadow:
+            sizes.batch = 1
+            _nominal_inputs(a[0], a[1], a[2], sizes.at(0))
+            return (*a, None)
+        problem = again if not shadow else "{}: {}".format(*shadow[0])
+    if first is None:
+        sizes.batch = 1
+        first = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
+    sizes.batch = 1
+    return (*first, problem)
+
+
+def _folded_with_loops(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
     """Recurrent ops unrolled over a dynamic dim change the graph with its size: as WHILE loops
-    they do not. The graph with loops and its dynamic dims marked, or None."""
-    if not {"LSTM", "GRU"} & set(imported.op_counts):
-        return None
-    model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, 1, loops=True)
-    other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, 2, loops=True)
+    they do not. The folded graph with loops and its dynamic dims marked, or None."""
+    model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0), True)
+    other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), True)
     if mark_dynamic_dims(model, other):
         return None
     return model, imported, layout
 
 
-def _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout: bool):
-    """At size 1 a transpose that moves the dynamic dim is a RESHAPE (size-1 dims move no
-    data), so the graphs at sizes 1 and 2 differ. Sizes 2 and 3 may not: then the size-2 graph
-    with its dynamic dims marked, and 1 as their nominal size. None when that fails too."""
-    from .errors import ConversionError
-
+def _folded_from_second_and_third(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
+    """At size 1 a transpose that moves the dynamic first dim is a RESHAPE (size-1 dims move
+    no data), so the folded graphs at sizes 1 and 2 differ. Sizes 2 and 3 may not: then the
+    size-2 graph with its dynamic dims marked, and 1 as their nominal size. None when that
+    fails too."""
     try:
-        model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, 2)
-        other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, 3)
+        model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1))
+        other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(2))
     except ConversionError:
         return None
     if mark_dynamic_dims(model, other):
@@ -100,9 +211,61 @@ def _dynamic_from_two_and_three(proto, input_shapes, keep_io_layout: bool):
     return model, imported, layout
 
 
-def _convert_at(proto, input_shapes, keep_io_layout: bool, dynamic_size: int,
-                loops: bool = False):
-    imported = import_onnx(proto, input_shapes, dynamic_size, loops)
+def _nominal_inputs(model: Model, imported: Imported, layout: dict, nominal) -> None:
+    """The inputs' dynamic dims at their nominal sizes (what a first `allocate_tensors` sees),
+    and every shape inferred again from them."""
+    sg = model.subgraphs[0]
+    for spec, t, perm in zip(imported.inputs, sg.inputs, layout["inputs"]):
+        tensor = sg.tensors[t]
+        tensor.shape = tuple(nominal(spec.name, perm[k]) if perm[k] in spec.dynamic else d
+                             for k, d in enumerate(tensor.shape))
+        spec.shape = tuple(nominal(spec.name, axis) if axis in spec.dynamic else d
+                           for axis, d in enumerate(spec.shape))
+    reinfer_shapes(model)
+    for spec, t in zip(imported.outputs, sg.outputs):
+        spec.shape = sg.tensors[t].shape
+
+
+def reinfer_shapes(model: Model) -> None:
+    """Every op's output shapes in the main subgraph inferred again by its kernel, in order
+    (after its inputs' shapes changed), shape arithmetic computed on the way; stops at an op the
+    kernels cannot prepare alone (control flow), whose outputs keep the shapes they have."""
+    from .builder import WORLD_ELEMENTS, kernel_node
+    from edgelite.interpreter.kernels import registry
+
+    sg = model.subgraphs[0]
+    world: dict = {}
+    for index, op in enumerate(sg.operators):
+        node = kernel_node(model, sg, op, index, world=world)
+        prepare = registry.lookup(node)
+        if prepare is None:
+            return
+        try:
+            run = prepare(node)
+            known = all(i is None or i.data is not None for i in node.inputs)
+            values = None
+            if node.dynamic and known:
+                values = run(*[None if i is None else i.data for i in node.inputs])
+            elif node.dynamic:
+                return
+            elif all(o.data is not None for o in node.outputs):
+                values = [o.data for o in node.outputs]
+            elif known and sum(int(np.prod(o.shape)) for o in node.outputs) <= WORLD_ELEMENTS:
+                values = [np.empty(o.shape, o.dtype) for o in node.outputs]
+                run(*[None if i is None else i.data for i in node.inputs], *values)
+        except Exception:  # noqa: BLE001  the file's shapes stay; the runtimes infer again
+            return
+        for k, (t, out) in enumerate(zip(op.outputs, node.outputs)):
+            if model.constant(sg, t) is None:
+                shape = out.shape if values is None else values[k].shape
+                sg.tensors[t].shape = tuple(int(d) for d in shape)
+                if values is not None:
+                    world[t] = np.asarray(values[k])
+
+
+def _convert_at(proto, input_shapes, keep_io_layout: bool, dynamic_size,
+                loops: bool = False, shadow_size=None):
+    imported = import_onnx(proto, input_shapes, dynamic_size, loops, shadow_size)
     model = imported.model
     pipeline.optimize(model)
     layout = pipeline.settle_io_layout(model, keep_io_layout)

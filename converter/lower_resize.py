@@ -181,8 +181,32 @@ def _native_resize(b, n, x, plan):
     except ConversionError:
         return None
     xt = b.transpose(x, TO_NHWC)
-    y = b.op(op, [xt, b.const(np.array(out, np.int32))], flags)
+    y = b.op(op, [xt, _out_size(b, n, x, plan)], flags)
     return b.transpose(y, TO_NCHW)
+
+
+def _out_size(b, n, x, plan) -> int:
+    """The resize op's [height, width]: a constant, or computed in the graph when they follow
+    dynamic dims (sizes given by a tensor the model computes, or the input's dynamic height and
+    width times constant scales: ONNX's floor(size * scale))."""
+    from .runtime_params import as_int32
+
+    out = [int(d) for d in plan["out"][2:]]
+    sizes_t = n.input(3) if n.opset >= 11 else -1
+    if _present(b, sizes_t) and b.value(sizes_t) is None:
+        axes = plan["axes"]
+        picked = b.op("GATHER", [sizes_t, b.const(np.array([axes.index(2), axes.index(3)],
+                                                           np.int32))], {"axis": 0})
+        return as_int32(b, picked)
+    if not b.dynamic_axes(x) & {2, 3}:
+        return b.const(np.array(out, np.int32))
+    dims = b.op("GATHER", [b.dims_of(x, "int32"), b.const(np.array([2, 3], np.int32))],
+                {"axis": 0})
+    scales = [plan["scales"].get(a, 1.0) for a in (2, 3)]
+    if all(float(s).is_integer() for s in scales):
+        return b.op("MUL", [dims, b.const(np.array(scales, np.int32))])
+    scaled = b.op("MUL", [b.cast(dims, "float32"), b.const(np.array(scales, np.float32))])
+    return b.cast(b.op("FLOOR", [scaled]), "int32")
 
 
 def _resize_by_weights(b, n, x, plan):

@@ -16,6 +16,7 @@ import numpy as np
 
 from edgelite.schema import dtype_name
 
+from .builder import regroup, shadow_target
 from .lower import axis_of, const_input, lowers, optional_const
 from .runtime_params import INT32_MAX, as_int32, is_runtime, scalar, scatter_to_axes
 
@@ -63,14 +64,25 @@ def constant(b, n):
 
 @lowers("Shape")
 def shape(b, n):
-    dims = b.shape(n.input(0))
+    x = n.input(0)
+    dims = b.shape(x)
     start, end = int(n.attr("start", 0)), n.attr("end", None)
-    return b.const(np.array(dims[slice(start, None if end is None else int(end))], np.int64))
+    picked = range(len(dims))[slice(start, None if end is None else int(end))]
+    if not b.dynamic_axes(x) & set(picked):
+        return b.const(np.array([dims[i] for i in picked], np.int64))
+    whole = b.dims_of(x)
+    if list(picked) == list(range(len(dims))):
+        return whole
+    return b.op("GATHER", [whole, b.const(np.array(list(picked), np.int32))], {"axis": 0})
 
 
 @lowers("Size")
 def size(b, n):
-    return b.const(np.array(math.prod(b.shape(n.input(0))), np.int64))
+    x = n.input(0)
+    if not b.dynamic_axes(x):
+        return b.const(np.array(math.prod(b.shape(x)), np.int64))
+    return b.op("REDUCE_PROD", [b.dims_of(x), b.const(np.array([0], np.int32))],
+                {"keep_dims": False})
 
 
 @lowers("ConstantOfShape")
@@ -104,10 +116,17 @@ def _requested_shape(b, n) -> list | None:
 def reshape(b, n):
     x, request = n.input(0), _requested_shape(b, n)
     if request is None:
-        return _reshape_at_run_time(b, n, x)
-    in_shape = b.shape(x)
+        return _reshape_by_sizes(b, n, x) or _reshape_at_run_time(b, n, x)
+    return b.reshape(x, _resolved(n, b.shape(x), request))
+
+
+def _resolved(n, in_shape, request) -> list:
+    """ONNX's requested shape as sizes: 0 copies the input's dim (unless allowzero), -1 takes
+    the rest."""
+    request = list(request)
     if not int(n.attr("allowzero", 0)):
-        request = [in_shape[i] if d == 0 else d for i, d in enumerate(request)]
+        request = [in_shape[i] if d == 0 and i < len(in_shape) else d
+                   for i, d in enumerate(request)]
     if request.count(-1) > 1:
         raise n.fail(f"shape {request} has more than one -1")
     if -1 in request:
@@ -115,21 +134,55 @@ def reshape(b, n):
         request[request.index(-1)] = math.prod(in_shape) // known if known else 0
     if math.prod(request) != math.prod(in_shape):
         raise n.fail(f"cannot reshape {list(in_shape)} to {request}")
-    return b.reshape(x, request)
+    return request
+
+
+def _reshape_by_sizes(b, n, x):
+    """A shape computed from dynamic dims (Shape -> Gather -> Concat): when its values at this
+    conversion's sizes and at the shadow's differ in at most one place, a constant target with
+    -1 there (a static RESHAPE the runtimes plan ahead); else None."""
+    shape = n.input(1)
+    here, there = b.world.get(shape), b.shadow_value(shape)
+    if here is None or there is None or here.shape != there.shape:
+        return None
+    sizes = _resolved(n, b.shape(x), [int(d) for d in here.reshape(-1)])
+    other = _resolved(n, b.shadow_shape(x), [int(d) for d in there.reshape(-1)])
+    differ = [j for j, (p, q) in enumerate(zip(sizes, other)) if p != q]
+    if len(differ) > 1:
+        # the builder's target from x's own SHAPE, when it follows the dims as this one does
+        groups = regroup(b.shape(x), sizes)
+        if groups is not None and shadow_target(b.shadow_shape(x), sizes, groups) == other:
+            return b.reshape(x, sizes)
+        return None
+    target = [-1 if j in differ else d for j, d in enumerate(sizes)]
+    return b.op("RESHAPE", [x, b.const(np.array(target, np.int32))], {"new_shape": tuple(target)})
 
 
 def _reshape_at_run_time(b, n, x):
     """RESHAPE to a shape tensor; ONNX's 0 (copy the input's dim) resolved by a SELECT."""
     shape = n.input(1)
     if not int(n.attr("allowzero", 0)):
-        in_shape = b.shape(x)
         count = b.shape(shape)[0]
         dtype = b.sg.tensors[shape].np_dtype
-        copied = b.const(np.array([in_shape[i] if i < len(in_shape) else 0
-                                   for i in range(count)], dtype))
+        copied = _dims_padded(b, x, count, dtype.name)
         zero = b.op("EQUAL", [shape, b.const(np.zeros((), dtype))], dtype="bool")
         shape = b.op("SELECT_V2", [zero, copied, shape], dtype=b.dtype(shape))
     return b.op("RESHAPE", [x, as_int32(b, shape)], shape=n.out_shape(0))
+
+
+def _dims_padded(b, x, count: int, dtype: str) -> int:
+    """x's shape as a `count`-long vector (cut, or padded with zeros)."""
+    rank = b.rank(x)
+    if not b.dynamic_axes(x):
+        dims = list(b.shape(x))
+        return b.const(np.array([dims[i] if i < rank else 0 for i in range(count)], dtype))
+    dims = b.dims_of(x, dtype)
+    if count < rank:
+        return b.op("GATHER", [dims, b.const(np.arange(count, dtype=np.int32))], {"axis": 0})
+    if count > rank:
+        return b.op("CONCATENATION", [dims, b.const(np.zeros(count - rank, dtype))],
+                    {"axis": 0})
+    return dims
 
 
 @lowers("Flatten")

@@ -40,6 +40,8 @@ class Imported:
     inputs: list = field(default_factory=list)    # IoSpec, ONNX order
     outputs: list = field(default_factory=list)
     op_counts: dict = field(default_factory=dict)  # ONNX op type -> count
+    # Where the builder's shadow (other sizes of the dynamic dims) was refused: (where, why).
+    shadow_problems: list = field(default_factory=list)
 
 
 def load_onnx(source):
@@ -110,11 +112,15 @@ def unsupported_nodes(proto, opset: int) -> list:
     return problems
 
 
-def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1,
-                loops: bool = False) -> Imported:
+def import_onnx(proto, input_shapes: dict | None = None, dynamic_size=1,
+                loops: bool = False, shadow_size=None) -> Imported:
     """Lower `proto` into the IR. `input_shapes` maps input names to shapes (-1 marks a dim that
-    stays dynamic); open dims take `dynamic_size` for the import. `loops`: recurrent ops as
-    WHILE loops rather than unrolled (their step count may then change while running)."""
+    stays dynamic); open dims take `dynamic_size` for the import (an int, or a function of the
+    input's name and the dim's position). `loops`: recurrent ops as WHILE loops rather than
+    unrolled (their step count may then change while running). `shadow_size` (like
+    `dynamic_size`): other sizes of the open dims, followed beside the import (the builder's
+    shadow), so that the shapes of tensors whose dims follow them are computed in the graph
+    rather than folded into constants."""
     opset = opset_of(proto)
     if opset < MIN_OPSET:
         proto, opset = upgrade(proto, opset), MIN_OPSET
@@ -123,6 +129,8 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1,
     if problems:
         raise UnsupportedOpsError(problems)
     inputs = resolve_inputs(proto, input_shapes or {}, dynamic_size)
+    shadow = None if shadow_size is None else \
+        [spec.shape for spec, _ in resolve_inputs(proto, input_shapes or {}, shadow_size)]
     expected = inferred_types(proto, inputs)
     op_counts: dict = {}
     for node in proto.graph.node:
@@ -135,10 +143,14 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1,
     b = IRBuilder(model, sg)
     b.prefer_loops = loops
     tensors = _Tensors(b, proto.graph.initializer)
-    for spec, dtype in inputs:
+    if shadow is not None:
+        b.shadow_shapes = {}
+    for k, (spec, dtype) in enumerate(inputs):
         t = b.tensor(spec.name, spec.shape, dtype)
         sg.inputs.append(t)
         tensors.names[spec.name] = t
+        if shadow is not None and shadow[k] != spec.shape:
+            b.shadow_shapes[t] = shadow[k]
     result = Imported(model, [spec for spec, _ in inputs],
                       op_counts=dict(sorted(op_counts.items())))
     problems = Scope(b, tensors, opset, expected).lower(proto.graph.node)
@@ -150,6 +162,7 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size: int = 1,
             raise ConversionError(f"graph output {out.name!r} is not produced by any node")
         sg.outputs.append(t)
         result.outputs.append(IoSpec(out.name, b.shape(t), _open_dims(out)))
+    result.shadow_problems = list(b.shadow_problems)
     remove_dead(sg)
     return result
 
@@ -311,9 +324,11 @@ def _dims_text(value_info) -> str:
                            for d in value_info.type.tensor_type.shape.dim) + "]"
 
 
-def resolve_inputs(proto, input_shapes: dict, dynamic_size: int) -> list:
-    """[(IoSpec, dtype)] of the graph inputs with every dim fixed; ConversionError listing every
-    input whose shape cannot be resolved."""
+def resolve_inputs(proto, input_shapes: dict, dynamic_size=1) -> list:
+    """[(IoSpec, dtype)] of the graph inputs with every dim fixed (an open dim at
+    `dynamic_size`, or `dynamic_size(name, axis)`); ConversionError listing every input whose
+    shape cannot be resolved."""
+    size_of = dynamic_size if callable(dynamic_size) else (lambda name, axis: dynamic_size)
     initializers = {init.name for init in proto.graph.initializer}
     graph_inputs = [i for i in proto.graph.input if i.name not in initializers]
     unknown = sorted(set(input_shapes) - {i.name for i in graph_inputs})
@@ -343,15 +358,7 @@ def resolve_inputs(proto, input_shapes: dict, dynamic_size: int) -> list:
                 continue
             dims = [None if d < 0 else d for d in override]
         open_dims = [i for i, d in enumerate(dims) if d is None]
-        if open_dims and open_dims != [0]:
-            example = ["-1" if i == 0 and d is None else "?" if d is None else str(d)
-                       for i, d in enumerate(dims)]
-            problems.append(worded(
-                f"input {vi.name!r} {_dims_text(vi)}: dims {open_dims} are not known; fix them "
-                "with ", input_shapes_setting(vi.name, example),
-                " (each ? a size; -1 keeps the first dim dynamic)"))
-            continue
-        shape = tuple(dynamic_size if d is None else d for d in dims)
+        shape = tuple(size_of(vi.name, i) if d is None else d for i, d in enumerate(dims))
         out.append((IoSpec(vi.name, shape, tuple(open_dims)), dtype))
     if problems:
         raise ConversionError(worded("cannot resolve the input shapes: ", joined("; ", problems)))
