@@ -24,6 +24,7 @@ from . import pipeline
 from .errors import input_shapes_setting, worded
 from .errors import ConversionError
 from .onnx_import import Imported, import_onnx, load_onnx
+from .editor import Editor
 from .pass_clean import compact
 
 SIGNATURE_KEY = "serving_default"
@@ -306,7 +307,7 @@ def mark_dynamic_dims(model: Model, other: Model) -> str | None:
         return "the graph's structure depends on it"
     reshape_targets = {op.inputs[1]: op for op in a.operators
                        if op.op == "RESHAPE" and len(op.inputs) > 1}
-    edits, signatures = [], []
+    edits, signatures, computed = [], [], []
     for i, (ta, tb) in enumerate(zip(a.tensors, b.tensors)):
         va, vb = model.constant(a, i), other.constant(b, i)
         if va is not None and vb is not None:
@@ -315,14 +316,23 @@ def mark_dynamic_dims(model: Model, other: Model) -> str | None:
             if i not in reshape_targets or va.shape != vb.shape or va.ndim != 1:
                 return f"constant {ta.name!r} depends on it"
             differ = np.flatnonzero(va != vb)
-            if len(differ) != 1:
-                return f"RESHAPE target {ta.name!r} depends on it in {len(differ)} places"
+            if len(differ) > 1:
+                op = reshape_targets[i]
+                computed.append((op, [int(d) for d in va], [int(d) for d in vb],
+                                 b.tensors[op.inputs[0]].shape))
+                continue
             edits.append((i, int(differ[0])))
             continue
         if len(ta.shape) != len(tb.shape):
             return f"the rank of {ta.name!r} depends on it"
         if ta.shape != tb.shape:
             signatures.append((ta, tuple(-1 if x != y else x for x, y in zip(ta.shape, tb.shape))))
+    ed = None
+    for op, target, other_target, other_in in computed:
+        ed = ed or Editor(model, a)
+        problem = _target_from_shape(ed, op, target, other_in, other_target)
+        if problem:
+            return problem
     for tensor, signature in signatures:
         tensor.shape_signature = signature
     for i, k in edits:
@@ -332,6 +342,49 @@ def mark_dynamic_dims(model: Model, other: Model) -> str | None:
         tensor.buffer = model.add_buffer(target)
         op = reshape_targets[i]
         op.options = op.options.replace(new_shape=tuple(int(d) for d in target))
+    return None
+
+
+def _target_from_shape(ed, op, target, other_in, other_target) -> str | None:
+    """A RESHAPE whose constant target follows dynamic dims in several places (a pass wrote
+    it: a transpose of size-1 dims as a reshape) gets it computed from its input's SHAPE: each
+    output dim that follows them is the product of its group of input dims (`regroup`), the
+    last one -1. Why it cannot, if it cannot."""
+    from .builder import regroup, shadow_target
+
+    x = op.inputs[0]
+    name = ed.sg.tensors[op.inputs[1]].name
+    groups = regroup(ed.shape(x), target)
+    if groups is None or shadow_target(other_in, target, groups) != other_target:
+        return f"RESHAPE target {name!r} depends on it and is not a regrouping of its input"
+    differ = [j for j, (p, q) in enumerate(zip(target, other_target)) if p != q]
+    dims = ed.tensor(f"{name}/dims", (len(ed.shape(x)),), "int32")
+    new_ops = [ed.new_op("SHAPE", [x], [dims], {"out_type": 2})]
+    parts = []
+    for ins, outs in groups:
+        for j in outs:
+            if j not in differ or j == differ[-1]:
+                parts.append(ed.const(np.array([-1 if j in differ else target[j]], np.int32),
+                                      f"{name}/{j}"))
+                continue
+            picked = ed.tensor(f"{name}/{j}", (len(ins),), "int32")
+            new_ops.append(ed.new_op("GATHER", [dims, ed.const(np.array(ins, np.int32),
+                                                               f"{name}/{j}/axes")],
+                                     [picked], {"axis": 0}))
+            if len(ins) > 1:
+                product = ed.tensor(f"{name}/{j}/size", (1,), "int32")
+                new_ops.append(ed.new_op("REDUCE_PROD", [picked, ed.const(
+                    np.array([0], np.int32), f"{name}/{j}/axis")], [product],
+                    {"keep_dims": True}))
+                picked = product
+            parts.append(picked)
+    shape = ed.tensor(f"{name}/computed", (len(target),), "int32")
+    new_ops.append(ed.new_op("CONCATENATION", parts, [shape], {"axis": 0}))
+    for new in new_ops:
+        ed.insert_before(op, new)
+    ed.set_input(op, 1, shape)
+    op.options = op.options.replace(new_shape=tuple(
+        -1 if j in differ else d for j, d in enumerate(target)))
     return None
 
 

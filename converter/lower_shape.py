@@ -384,7 +384,13 @@ def _expand_at_run_time(b, n, x):
     if count < rank:
         shape = b.op("CONCATENATION", [b.const(np.ones(rank - count, dtype)), shape],
                      {"axis": 0})
-    padded = b.const(np.array((1,) * (rank - len(in_shape)) + tuple(in_shape), dtype))
+    if b.dynamic_axes(x):
+        padded = b.dims_of(x, dtype.name)
+        if rank > len(in_shape):
+            padded = b.op("CONCATENATION", [b.const(np.ones(rank - len(in_shape), dtype)),
+                                            padded], {"axis": 0})
+    else:
+        padded = b.const(np.array((1,) * (rank - len(in_shape)) + tuple(in_shape), dtype))
     target = b.op("MAXIMUM", [shape, padded])
     return b.op("BROADCAST_TO", [x, as_int32(b, target)], shape=n.out_shape(0))
 

@@ -1,0 +1,136 @@
+"""Dynamic dims anywhere (issue 12): models whose height, width, length or batch the ONNX file
+leaves open convert with no input shape given, keep those dims as -1 in `shape_signature`, and
+after `resize_tensor_input` + `allocate_tensors` match onnxruntime at three sizes, in edgelite
+and in stock LiteRT."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgelite.converter import TFLiteConverter
+from edgelite.converter.check import quiet_litert
+from tests.converter.dynamic_models import MODELS
+from tests.oracles import onnxruntime_run
+
+litert = pytest.importorskip("ai_edge_litert.interpreter")
+TOLERANCE = 1e-4   # x max|ref|
+
+
+def convert(proto, shapes=None):
+    converter = TFLiteConverter.from_onnx(proto, shapes)
+    converter.convert()
+    return converter.last_conversion
+
+
+def run_at(content: bytes, feeds: list, runtime: str) -> list:
+    """Allocate at the file's shapes, resize the inputs to the feeds', allocate again, run."""
+    if runtime == "edgelite":
+        from edgelite.interpreter import Interpreter
+    else:
+        Interpreter = litert.Interpreter
+    with quiet_litert():
+        it = Interpreter(model_content=content)
+        it.allocate_tensors()
+        for detail, x in zip(it.get_input_details(), feeds):
+            it.resize_tensor_input(detail["index"], x.shape)
+        it.allocate_tensors()
+        for detail, x in zip(it.get_input_details(), feeds):
+            it.set_tensor(detail["index"], x)
+        it.invoke()
+        return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def feeds_for(proto, shapes, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    init = {i.name for i in proto.graph.initializer}
+    feeds = []
+    for vi, shape in zip([i for i in proto.graph.input if i.name not in init], shapes):
+        if vi.type.tensor_type.elem_type == 7:   # int64 ids
+            feeds.append(rng.integers(0, 50, shape).astype(np.int64))
+        else:
+            feeds.append(rng.standard_normal(shape).astype(np.float32))
+    return feeds
+
+
+def check_sizes(proto, conversion, sizes) -> None:
+    init = {i.name for i in proto.graph.initializer}
+    names = [i.name for i in proto.graph.input if i.name not in init]
+    layout = conversion.io_layout
+    for seed, shapes in enumerate(sizes):
+        feeds = feeds_for(proto, shapes, seed)
+        refs = onnxruntime_run(proto, dict(zip(names, feeds)))
+        tflite_feeds = [np.ascontiguousarray(np.transpose(x, e["perm"]))
+                        for x, e in zip(feeds, layout["inputs"])]
+        for runtime in ("edgelite", "litert"):
+            outs = run_at(conversion.content, tflite_feeds, runtime)
+            for y, ref, e in zip(outs, refs, layout["outputs"]):
+                y = np.transpose(y, np.argsort(e["perm"]))
+                assert y.shape == ref.shape, (runtime, shapes)
+                err = np.abs(y.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30)
+                assert err <= TOLERANCE, (runtime, shapes, err)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_dynamic_model(name):
+    proto, sizes = MODELS[name]()
+    conversion = convert(proto)
+    assert not conversion.warnings
+    sg = conversion.model.subgraphs[0]
+    for spec, t in zip(proto.graph.input, sg.inputs):
+        signature = sg.tensors[t].shape_signature
+        open_dims = sum(not d.HasField("dim_value") for d in spec.type.tensor_type.shape.dim)
+        assert signature is not None and list(signature).count(-1) == open_dims
+    check_sizes(proto, conversion, sizes)
+
+
+def test_convnet_keeps_no_transposes():
+    """The layout work still leaves no TRANSPOSE in a convnet whose size is dynamic (its SHAPE
+    reads the channels-last input), and the input becomes channels-last."""
+    proto, _ = MODELS["text_detector"]()
+    conversion = convert(proto)
+    assert conversion.transposes == 0
+    assert conversion.io_layout["inputs"][0]["perm"] == [0, 2, 3, 1]
+
+
+def test_fixed_shapes_fold_everything():
+    """With every dim given, nothing of the shape arithmetic stays in the graph."""
+    proto, sizes = MODELS["attention_encoder"]()
+    conversion = convert(proto, {"ids": sizes[1][0]})
+    assert "SHAPE" not in conversion.ops_out
+    sg = conversion.model.subgraphs[0]
+    assert all(t.shape_signature is None or -1 not in t.shape_signature for t in sg.tensors)
+
+
+def test_batch_only_graph_is_the_folded_one():
+    """A dynamic batch alone converts as before: shapes folded, -1 in the RESHAPE targets."""
+    proto, _ = MODELS["text_recognizer"]()
+    conversion = convert(proto, {"image": (-1, 3, 32, 100)})
+    assert "SHAPE" not in conversion.ops_out
+    sg = conversion.model.subgraphs[0]
+    assert sg.tensors[sg.inputs[0]].shape_signature[0] == -1
+    check_sizes(proto, conversion, [[(1, 3, 32, 100)], [(3, 3, 32, 100)], [(2, 3, 32, 100)]])
+
+
+def test_input_shape_fixes_one_dim_and_keeps_the_other():
+    proto, _ = MODELS["text_recognizer"]()
+    conversion = convert(proto, {"image": (1, 3, 32, -1)})
+    sg = conversion.model.subgraphs[0]
+    signature = sg.tensors[sg.inputs[0]].shape_signature
+    assert list(signature).count(-1) == 1
+    check_sizes(proto, conversion, [[(1, 3, 32, 64)], [(1, 3, 32, 200)], [(1, 3, 32, 100)]])
+
+
+@pytest.mark.parametrize("name, sizes", [
+    ("ppocr_cls", [[(1, 3, 48, 192)], [(2, 3, 64, 100)], [(1, 3, 80, 320)]]),
+    ("silero_vad_seq", [[(1, 576), (1, 1, 128), (1, 1, 128)],
+                        [(4, 576), (1, 1, 128), (1, 1, 128)],
+                        [(9, 576), (1, 1, 128), (1, 1, 128)]]),
+])
+def test_shared_model_as_shipped(models_dir, name, sizes):
+    """The shared ONNX models with open dims convert with no --input-shape."""
+    import onnx
+
+    proto = onnx.load(str(models_dir / f"{name}.onnx"))
+    conversion = convert(proto)
+    assert not conversion.warnings
+    check_sizes(proto, conversion, sizes)
