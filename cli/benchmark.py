@@ -376,17 +376,17 @@ def _latency(init_s: float, warm: list, times: list) -> dict:
     """litert-benchmark's `latency` object (milliseconds; sample std)."""
     ms = 1e3
     return {
-        "init_ms": round(init_s * ms, 3),
-        "warmup_first_ms": round(warm[0] * ms, 3) if warm else 0,
-        "warmup_avg_ms": round(statistics.mean(warm) * ms, 3) if warm else 0,
+        "init_ms": round(init_s * ms, 6),
+        "warmup_first_ms": round(warm[0] * ms, 6) if warm else 0,
+        "warmup_avg_ms": round(statistics.mean(warm) * ms, 6) if warm else 0,
         "num_warmup_runs": len(warm),
-        "avg_ms": round(statistics.mean(times) * ms, 3),
-        "min_ms": round(min(times) * ms, 3),
-        "max_ms": round(max(times) * ms, 3),
-        "median_ms": round(statistics.median(times) * ms, 3),
-        "std_ms": round(statistics.stdev(times) * ms, 3) if len(times) > 1 else 0,
-        "p5_ms": round(_percentile(times, 5) * ms, 3),
-        "p95_ms": round(_percentile(times, 95) * ms, 3),
+        "avg_ms": round(statistics.mean(times) * ms, 6),
+        "min_ms": round(min(times) * ms, 6),
+        "max_ms": round(max(times) * ms, 6),
+        "median_ms": round(statistics.median(times) * ms, 6),
+        "std_ms": round(statistics.stdev(times) * ms, 6) if len(times) > 1 else 0,
+        "p5_ms": round(_percentile(times, 5) * ms, 6),
+        "p95_ms": round(_percentile(times, 95) * ms, 6),
         "num_runs": len(times),
     }
 
@@ -404,10 +404,10 @@ def _stats_us(seconds: list) -> dict:
 def _peer_facts(peer_times: list, our_times: list, peer, our_outputs: list) -> dict:
     ours, theirs = statistics.median(our_times), statistics.median(peer_times)
     facts = {"package": peer.package, "model": str(peer.model), "init_ms": round(
-        peer.init_s * 1e3, 3), "median_ms": round(theirs * 1e3, 3),
-        "p5_ms": round(_percentile(peer_times, 5) * 1e3, 3),
-        "p95_ms": round(_percentile(peer_times, 95) * 1e3, 3), "num_runs": len(peer_times),
-        "edgelite_median_ms": round(ours * 1e3, 3), "edgelite_num_runs": len(our_times),
+        peer.init_s * 1e3, 6), "median_ms": round(theirs * 1e3, 6),
+        "p5_ms": round(_percentile(peer_times, 5) * 1e3, 6),
+        "p95_ms": round(_percentile(peer_times, 95) * 1e3, 6), "num_runs": len(peer_times),
+        "edgelite_median_ms": round(ours * 1e3, 6), "edgelite_num_runs": len(our_times),
         "ratio": round(ours / theirs, 3)}
     facts["max_abs_diff"] = _max_diff(our_outputs, peer.outputs()) if peer.same_inputs else None
     return facts
@@ -643,13 +643,17 @@ def benchmark_text(f: dict) -> list:
               f"{m['live_bytes']:,} bytes)"]
     if f.get("compare"):
         lines += ["", _compare_header(f)]
-        rows = [["edgelite", f"{lat['median_ms']:.3f} ms",
-                 f"{lat['p5_ms']:.3f}-{lat['p95_ms']:.3f} ms", str(lat["num_runs"]), "1.00x", ""]]
+        from .inspect import table
+        from .session import duration
+
+        rows = [["edgelite", duration(lat["median_ms"]),
+                 f"{duration(lat['p5_ms'])} - {duration(lat['p95_ms'])}", str(lat["num_runs"]),
+                 "1.00x", ""]]
         for name, c in f["compare"].items():
             diff = "" if c["max_abs_diff"] is None else f"max |diff| {c['max_abs_diff']:.3g}"
-            rows.append([name, f"{c['median_ms']:.3f} ms", f"{c['p5_ms']:.3f}-{c['p95_ms']:.3f}"
-                         " ms", str(c["num_runs"]), f"{c['ratio']:.2f}x", diff])
-        from .inspect import table
+            rows.append([name, duration(c["median_ms"]),
+                         f"{duration(c['p5_ms'])} - {duration(c['p95_ms'])}",
+                         str(c["num_runs"]), f"{c['ratio']:.2f}x", diff])
 
         lines += table([["runtime", "median", "p5-p95", "count", "edgelite/runtime", ""],
                         *rows])
