@@ -9,6 +9,8 @@ import numpy as np
 from edgelite.schema import Model, replace_uses, validate
 
 from .editor import Editor
+from .pass_attention import (fold_matmul_transposes, merge_head_transposes,
+                             merge_parallel_projections)
 from .pass_clean import dedupe_ops, remove_dead_ops
 from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bias,
                         fuse_hard_swish, fuse_mul_into_weights)
@@ -20,6 +22,9 @@ from .pass_shape import shape_through_transpose
 PASSES = [
     remove_dead_ops,
     push_transposes,
+    fold_matmul_transposes,       # attention (pass_attention.py)
+    merge_parallel_projections,
+    merge_head_transposes,
     merge_reshapes,
     dedupe_ops,
     fuse_mul_into_weights,

@@ -1,0 +1,270 @@
+"""Attention: the transposes that split heads and transpose keys fold away.
+
+Exporters write multi-head attention as per-head reshapes and transposes around two
+BATCH_MATMULs: q, k and v each reshaped to [batch, seq, heads, dim] and transposed to
+[batch, heads, seq, dim] (k to [batch, heads, dim, seq]), the context transposed back. Three
+passes leave one transpose for q, k and v together and the one after the context:
+
+- `fold_matmul_transposes`: a transpose of a BATCH_MATMUL input that swaps its last two axes
+  becomes the op's adj_x / adj_y flag (k^T: a transpose to [b, h, dim, seq] becomes one to
+  [b, h, seq, dim] read with adj_y, the same perm q and v have);
+- `merge_parallel_projections`: FULLY_CONNECTED ops on the same input whose outputs are each
+  reshaped and transposed alike (q, k and v as three Linear layers) become one FULLY_CONNECTED
+  with the weights stacked, whose output the gathers of `merge_head_transposes` take apart;
+- `merge_head_transposes`: gathers of one tensor (the fused q/k/v projection) whose slices are
+  each reshaped and transposed alike become one reshape and one transpose of the whole tensor,
+  then the gathers.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgelite.schema import Model, remove_dead
+
+from .editor import Editor
+from .pass_layout import ELEMENTWISE, moves_data
+
+
+def _swap_last(perm) -> tuple:
+    return tuple(perm[:-2]) + (perm[-1], perm[-2])
+
+
+def _identity(perm) -> bool:
+    return tuple(perm) == tuple(range(len(perm)))
+
+
+def fold_matmul_transposes(model: Model) -> bool:
+    """A TRANSPOSE into BATCH_MATMUL that swaps the last two axes becomes adj_x / adj_y."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        for op in list(sg.operators):
+            if op.op != "BATCH_MATMUL":
+                continue
+            for k, flag in ((0, "adj_x"), (1, "adj_y")):
+                if _fold_input(ed, op, k, flag):
+                    changed = True
+        if changed:
+            remove_dead(sg)
+    return changed
+
+
+def _fold_input(ed: Editor, op, k: int, flag: str) -> bool:
+    t = op.inputs[k]
+    transpose = ed.producer(t)
+    perm = ed.transpose_perm(transpose)
+    if perm is None or len(perm) < 2 or (k == 0 and t == op.inputs[1]):
+        return False
+    rest = _swap_last(perm)
+    flipped = op.options.replace(**{flag: not getattr(op.options, flag)})
+    if _identity(rest):
+        ed.set_input(op, k, transpose.inputs[0])
+    elif k == 1 and perm[-2] == len(perm) - 1 and ed.only_read_by(t, op):
+        # the source's last axis stays last: [b, s, h, d] -> [b, h, d, s] becomes [b, h, s, d]
+        shape = ed.shape(t)
+        ed.sg.tensors[t].shape = _swap_last(shape)
+        ed.set_input(transpose, 1, ed.const(np.array(rest, np.int32),
+                                            f"{ed.sg.tensors[t].name}/perm"))
+    else:
+        return False
+    op.options = flipped
+    return True
+
+
+# -- parallel projections ------------------------------------------------------------------------
+
+def _head_split(ed: Editor, t: int):
+    """(reshape target, perm) when t is read only by a RESHAPE read only by a TRANSPOSE."""
+    readers = ed.readers(t)
+    if len(readers) != 1 or ed.is_output(t) or readers[0].op != "RESHAPE":
+        return None
+    reshape = readers[0]
+    z = reshape.outputs[0]
+    after = ed.readers(z)
+    if len(after) != 1 or ed.is_output(z):
+        return None
+    perm = ed.transpose_perm(after[0])
+    if perm is None or not moves_data(perm, ed.shape(z)):
+        return None
+    return ed.shape(z), perm
+
+
+def _projection(ed: Editor, op):
+    """(weights, bias or None) of a plain float FULLY_CONNECTED with constant parameters."""
+    if op.op != "FULLY_CONNECTED" or len(op.inputs) < 2 or op.options.weights_format != 0:
+        return None
+    w = ed.value(op.inputs[1])
+    bias = op.inputs[2] if len(op.inputs) > 2 else -1
+    b = ed.value(bias) if bias >= 0 else None
+    tensors = [ed.sg.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0])]
+    if w is None or w.ndim != 2 or (bias >= 0 and b is None) or any(
+            t.dtype != "float32" or t.quantization is not None for t in tensors):
+        return None
+    return w, b
+
+
+def merge_parallel_projections(model: Model) -> bool:
+    """FULLY_CONNECTED ops on one input, each output split into heads alike: one op."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        groups: dict = {}
+        for op in sg.operators:
+            params = _projection(ed, op)
+            split = _head_split(ed, op.outputs[0]) if params is not None else None
+            if split is not None:
+                o = op.options
+                key = (op.inputs[0], params[0].shape, params[1] is None, split,
+                       o.fused_activation_function, o.keep_num_dims)
+                groups.setdefault(key, []).append((op, params))
+        for members in groups.values():
+            if len(members) > 1:
+                _merge_projections(ed, members)
+                changed = True
+        if changed:
+            remove_dead(sg)
+    return changed
+
+
+def _merge_projections(ed: Editor, members) -> None:
+    first = members[0][0]
+    n, units = len(members), members[0][1][0].shape[0]
+    name = ed.sg.tensors[first.outputs[0]].name
+    w = ed.const(np.concatenate([p[0] for _, p in members]), f"{name}/stacked_weights")
+    bias = -1
+    if members[0][1][1] is not None:
+        bias = ed.const(np.concatenate([p[1] for _, p in members]), f"{name}/stacked_bias")
+    out_shape = ed.shape(first.outputs[0])
+    fused = ed.tensor(f"{name}/stacked", out_shape[:-1] + (n * units,), "float32")
+    heads = ed.tensor(f"{name}/stacked_heads", out_shape[:-1] + (n, units), "float32")
+    fc = ed.new_op("FULLY_CONNECTED", [first.inputs[0], w, bias], [fused], first.options)
+    reshape = ed.new_op("RESHAPE", [fused, ed.const(np.array(ed.shape(heads), np.int32),
+                                                    f"{name}/stacked_shape")], [heads],
+                        {"new_shape": ed.shape(heads)})
+    ed.insert_before(first, fc)
+    ed.insert_before(first, reshape)
+    axis = len(out_shape) - 1
+    for i, (op, _) in enumerate(members):
+        gather = ed.new_op("GATHER", [heads, ed.const(np.array(i, np.int32), f"{name}/part{i}")],
+                           list(op.outputs), {"axis": axis})
+        ed.remove(op)
+        ed.insert_after(reshape, gather)
+
+
+# -- head transposes -----------------------------------------------------------------------------
+
+def _scalar_elementwise(ed: Editor, op, t: int) -> bool:
+    """An elementwise op on t whose other inputs are constants of one value."""
+    if op.op not in ELEMENTWISE or len(op.outputs) != 1 or op.op in ("CAST", "SELECT_V2"):
+        return False
+    for x in op.inputs:
+        if x != t and (ed.value(x) is None or ed.value(x).size != 1 or len(ed.shape(x)) > 1):
+            return False
+    return op.inputs.count(t) == 1
+
+
+def _branch(ed: Editor, gather):
+    """(reshape or None, [elementwise ops], transpose) after a gather, each op the one reader
+    of the one before."""
+    t = gather.outputs[0]
+    reshape, chain = None, []
+    while True:
+        readers = ed.readers(t)
+        if len(readers) != 1 or ed.is_output(t):
+            return None
+        op = readers[0]
+        if op.op == "RESHAPE" and reshape is None and not chain and \
+                (len(op.inputs) < 2 or ed.value(op.inputs[1]) is not None):
+            reshape = op
+        elif _scalar_elementwise(ed, op, t):
+            chain.append(op)
+        else:
+            perm = ed.transpose_perm(op)
+            if perm is None or op.inputs[0] != t:
+                return None
+            return reshape, chain, op
+        t = op.outputs[0]
+
+
+def merge_head_transposes(model: Model) -> bool:
+    """Scalar gathers of one tensor along one axis, each slice reshaped and transposed alike:
+    one RESHAPE and one TRANSPOSE of the tensor, then the gathers (along axis 0)."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        sources: dict = {}
+        for op in sg.operators:
+            if op.op == "GATHER" and op.options.batch_dims == 0:
+                sources.setdefault(op.inputs[0], []).append(op)
+        for x, gathers in sources.items():
+            if _merge_heads(ed, x, gathers):
+                changed = True
+        if changed:
+            remove_dead(sg)
+    return changed
+
+
+def _merge_heads(ed: Editor, x: int, gathers) -> bool:
+    shape = ed.shape(x)
+    if len(gathers) < 2 or len(ed.readers(x)) != len(gathers) or ed.is_output(x) or \
+            ed.sg.tensors[x].quantization is not None:
+        return False
+    axis = gathers[0].options.axis % len(shape)
+    branches = []
+    for g in gathers:
+        index = ed.value(g.inputs[1])
+        if g.options.axis % len(shape) != axis or index is None or index.ndim != 0:
+            return False
+        branch = _branch(ed, g)
+        if branch is None:
+            return False
+        branches.append(branch)
+    reshapes = {None if r is None else ed.shape(r.outputs[0]) for r, _, _ in branches}
+    perms = {ed.transpose_perm(t) for _, _, t in branches}
+    if len(reshapes) != 1 or len(perms) != 1:
+        return False
+    (target,), (perm,) = reshapes, perms
+    first = min(gathers, key=ed.sg.operators.index)
+    name = ed.sg.tensors[x].name
+    if target is None:
+        split, at = x, axis
+    else:
+        at = _split_point(shape, axis, target)
+        if at is None:
+            return False
+        split_shape = tuple(target[:at]) + (shape[axis],) + tuple(target[at:])
+        split = ed.tensor(f"{name}/heads", split_shape, ed.sg.tensors[x].dtype)
+        ed.insert_before(first, ed.new_op(
+            "RESHAPE", [x, ed.const(np.array(split_shape, np.int32), f"{name}/heads_shape")],
+            [split], {"new_shape": split_shape}))
+    rest = [i for i in range(len(ed.shape(split))) if i != at]
+    whole = (at,) + tuple(rest[p] for p in perm)
+    moved_shape = tuple(ed.shape(split)[i] for i in whole)
+    moved = ed.tensor(f"{name}/heads_moved", moved_shape, ed.sg.tensors[x].dtype)
+    ed.insert_before(first, ed.new_op(
+        "TRANSPOSE", [split, ed.const(np.array(whole, np.int32), f"{name}/heads_perm")],
+        [moved]))
+    for g, (reshape, chain, transpose) in zip(gathers, branches):
+        ed.set_input(g, 0, moved)
+        g.options = g.options.replace(axis=0)
+        for op in [g] + chain:
+            ed.sg.tensors[op.outputs[0]].shape = moved_shape[1:]
+        if reshape is not None:
+            ed.replace_uses(reshape.outputs[0], g.outputs[0])
+            ed.remove(reshape)
+        ed.replace_uses(transpose.outputs[0], transpose.inputs[0])
+        ed.remove(transpose)
+    return True
+
+
+def _split_point(shape, axis: int, target):
+    """k with prod(target[:k]) == prod(shape[:axis]) (the last such), so that
+    reshape(x, target[:k] + [shape[axis]] + target[k:]) keeps each slice's reshape; or None."""
+    before, after = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    found = None
+    for k in range(len(target) + 1):
+        if math.prod(target[:k]) == before and math.prod(target[k:]) == after:
+            found = k
+    return found
