@@ -57,6 +57,16 @@ def convert_command(
     learning_rate: Annotated[float | None, Opt(
         "--learning-rate", help="with --train: the optimizer's step size (default: the "
         "optimizer's own)")] = None,
+    labels: Annotated[Path | None, Opt(
+        "--labels", help="TFLite Metadata: a labels file (one a line) for the first output, "
+        "packed into the model")] = None,
+    mean: Annotated[str | None, Opt(
+        "--mean", metavar="M[,M...]", help="TFLite Metadata: the inputs' normalization "
+        "(x - mean) / std, one value or one a channel")] = None,
+    std: Annotated[str | None, Opt("--std", metavar="S[,S...]", help="TFLite Metadata: see "
+                                   "--mean")] = None,
+    description: Annotated[str | None, Opt(
+        "--description", help="TFLite Metadata: what the model does")] = None,
 ) -> None:
     """Convert an ONNX model into a .tflite model."""
     needs("onnx", "convert", "converting an ONNX model")
@@ -66,7 +76,7 @@ def convert_command(
     quantization = (value(quantize), calibration_data, int8_io, value(calibration))
     try:
         _convert(model, output, input_shape, keep_io_layout, check, inputs, quantization,
-                 training, (atol, rtol))
+                 training, (atol, rtol), (labels, mean, std, description))
     except ConversionError as e:
         fail(getattr(e, "cli_message", str(e)))   # the message naming this command's flags
     except CliError:
@@ -94,7 +104,7 @@ def parse_input_shapes(specs: list) -> dict:
 
 
 def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
-             quantization, training, tolerance) -> None:
+             quantization, training, tolerance, metadata=(None,) * 4) -> None:
     from edgelite.converter import TFLiteConverter, TrainingOptions
     from edgelite.converter.quantize import conversion as quantized
 
@@ -103,7 +113,7 @@ def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
     quantized.configure(converter, *quantization)
     if training is not None:
         converter.training = TrainingOptions(*training)
-    content = converter.convert()
+    content = _with_metadata(converter.convert(), model.stem, *metadata)
     result = converter.last_conversion
     output = output or model.with_suffix(".tflite")
     try:
@@ -171,3 +181,21 @@ def check_lines(rows: list) -> list:
         lines.append(f"  {r['name']}: {errs}  (max |ref| {r['max_abs_ref']:.3g})"
                      f"{'' if r['ok'] else '  MISMATCH'}")
     return lines
+
+
+def _with_metadata(content: bytes, name: str, labels, mean, std, description) -> bytes:
+    """The converted model with TFLite Metadata (edgelite.schema.metadata) when any of --labels,
+    --mean, --std, --description is given."""
+    if (labels, mean, std, description) == (None,) * 4:
+        return content
+    from edgelite.schema.metadata import add_metadata
+
+    try:
+        names = labels and [x.strip() for x in labels.read_text().splitlines() if x.strip()]
+        values = [None if v is None else [float(x) for x in v.split(",")] for v in (mean, std)]
+        return add_metadata(content, labels=names, labels_file=labels and labels.name,
+                            mean=values[0], std=values[1], description=description, name=name)
+    except OSError as e:
+        fail(f"cannot read --labels {labels}: {e.strerror or e}")
+    except ValueError as e:   # a bad number, or labels/normalization that do not fit the model
+        fail(f"--labels/--mean/--std: {e}")
