@@ -92,7 +92,13 @@ def _conv_transpose_2d(b, n, x, w, bias, strides, out_pad, pads, out_shape, auto
     last = tuple(range(nd + 2))
     last = (0,) + last[2:] + (1,)                      # channels last
     xt = b.transpose(x, last)
-    shape = b.const(np.array([b.shape(x)[0], *size, c_out], np.int32))
+    dynamic = bool(b.dynamic_axes(x))
+    if dynamic:   # size = input size * stride + a constant, per axis: computed from SHAPE
+        offset = [sz - i * st for sz, i, st in zip(size, sizes, strides)]
+        shape = b.op("ADD", [b.op("MUL", [b.dims_of(xt, "int32"), b.const(np.array(
+            [1, *strides, 0], np.int32))]), b.const(np.array([0, *offset, c_out], np.int32))])
+    else:
+        shape = b.const(np.array([b.shape(x)[0], *size, c_out], np.int32))
     if nd == 2:
         wt = b.transpose(w, (1, 2, 3, 0))              # [C_out, kH, kW, C_in]
         y = b.op("TRANSPOSE_CONV", [shape, wt, xt, bias],
@@ -106,9 +112,13 @@ def _conv_transpose_2d(b, n, x, w, bias, strides, out_pad, pads, out_shape, auto
     if any(pb for pb, _ in pads) or size != out:
         begin = [0] + [pb for pb, _ in pads] + [0]
         end = [b.shape(y)[0]] + [pb + o for (pb, _), o in zip(pads, out)] + [c_out]
+        mask = 0
+        if dynamic:   # the crop's ends counted from the end: the same at every size
+            end = [0] + [pb + o - sz for (pb, _), o, sz in zip(pads, out, size)] + [0]
+            mask = sum(1 << k for k, e in enumerate(end) if e == 0)
         y = b.op("STRIDED_SLICE", [y, b.const(np.array(begin, np.int32)),
                                    b.const(np.array(end, np.int32)),
-                                   b.const(np.ones(nd + 2, np.int32))])
+                                   b.const(np.ones(nd + 2, np.int32))], {"end_mask": mask})
     return b.transpose(y, tuple(int(i) for i in np.argsort(last)))
 
 
