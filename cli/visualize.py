@@ -30,6 +30,7 @@ NODE_W_MIN = 110         # px, a node's width grows with its label
 CHAR_W = 7.2             # px per label character (the viewer's 12px monospace)
 GAP_X = 24               # px between nodes of one layer
 GAP_Y = 34               # px between layers
+LANE_GAP = 14           # px between a node and a skip edge's lane, and between lanes
 SWEEPS = 4               # ordering passes (down, up, down, up)
 VIEWER = Path(__file__).with_name("viewer.html")
 
@@ -200,6 +201,24 @@ def _layout(nodes: list, edges: list) -> None:
     for n in nodes:
         n["x"] = round(n["x"] - low + GAP_X, 1)
         n["y"] += GAP_Y
+    _route(nodes, edges, order)
+
+
+def _route(nodes: list, edges: list, order: list) -> None:
+    """An edge that skips layers (a residual connection) gets a lane: a vertical run right of
+    every node of the layers it passes, so it is not drawn through them. Lanes of edges whose
+    layer spans overlap are side by side (LANE_GAP apart)."""
+    right = [max(nodes[k]["x"] + nodes[k]["w"] for k in row) for row in order]
+    taken: list = []    # (lane x, first layer, last layer)
+    for e in sorted(edges, key=lambda e: (nodes[e["from"]]["layer"], nodes[e["to"]]["layer"])):
+        a, b = nodes[e["from"]]["layer"], nodes[e["to"]]["layer"]
+        if b - a < 2:
+            continue
+        x = max(right[a + 1:b]) + LANE_GAP
+        while any(abs(x - lx) < LANE_GAP / 2 and not (b < la or lb < a) for lx, la, lb in taken):
+            x += LANE_GAP
+        taken.append((x, a, b))
+        e["lane"] = round(x, 1)
 
 
 def _pack(row: list, x: dict, nodes: list) -> None:

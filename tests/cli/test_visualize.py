@@ -238,3 +238,20 @@ def test_refusals(models_dir, tmp_path):
     result = invoke(["visualize", models_dir / "digits_cnn.tflite", "-o", tmp_path / "x.html",
                      "--profile", other, "--delegate", "none"])
     assert result.exit_code == 1 and "another model" in result.stderr
+
+
+def test_skip_edges_run_beside_the_nodes_they_pass(models_dir):
+    """MobileNetV2's residual ADDs: each edge that skips layers has a lane right of every node
+    of the layers between its ends (so it is not drawn through them)."""
+    from edgelite.cli.visualize import graph_data
+
+    sg = graph_data(models_dir / "mobilenet_v2.tflite", delegate="none")["subgraphs"][0]
+    nodes = sg["nodes"]
+    skips = [e for e in sg["edges"]
+             if nodes[e["to"]]["layer"] - nodes[e["from"]]["layer"] > 1]
+    assert len(skips) == 10 == sum(n["type"] == "ADD" for n in nodes)
+    for e in skips:
+        a, b = nodes[e["from"]]["layer"], nodes[e["to"]]["layer"]
+        passed = [n for n in nodes if a < n["layer"] < b]
+        assert e["lane"] > max(n["x"] + n["w"] for n in passed)
+    assert all("lane" not in e for e in sg["edges"] if e not in skips)
