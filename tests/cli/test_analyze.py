@@ -119,3 +119,13 @@ def test_not_a_model(tmp_path):
     bad.write_bytes(b"nope")
     result = invoke(["analyze", bad])
     assert result.exit_code == 1 and result.stderr.startswith("error: ")
+
+
+def test_runtime_install_alone(models_dir):
+    """numpy and flatbuffers only: analyze runs, and says what the delegate needs."""
+    from tests.cli.helpers import run_blocked
+
+    done = run_blocked("edgelite", ["analyze", models_dir / "digits_cnn.tflite"])
+    assert done.returncode == 0, done.stderr
+    assert "Op#0 CONV_2D(" in done.stdout
+    assert "Delegate opencl: not available here: " in done.stdout and "pip install" in done.stdout

@@ -202,3 +202,12 @@ def test_progress_on_stderr_results_on_stdout(digits):
                     "--warmup-min-secs", "0", "--quiet", "--json"])
     assert quiet.exit_code == 0 and quiet.stderr == ""
     json.loads(quiet.stdout)    # nothing but the document
+
+
+def test_runtime_install_alone(digits):
+    """numpy and flatbuffers only (argparse, no rich): benchmark and its op profile run."""
+    from tests.cli.helpers import run_blocked
+
+    done = run_blocked("edgelite", ["benchmark", digits, *FAST, "--op-profile"])
+    assert done.returncode == 0, done.stderr
+    assert len(COUNT.findall(done.stdout)) == 2 and " Summary by node type " in done.stdout
