@@ -211,3 +211,18 @@ def test_runtime_install_alone(digits):
     done = run_blocked("edgelite", ["benchmark", digits, *FAST, "--op-profile"])
     assert done.returncode == 0, done.stderr
     assert len(COUNT.findall(done.stdout)) == 2 and " Summary by node type " in done.stdout
+
+
+def test_delegate_placement_and_partition_profile(digits):
+    pytest.importorskip("pyopencl")
+    result = invoke(["benchmark", digits, *FAST, "--delegate", "opencl:fp16", "--json",
+                     "--op-profile"])
+    if result.exit_code != 0 and "--delegate opencl:fp16" in result.stderr:
+        pytest.skip(f"no OpenCL device: {result.stderr.strip()}")
+    assert result.exit_code == 0, result.stderr
+    facts = json.loads(result.stdout)
+    assert facts["accelerators"] == ["OpenCL", "CPU"] and facts["fully_accelerated"] is True
+    assert "fp16" in facts["placement"]["device"]
+    assert {p["where"] for p in facts["placement"]["ops"]} == {"OpenCL"}
+    (step,) = facts["op_profile"]["run_order"]          # one partition: one step
+    assert step["node_type"] == "OpenCL partition" and "7 ops" in step["name"]
