@@ -3,8 +3,10 @@ wheel, and Keras models with random weights converted by TensorFlow's own conver
 float16, dynamic-range and full int8 (int8 inputs and outputs).
 
     python tools/tflite_corpus.py mediapipe [OUT]        # pip download + unzip (no TensorFlow)
+    MP_VENV/bin/python tools/tflite_corpus.py mediapipe-reference [OUT]   # mediapipe's outputs
     /work/venv-tf/bin/python tools/tflite_corpus.py keras [OUT] [--only NAME ...]
     python tools/tflite_corpus.py run [OUT] [--only SUBSTRING ...] [--json FILE] [--repeat N]
+    python tools/tflite_corpus.py divergence FILE.tflite  # first ops differing from LiteRT
 
 OUT defaults to ~/.cache/edgelite-tflite-corpus (models stay out of git). `keras` needs
 TensorFlow (its own venv: TensorFlow is never a dependency of edgelite) and writes
@@ -20,8 +22,9 @@ keras_<model>.<variant>.tflite plus manifest.json (the conversion error where on
   gap is no larger than LiteRT's own default-vs-reference gap on the same input (issue 13,
   item 4: on-the-fly input quantization amplifies 1-ulp float differences), or <= 1e-5;
 - a file LiteRT cannot run is listed with LiteRT's error, and still run by edgelite
-  (face_landmark_with_attention: MediaPipe's CPU custom ops, checked in
-  tests/interpreter/test_mediapipe_ops.py).
+  (face_landmark_with_attention, MediaPipe's CPU custom ops: `mediapipe-reference`, in a venv
+  with the mediapipe wheel and numpy < 2, saves what MediaPipe's own runtime gives, which
+  tests/interpreter/test_tflite_corpus.py compares).
 
 and the median latency of both (one thread each), as the ratio edgelite / LiteRT.
 """
@@ -63,6 +66,76 @@ def fetch_mediapipe(out: Path) -> list:
                 written.append(target.name)
     print(f"{len(written)} MediaPipe models in {out}")
     return written
+
+
+# MediaPipe's own runtime on the face landmarker with attention (LiteRT's wheel lacks its custom
+# ops): the wheel's InferenceCalculator with MediaPipe's op resolver (TfLiteCustomOpResolver-
+# Calculator), as its legacy face mesh with refined landmarks runs the model, on a fixed image.
+ATTENTION = "mp_face_landmark_with_attention.tflite"
+ATTENTION_REFERENCE = "mp_face_landmark_with_attention.mediapipe.npz"
+_MEDIAPIPE_GRAPH = """
+input_stream: "image"
+output_stream: "input"
+%(outputs)s
+node {
+  calculator: "ImageToTensorCalculator"
+  input_stream: "IMAGE:image"
+  output_stream: "TENSORS:input_tensors"
+  options: { [mediapipe.ImageToTensorCalculatorOptions.ext] {
+      output_tensor_width: 192 output_tensor_height: 192
+      output_tensor_float_range { min: 0.0 max: 1.0 } } }
+}
+node { calculator: "TensorsToFloatsCalculator" input_stream: "TENSORS:input_tensors"
+       output_stream: "FLOATS:input" }
+node { calculator: "TfLiteCustomOpResolverCalculator"
+       output_side_packet: "OP_RESOLVER:op_resolver" }
+node {
+  calculator: "InferenceCalculator"
+  input_stream: "TENSORS:input_tensors"
+  input_side_packet: "OP_RESOLVER:op_resolver"
+  output_stream: "TENSORS:output_tensors"
+  options: { [mediapipe.InferenceCalculatorOptions.ext] {
+      model_path: "%(model)s" delegate { tflite {} } } }
+}
+node {
+  calculator: "SplitTensorVectorCalculator"
+  input_stream: "output_tensors"
+  %(split)s
+  options: { [mediapipe.SplitVectorCalculatorOptions.ext] { %(ranges)s } }
+}
+%(floats)s
+"""
+
+
+def mediapipe_reference(out: Path, count: int = 7) -> Path:
+    """Runs the face landmarker with attention in the mediapipe wheel's runtime (a venv with
+    mediapipe 0.10.14 and numpy < 2) on a fixed image; writes the image, the input tensor
+    MediaPipe made of it and the 7 outputs (flattened) to ATTENTION_REFERENCE."""
+    import mediapipe as mp
+    from mediapipe.python import packet_creator, packet_getter
+    graph = _MEDIAPIPE_GRAPH % dict(
+        model=str(out / ATTENTION),
+        outputs=" ".join(f'output_stream: "o{k}"' for k in range(count)),
+        split=" ".join(f'output_stream: "t{k}"' for k in range(count)),
+        ranges=" ".join(f"ranges {{ begin: {k} end: {k + 1} }}" for k in range(count)),
+        floats="\n".join(f'node {{ calculator: "TensorsToFloatsCalculator" input_stream: '
+                         f'"TENSORS:t{k}" output_stream: "FLOATS:o{k}" }}' for k in range(count)))
+    g = mp.CalculatorGraph(graph_config=graph)
+    got = {}
+    def keep(stream, packet):
+        got[stream] = packet_getter.get_float_list(packet)
+    for name in ["input"] + [f"o{k}" for k in range(count)]:
+        g.observe_output_stream(name, keep)
+    g.start_run()
+    image = np.random.default_rng(SEED).integers(0, 256, (192, 192, 3), dtype=np.uint8)
+    g.add_packet_to_input_stream("image", packet_creator.create_image_frame(
+        image_format=mp.ImageFormat.SRGB, data=image).at(0))
+    g.close()
+    target = out / ATTENTION_REFERENCE
+    np.savez(target, image=image, mediapipe=mp.__version__,
+             **{k: np.asarray(v, np.float32) for k, v in got.items()})
+    print(f"wrote {target} (mediapipe {mp.__version__})")
+    return target
 
 
 # -- building: Keras models through TensorFlow's converter -------------------------------------
@@ -375,13 +448,49 @@ def check_file(path: Path, repeat: int = 5, value_range=(-1.0, 1.0)) -> dict:
             row["litert_gap"] = own / (scale or 1)
             if gap <= own:
                 row["result"] = "ok (within LiteRT's own default-vs-reference gap)"
-    if repeat:
+    if repeat:   # both with their default kernels
+        if kind in ("int8", "dynamic"):
+            ours_it = _edgelite(path, reference=False)
+            _invoke(ours_it, feeds)
         ours_ms = _median_ms(ours_it, feeds, repeat)
         row["edgelite_ms"] = round(ours_ms, 2)
         if "default" in got:
             row["litert_ms"] = round(got["default"][1], 2)
             row["ratio"] = round(ours_ms / got["default"][1], 2)
     return row
+
+
+def first_divergence(path: Path, value_range=(-1.0, 1.0), count: int = 5) -> list:
+    """The first `count` operators (subgraph 0, in execution order) whose outputs differ
+    between edgelite and LiteRT, both on their reference kernels (BUILTIN_REF), every tensor
+    kept: [(operator index, op, output name, max |diff|, max |LiteRT|)]. An op whose inputs
+    already differ is listed too: the first row is where a difference starts."""
+    import edgelite.schema as schema
+    from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
+    from edgelite.interpreter import Interpreter
+    from edgelite.interpreter import OpResolverType as Ours
+    ours = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True,
+                       experimental_op_resolver_type=Ours.BUILTIN_REF)
+    feeds = example_inputs(ours.get_input_details(), value_range=value_range)
+    _invoke(ours, feeds)
+    theirs = LiteRT(model_path=str(path), experimental_preserve_all_tensors=True,
+                    experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    _invoke(theirs, feeds)
+    sg = schema.load(str(path)).subgraphs[0]
+    found = []
+    for k, op in enumerate(sg.operators):
+        for t in op.outputs:
+            try:
+                a = np.asarray(ours.get_tensor(t), np.float64)
+                b = np.asarray(theirs.get_tensor(t), np.float64)
+            except ValueError:
+                continue
+            if a.shape == b.shape and a.size and not np.array_equal(a, b):
+                found.append((k, op.opcode.custom_code or op.opcode.builtin, sg.tensors[t].name,
+                              float(np.max(np.abs(a - b))), float(np.max(np.abs(b)))))
+        if len(found) >= count:
+            break
+    return found
 
 
 def run_corpus(out: Path, only=None, repeat: int = 5, json_path=None) -> list:
@@ -425,7 +534,8 @@ def _table_line(r: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("command", choices=("mediapipe", "keras", "keras-one", "run", "litert"))
+    p.add_argument("command", choices=("mediapipe", "mediapipe-reference", "keras", "keras-one",
+                                       "run", "litert", "divergence"))
     p.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT)
     p.add_argument("--only", nargs="*")
     p.add_argument("--repeat", type=int, default=5)
@@ -434,10 +544,18 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.command == "mediapipe":
         fetch_mediapipe(a.out)
+    elif a.command == "mediapipe-reference":
+        mediapipe_reference(a.out)
     elif a.command == "keras":
         build_keras(a.out, a.only)
     elif a.command == "keras-one":
         build_keras_one(a.out, *a.only)
+    elif a.command == "divergence":    # OUT is a .tflite here
+        manifest = json.loads((a.out.parent / "manifest.json").read_text()) \
+            if (a.out.parent / "manifest.json").exists() else {}
+        value_range = tuple(manifest.get(a.out.name, {}).get("input_range", (-1.0, 1.0)))
+        for row in first_divergence(a.out, value_range):
+            print("operator %d %s -> %s: max diff %.3g (max |LiteRT| %.3g)" % row)
     elif a.command == "litert":     # internal: one LiteRT run (see litert_outputs)
         _litert_child(a.out, Path(a.only[0]) if a.only else None, a.mode, a.repeat)
     else:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .common import F32, bias_epilogue, check_float, clamp_activation, with_optional_inputs
 from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, transpose_conv_shape
+from . import reference_order
 from .registry import register
 from .scratch import Scratch
 from .taps import TapGrid, Window, opaque_items, patch_accumulator, scatter_patches
@@ -28,6 +29,8 @@ def conv_2d(node):
     groups = conv_2d_groups(node, x.shape, w.shape)
     n, o, (kh, kw), cg = x.shape[0], w.shape[0], w.shape[1:3], w.shape[3]
     _check_bias(node, b, o)
+    if reference_order.applies(node, x.shape, w.shape, depthwise=False):   # BUILTIN_REF
+        return with_optional_inputs(node, reference_order.prepare(node, x, w, b, False), 3)
     win = Window(node, x.shape, conv_windows(node, x.shape, kh, kw))
     node.outputs[0].shape = (n, win.ho, win.wo, o)
     act = clamp_activation(node.options.fused_activation_function, node)
@@ -181,6 +184,8 @@ def depthwise_conv_2d(node):
     mult = depthwise_multiplier(node, x.shape, w.shape)
     n, (_, kh, kw, o) = x.shape[0], w.shape
     _check_bias(node, b, o)
+    if reference_order.applies(node, x.shape, w.shape, depthwise=True):    # BUILTIN_REF
+        return with_optional_inputs(node, reference_order.prepare(node, x, w, b, True), 3)
     grids = TapGrid.bands(node, x.shape, conv_windows(node, x.shape, kh, kw), mult)
     ho, wo = grids[-1].end, grids[0].wo
     node.outputs[0].shape = (n, ho, wo, o)

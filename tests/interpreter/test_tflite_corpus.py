@@ -135,3 +135,25 @@ def test_face_landmark_with_attention():
     for a, d in zip(outputs, theirs.get_output_details()):
         b = theirs.get_tensor(d["index"])
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-4 * max(np.abs(b).max(), 1e-30))
+
+
+def test_face_landmark_with_attention_matches_mediapipe():
+    """Against MediaPipe's own runtime (the mediapipe 0.10.14 wheel's InferenceCalculator with
+    its custom-op resolver, as its face mesh with refined landmarks runs this model):
+    `tools/tflite_corpus.py mediapipe-reference` saved its input tensor and outputs."""
+    from edgelite.interpreter import Interpreter
+    _corpus_file(tc.ATTENTION)
+    saved = np.load(_corpus_file(tc.ATTENTION_REFERENCE))
+    assert str(saved["mediapipe"]) == "0.10.14"
+    it = Interpreter(model_path=str(CORPUS / tc.ATTENTION))
+    it.allocate_tensors()
+    x = saved["input"].reshape(1, 192, 192, 3)
+    np.testing.assert_allclose(x, saved["image"][None] / 255.0, atol=1e-6)   # the same image
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    details = it.get_output_details()
+    assert len(details) == 7
+    for k, d in enumerate(details):
+        ours, theirs = it.get_tensor(d["index"]).reshape(-1), saved[f"o{k}"]
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-4 * np.abs(theirs).max(),
+                                   err_msg=d["name"])
