@@ -171,3 +171,41 @@ def test_unlike_branches_are_left_alone():
                   {"i0": np.array(0, I64), "i1": np.array(1, I64)})
     conversion = check(proto)
     assert Counter(conversion.ops_out)["GATHER"] == 2
+
+
+# -- the feed-forward half: GPT-2's tanh GELU --------------------------------------------------
+
+@pytest.mark.parametrize("cube", ["pow", "mul"])
+@pytest.mark.parametrize("half_first", [True, False])
+def test_tanh_gelu_becomes_one_op(cube, half_first):
+    """0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), as GPT-2's NewGELUActivation
+    exports: one GELU with approximate=True."""
+    nodes = [node("Pow", ["x", "three"], ["x3"])] if cube == "pow" else [
+        node("Mul", ["x", "x"], ["x2"]), node("Mul", ["x2", "x"], ["x3"])]
+    nodes += [node("Mul", ["c", "x3"], ["cx3"]), node("Add", ["x", "cx3"], ["inner"]),
+              node("Mul", ["inner", "k"], ["scaled"]), node("Tanh", ["scaled"], ["t"]),
+              node("Add", ["one", "t"], ["t1"])]
+    if half_first:
+        nodes += [node("Mul", ["half", "x"], ["hx"]), node("Mul", ["hx", "t1"], ["y"])]
+    else:
+        nodes += [node("Mul", ["x", "t1"], ["xt"]), node("Mul", ["xt", "half"], ["y"])]
+    proto = model(nodes, [("x", [2, 16])], ["y"],
+                  {"three": np.array(3, F), "c": np.array(0.044715, F),
+                   "k": np.array(np.sqrt(2 / np.pi), F), "one": np.array(1, F),
+                   "half": np.array(0.5, F)})
+    conversion = check(proto, {"x": np.linspace(-5, 5, 32, dtype=F).reshape(2, 16)})
+    assert conversion.ops_out == {"GELU": 1}
+    (op,) = conversion.model.subgraphs[0].operators
+    assert op.options.approximate
+
+
+def test_tanh_without_the_gelu_constants_stays():
+    nodes = [node("Pow", ["x", "three"], ["x3"]), node("Mul", ["c", "x3"], ["cx3"]),
+             node("Add", ["x", "cx3"], ["inner"]), node("Mul", ["inner", "k"], ["scaled"]),
+             node("Tanh", ["scaled"], ["t"]), node("Add", ["one", "t"], ["t1"]),
+             node("Mul", ["x", "t1"], ["xt"]), node("Mul", ["xt", "half"], ["y"])]
+    proto = model(nodes, [("x", [2, 16])], ["y"],
+                  {"three": np.array(3, F), "c": np.array(0.05, F),
+                   "k": np.array(np.sqrt(2 / np.pi), F), "one": np.array(1, F),
+                   "half": np.array(0.5, F)})
+    assert "GELU" not in check(proto).ops_out
