@@ -18,7 +18,7 @@ def convert_command(
         "-o", "--output", help="the .tflite to write (default: MODEL with .tflite)")] = None,
     input_shape: Annotated[list[str], Opt(
         "--input-shape", metavar="NAME=D0,D1,...",
-        help="fix an input's shape (-1 keeps the first dim dynamic); repeatable")] = (),
+        help="fix an input's shape (-1: a dim stays dynamic, as open dims do); repeatable")] = (),
     keep_io_layout: Annotated[bool, Opt(
         "--keep-io-layout", help="keep every input and output in ONNX's layout (NCHW)")] = False,
     check: Annotated[bool, Opt(

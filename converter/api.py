@@ -71,8 +71,9 @@ class TFLiteConverter:
         inference_input_type: numpy.int8 (numpy.int16 for 16x8) for integer model inputs;
             None or numpy.float32 keeps them float.
         inference_output_type: the same for the model's outputs.
-        input_shapes: {input name: shape} fixing an input's dynamic dims (-1 keeps the first
-            dim dynamic), e.g. {"x": [1, 3, 224, 224]}.
+        input_shapes: {input name: shape} fixing an input's dynamic dims (-1 keeps a dim
+            dynamic; dims the ONNX file leaves open stay dynamic without it),
+            e.g. {"x": [1, 3, 224, 224]}.
         keep_io_layout: True keeps every input and output in ONNX's layout (NCHW) instead of
             the .tflite's NHWC.
         calibration: how activation ranges are calibrated: "minmax" (the extremes seen),

@@ -23,7 +23,7 @@ from edgelite.schema import Model, SignatureDef, save
 from . import pipeline
 from .errors import input_shapes_setting, worded
 from .errors import ConversionError
-from .onnx_import import Imported, import_onnx, load_onnx
+from .onnx_import import Imported, import_onnx, load_onnx, resolve_inputs
 from .editor import Editor
 from .pass_clean import compact
 
@@ -51,6 +51,7 @@ def convert_onnx(source, input_shapes: dict | None = None,
     """Convert an ONNX model (path or ModelProto) into `.tflite` bytes."""
     start = time.perf_counter()
     proto = load_onnx(source)
+    resolve_inputs(proto, input_shapes or {})   # the settings' mistakes, whatever the sizes
     sizes = Sizes(proto, input_shapes or {})
     warnings = []
     if not sizes.open:
@@ -124,13 +125,24 @@ def _convert_dynamic(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
         sizes.ladder = ladder
         try:
             return _dynamic_at(proto, input_shapes, keep_io_layout, sizes)
-        except UnsupportedOpsError:
-            raise
         except ConversionError as e:
-            errors.append(e)
+            if isinstance(e, UnsupportedOpsError) and all(
+                    "no lowering for" in p or "is not supported" in p and "domain" in p
+                    for p in e.problems):
+                raise   # the same at any size
+            sizes.batch = 1
+            errors.append((sizes.describe(), e))
             if sizes.batch_only:
                 break   # the ladder does not change a first dim's sizes
-    raise errors[0]
+    if len(errors) == 1 or sizes.batch_only:
+        raise errors[0][1]
+    tried = "; ".join(described.replace("the dynamic dims are fixed at ", "")
+                      for described, _ in errors)
+    first = errors[0][1]
+    raise ConversionError(worded(
+        f"the model converts at none of the sizes tried for its open dims ({tried}); give "
+        "the sizes it needs with ", input_shapes_setting(), " (-1 keeps a dim dynamic). At "
+        "the first sizes: ", first)) from None
 
 
 def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):

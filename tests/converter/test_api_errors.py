@@ -36,8 +36,6 @@ def conversion_error(model, **settings) -> ConversionError:
 
 
 @pytest.mark.parametrize("dims, input_shapes, api, cli", [
-    (["N", 3, "H", "W"], None,
-     "input_shapes={'x': [-1, 3, ?, ?]}", "--input-shape x=-1,3,?,?"),
     ([1, 3, 8, 8], {"nope": [1, 3]},
      "input_shapes names 'nope', but the model's inputs are 'x'",
      "--input-shape names 'nope', but the model's inputs are 'x'"),
@@ -58,10 +56,25 @@ def test_shape_errors_listed_at_once_in_both_wordings():
          helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    e = conversion_error(model, input_shapes={"b": [1, 2, 4]})
-    assert "input_shapes={'a': [-1, ?]}" in str(e) and "input_shapes['b']: 3 dims" in str(e)
-    assert "--input-shape a=-1,?" in e.cli_message and "--input-shape b: 3 dims" in e.cli_message
+    e = conversion_error(model, input_shapes={"a": [1], "b": [1, 2, 4]})
+    assert "input_shapes['a']: 1 dims" in str(e) and "input_shapes['b']: 3 dims" in str(e)
+    assert "--input-shape a: 1 dims" in e.cli_message and "--input-shape b: 3 dims" in e.cli_message
     assert not FLAG.search(str(e))
+
+
+def test_open_dims_no_size_fits_name_the_argument():
+    """Open dims that the model cannot take at any size tried (a constant reshape fixes them)
+    are refused with the sizes tried and the setting that gives them."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 40])],
+        [helper.make_tensor("shape", TensorProto.INT64, [3], [1, 3, 40])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    e = conversion_error(model)
+    assert "none of the sizes tried" in str(e) and "x[2]=128, x[3]=128" in str(e)
+    assert "with input_shapes (-1 keeps a dim dynamic)" in str(e) and not FLAG.search(str(e))
+    assert "with --input-shape (-1 keeps a dim dynamic)" in e.cli_message
 
 
 def test_quantization_errors_name_the_settings():
@@ -115,18 +128,19 @@ def test_help_lists_every_public_attribute():
 
 
 def test_dynamic_dim_warning_names_the_argument(monkeypatch):
-    """A first dim that cannot stay dynamic is fixed at 1 with a warning naming input_shapes
-    (and, for the command line, --input-shape)."""
+    """A dim that cannot stay dynamic is fixed (a first dim at 1) with a warning naming
+    input_shapes (and, for the command line, --input-shape)."""
     from edgelite.converter import convert
 
     monkeypatch.setattr(convert, "mark_dynamic_dims", lambda model, other: "a reason")
-    monkeypatch.setattr(convert, "_dynamic_with_loops", lambda *args: None)
-    monkeypatch.setattr(convert, "_dynamic_from_two_and_three", lambda *args: None)
+    monkeypatch.setattr(convert, "_folded_with_loops", lambda *args: None)
+    monkeypatch.setattr(convert, "_folded_from_second_and_third", lambda *args: None)
     converter = TFLiteConverter.from_onnx(relu_model(["N", 4]))
     converter.convert()
     warning, = converter.last_conversion.warnings
-    assert "fix it with input_shapes" in warning and not FLAG.search(warning)
-    assert "fix it with --input-shape" in cli_wording(warning)
+    assert "fixed at x[0]=1: a reason" in warning
+    assert "fix them with input_shapes" in warning and not FLAG.search(warning)
+    assert "fix them with --input-shape" in cli_wording(warning)
 
 
 def test_check_inputs_errors_name_the_file(tmp_path):
