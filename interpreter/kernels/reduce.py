@@ -160,12 +160,14 @@ def mean(node):
     """The sum divided by the count; integers sum in int64 and divide truncating, as TFLite."""
     node.expect_inputs(2)
     dtype = node.outputs[0].dtype
+    # BUILTIN_REF: TFLite's reference MEAN adds in order (issue 13: hybrid models amplify ulps)
+    ordered = bool(getattr(getattr(node, "runtime", None), "reference", False))
     if known_at_run_time(node, 1):
-        return _at_run_time(node, lambda plan: _mean_run(dtype, plan))
-    return _mean_run(dtype, _plan(node))
+        return _at_run_time(node, lambda plan: _mean_run(dtype, plan, ordered))
+    return _mean_run(dtype, _plan(node), ordered)
 
 
-def _mean_run(dtype, plan):
+def _mean_run(dtype, plan, ordered=False):
     if plan is None:
         return _copy
     view, axes, out_view = plan
@@ -174,6 +176,10 @@ def _mean_run(dtype, plan):
     if dtype.kind == "f":
         n = float(count)
         total = _float_sum(view, axes, out_view)
+        if ordered and len(axes) == 1 and 0 < axes[0] == len(view) - 2:
+            # (A, R, B) over R: numpy adds whole B-rows one after another, in R's order
+            def total(x, out):
+                reduce(x.reshape(view), axis=axes, out=out.reshape(out_view))
 
         def run(x, _, out):
             total(x, out)

@@ -1,6 +1,7 @@
-"""Under OpResolverType.BUILTIN_REF, float DEPTHWISE_CONV_2D and small CONV_2D (at most 32
-products per output) sum in the order of TFLite's reference kernels: bit-identical to LiteRT's
-BUILTIN_REF (interpreter/kernels/reference_order.py says why: issue 13's hybrid models)."""
+"""Under OpResolverType.BUILTIN_REF, float DEPTHWISE_CONV_2D, small CONV_2D (at most 32
+products per output) and global MEAN sum in the order of TFLite's reference kernels:
+bit-identical to LiteRT's BUILTIN_REF (interpreter/kernels/reference_order.py says why: issue
+13's hybrid models)."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,3 +50,13 @@ def test_depthwise_bit_exact_under_builtin_ref(name):
 def test_small_conv_bit_exact_under_builtin_ref(name):
     _case("CONV_2D", *CONV[name])
 
+
+
+@pytest.mark.parametrize("shape", [(1, 14, 14, 96), (1, 56, 56, 16), (2, 9, 9, 40)])
+def test_global_mean_bit_exact_under_builtin_ref(shape):
+    """MEAN over H and W (global average pooling) adds in order under BUILTIN_REF."""
+    x = (np.random.default_rng(0).standard_normal(shape) * 3 + 1).astype(np.float32)
+    model = op_model("MEAN", [In(shape), np.array([1, 2], np.int32)],
+                     options=dict(keep_dims=True))
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
