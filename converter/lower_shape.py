@@ -355,7 +355,11 @@ def gather(b, n):
     if value is not None and (value < 0).any():  # TFLite's GATHER takes no negative indices
         indices = b.const(np.where(value < 0, value + shape[axis], value).astype(value.dtype))
     elif value is None:  # known only at run time: wrap negatives, FLOOR_MOD is exact here
-        size = b.const(np.array(shape[axis], b.sg.tensors[indices].np_dtype))
+        dtype = b.sg.tensors[indices].np_dtype
+        size = b.const(np.array(shape[axis], dtype))
+        if axis in b.dynamic_axes(x):
+            size = b.reshape(b.op("GATHER", [b.dims_of(x, dtype.name), b.const(
+                np.array([axis], np.int32))], {"axis": 0}), ())
         indices = b.op("FLOOR_MOD", [indices, size])
     return b.op("GATHER", [x, indices], {"axis": axis})
 
