@@ -43,8 +43,9 @@ elif _CORE:
 
 import numpy as np  # noqa: E402
 
-from edgelite.cli.benchmark import benchmark, _LiteRT, _loop, _latency  # noqa: E402
+from edgelite.cli.benchmark import benchmark, latency_facts, timed_loop  # noqa: E402
 from edgelite.cli.common import CliError  # noqa: E402
+from edgelite.cli.peers import LiteRT  # noqa: E402
 from edgelite.cli.session import duration  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -98,11 +99,11 @@ def bench_model(path: Path, ref: Path | None, args) -> dict:
     except CliError as e:
         if "input_" in str(e):         # a reference .npz that does not fit: random inputs
             return bench_model(path, None, args)
-        litert = _LiteRT(path, args.threads, _random_inputs(path))
-        times = _loop(litert.invoke, args.runs, args.seconds / 2, 10 * args.seconds, False,
+        litert = LiteRT(path, args.threads, _random_inputs(path))
+        times = timed_loop(litert.invoke, args.runs, args.seconds / 2, 10 * args.seconds, False,
                       "litert")
         return {"model": path.name, "ops": ops, "error": str(e),
-                "litert": _latency(litert.init_s, [], times)}
+                "litert": latency_facts(litert.init_s, [], times)}
     return {**facts, "model": path.name, "ops": ops}
 
 
