@@ -1,0 +1,1 @@
+package android.graphics; public class Canvas { public Canvas(Bitmap b) {} public void drawColor(int c) {} public void drawPoint(float x, float y, Paint p) {} public void drawLine(float a, float b, float c, float d, Paint p) {} public void drawBitmap(Bitmap b, Rect src, Rect dst, Paint p) {} }

@@ -1,0 +1,1 @@
+package android.graphics; public class Matrix { public boolean postRotate(float d) { return true; } }

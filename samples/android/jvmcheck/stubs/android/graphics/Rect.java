@@ -1,0 +1,1 @@
+package android.graphics; public final class Rect { public Rect(int l, int t, int r, int b) {} }

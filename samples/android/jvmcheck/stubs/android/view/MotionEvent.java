@@ -1,0 +1,1 @@
+package android.view; public final class MotionEvent { public static final int ACTION_DOWN = 0, ACTION_UP = 1, ACTION_MOVE = 2; public final float getX() { return 0; } public final float getY() { return 0; } public final int getActionMasked() { return 0; } }

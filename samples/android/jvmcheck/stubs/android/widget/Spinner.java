@@ -1,0 +1,1 @@
+package android.widget; public class Spinner extends android.view.ViewGroup { public Spinner(android.content.Context c) { super(c); } public SpinnerAdapter getAdapter() { return null; } public void setAdapter(SpinnerAdapter a) {} public int getSelectedItemPosition() { return 0; } }

@@ -1,0 +1,1 @@
+package androidx.activity; public class ComponentActivity extends android.app.Activity implements androidx.lifecycle.LifecycleOwner { public final <I, O> androidx.activity.result.ActivityResultLauncher<I> registerForActivityResult(androidx.activity.result.contract.ActivityResultContract<I, O> c, androidx.activity.result.ActivityResultCallback<O> cb) { return null; } }

@@ -1,0 +1,1 @@
+package androidx.activity.result; public interface ActivityResultCallback<O> { void onActivityResult(O result); }

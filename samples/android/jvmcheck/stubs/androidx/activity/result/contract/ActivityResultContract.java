@@ -1,0 +1,1 @@
+package androidx.activity.result.contract; public abstract class ActivityResultContract<I, O> {}

@@ -1,0 +1,1 @@
+package androidx.camera.core; public final class Preview extends UseCase { public interface SurfaceProvider {} public void setSurfaceProvider(SurfaceProvider p) {} public static final class Builder { public Builder() {} public Preview build() { return null; } } }

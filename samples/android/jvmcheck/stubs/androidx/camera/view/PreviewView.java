@@ -1,0 +1,1 @@
+package androidx.camera.view; public final class PreviewView extends android.view.ViewGroup { public PreviewView(android.content.Context c) { super(c); } public androidx.camera.core.Preview.SurfaceProvider getSurfaceProvider() { return null; } }

@@ -1,0 +1,1 @@
+package androidx.core.content; public class ContextCompat { public static int checkSelfPermission(android.content.Context c, String p) { return 0; } public static java.util.concurrent.Executor getMainExecutor(android.content.Context c) { return null; } }

@@ -1,0 +1,1 @@
+package androidx.lifecycle; public interface LifecycleOwner {}
