@@ -95,6 +95,30 @@ def abs_int64(b, x):
     return b.op("MAXIMUM", [x, b.op("NEG", [x])])
 
 
+@lowers("IsNaN")
+def is_nan(b, n):
+    """x != x (transformers' attention masks rows that are all masked out through it)."""
+    x = n.input(0)
+    return b.op("NOT_EQUAL", [x, x], dtype="bool")
+
+
+@lowers("IsInf")
+def is_inf(b, n):
+    x = n.input(0)
+    dtype = b.sg.tensors[x].np_dtype
+    if dtype.kind != "f":
+        raise n.fail(f"takes a float input, not {b.dtype(x)}")
+    inf = b.const(np.array(np.inf, dtype))
+    positive, negative = int(n.attr("detect_positive", 1)), int(n.attr("detect_negative", 1))
+    if positive and negative:
+        return b.op("EQUAL", [b.op("ABS", [x]), inf], dtype="bool")
+    if positive:
+        return b.op("EQUAL", [x, inf], dtype="bool")
+    if negative:
+        return b.op("EQUAL", [x, b.const(np.array(-np.inf, dtype))], dtype="bool")
+    return b.op("LESS", [x, b.const(np.array(-np.inf, dtype))], dtype="bool")  # all false
+
+
 @lowers("Mod")
 def mod(b, n):
     """fmod=0 (the remainder takes the divisor's sign): FLOOR_MOD. fmod=1 (the dividend's

@@ -55,13 +55,26 @@ def _vision(fn_name: str, shape=(1, 3, 224, 224), module="models", **kwargs):
         fn = getattr(torchvision.models if module == "models" else
                      getattr(torchvision.models, module), fn_name)
         m = fn(weights=None, **kwargs).eval()
+        _no_zero_weights(m)
         return m, {"x": torch.randn(*shape)}
     return build
 
 
-def _picked(module, pick):
+def _no_zero_weights(module) -> None:
+    """Weights that torchvision initializes to zeros (ViT's head) drawn at random instead: an
+    output that is all zeros checks nothing."""
+    import torch
+
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.ndim > 1 and not p.any():
+                p.normal_(0.0, 0.02)
+
+
+def _picked(module, pick, names=None):
     """`module` with its output (a dict, a tuple, a model output) reduced by `pick` to tensors:
-    ONNX exports take tensors."""
+    ONNX exports take tensors. `names`: the inputs passed by keyword (transformers' models take
+    more positional parameters than the ones exported)."""
     import torch
 
     class Picked(torch.nn.Module):
@@ -70,6 +83,8 @@ def _picked(module, pick):
             self.inner = module
 
         def forward(self, *args):
+            if names is not None:
+                return pick(self.inner(**dict(zip(names, args))))
             return pick(self.inner(*args))
     return Picked().eval()
 
@@ -132,6 +147,103 @@ def _vision_exports() -> list:
     return out
 
 
+# -- torchvision-like models without torchvision ---------------------------------------------------
+# CI's pinned subset: torchvision's wheels here need torch 2.14's 5.5 GB CUDA build, and the
+# CPU torch 2.13 loads no torchvision build. The same building blocks, smaller.
+
+def _mini_mobilenet_v3():
+    """MobileNetV3-small's blocks: a hardswish stem, inverted residuals with depthwise 3x3 and
+    5x5, squeeze-and-excitation (hardsigmoid gate), a hardswish head."""
+    import torch
+    from torch import nn
+
+    def conv(cin, cout, k, stride=1, groups=1, act=nn.Hardswish):
+        return [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+                nn.BatchNorm2d(cout)] + ([act()] if act else [])
+
+    class SqueezeExcite(nn.Module):
+        def __init__(self, c, squeeze):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Conv2d(c, squeeze, 1), nn.Conv2d(squeeze, c, 1)
+
+        def forward(self, x):
+            s = nn.functional.adaptive_avg_pool2d(x, 1)
+            return x * nn.functional.hardsigmoid(self.fc2(torch.relu(self.fc1(s))))
+
+    class Block(nn.Module):
+        def __init__(self, cin, expand, cout, k, stride, se, act):
+            super().__init__()
+            layers = conv(cin, expand, 1, act=act) if expand != cin else []
+            layers += conv(expand, expand, k, stride, groups=expand, act=act)
+            layers += [SqueezeExcite(expand, max(8, expand // 4))] if se else []
+            layers += conv(expand, cout, 1, act=None)
+            self.body = nn.Sequential(*layers)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            y = self.body(x)
+            return x + y if self.residual else y
+
+    class MiniMobileNetV3(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(
+                *conv(3, 16, 3, 2), Block(16, 16, 16, 3, 2, True, nn.ReLU),
+                Block(16, 72, 24, 3, 2, False, nn.ReLU), Block(24, 88, 24, 3, 1, False, nn.ReLU),
+                Block(24, 96, 40, 5, 2, True, nn.Hardswish),
+                Block(40, 120, 40, 5, 1, True, nn.Hardswish), *conv(40, 144, 1))
+            self.classifier = nn.Sequential(nn.Linear(144, 256), nn.Hardswish(),
+                                            nn.Dropout(0.2), nn.Linear(256, 10))
+
+        def forward(self, x):
+            x = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+            return self.classifier(torch.flatten(x, 1))
+
+    return _with_batchnorm_statistics(MiniMobileNetV3()), {"x": torch.randn(1, 3, 96, 96)}
+
+
+def _mini_squeezenet():
+    """SqueezeNet 1.1's fire modules (squeeze 1x1, expand 1x1 and 3x3 concatenated), ceil-mode
+    max pools, a 1x1 conv classifier and a global average pool."""
+    import torch
+    from torch import nn
+
+    class Fire(nn.Module):
+        def __init__(self, cin, squeeze, expand):
+            super().__init__()
+            self.squeeze = nn.Conv2d(cin, squeeze, 1)
+            self.e1, self.e3 = nn.Conv2d(squeeze, expand, 1), nn.Conv2d(squeeze, expand, 3,
+                                                                          padding=1)
+
+        def forward(self, x):
+            s = torch.relu(self.squeeze(x))
+            return torch.cat([torch.relu(self.e1(s)), torch.relu(self.e3(s))], 1)
+
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, 2), nn.ReLU(), nn.MaxPool2d(3, 2, ceil_mode=True),
+                          Fire(32, 8, 32), Fire(64, 8, 32), nn.MaxPool2d(3, 2, ceil_mode=True),
+                          Fire(64, 16, 48), nn.Dropout(0.5), nn.Conv2d(96, 10, 1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    return model.eval(), {"x": torch.randn(1, 3, 96, 96)}
+
+
+def _with_batchnorm_statistics(model):
+    """BatchNorm running statistics drawn at random (fresh ones are the identity)."""
+    import torch
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+    return model.eval()
+
+
+def _mini_exports() -> list:
+    axes, sizes = _image((1, 3, 96, 96))
+    return [Export("mini_mobilenet_v3", _mini_mobilenet_v3, {"x": axes}, sizes),
+            Export("mini_squeezenet", _mini_squeezenet, {"x": axes}, sizes)]
+
+
 # -- transformers ---------------------------------------------------------------------------------
 
 SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
@@ -147,7 +259,7 @@ def _tokens(cls_name: str, config_name: str, seq: int = 16, **config):
         m = getattr(transformers, cls_name)(cfg).eval()
         ids = torch.randint(0, VOCAB, (1, seq))
         inputs = {"input_ids": ids, "attention_mask": torch.ones(1, seq, dtype=torch.int64)}
-        return _picked(m, lambda out: out[0]), inputs
+        return _picked(m, lambda out: out[0], list(inputs)), inputs
     return build
 
 
@@ -234,7 +346,7 @@ def _transformer_exports() -> list:
 
 def exports() -> list:
     """Every model of the corpus, in table order."""
-    return _vision_exports() + _transformer_exports()
+    return _vision_exports() + _mini_exports() + _transformer_exports()
 
 
 # -- exporting ------------------------------------------------------------------------------------

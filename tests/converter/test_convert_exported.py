@@ -88,3 +88,21 @@ def test_gather_nd_runtime_indices():
     proto = model([node("GatherND", ["x", "i"], ["y"], batch_dims=1)],
                   [("x", [2, 6, 4]), ("i", [2, 1], np.int64)], ["y"])
     check(proto, {"x": w(2, 6, 4), "i": np.array([[5], [-2]], np.int64)})
+
+
+def test_is_nan_masks_a_softmax():
+    """transformers' SDPA attention: rows of NaN (every key masked out) set to 0 via IsNaN."""
+    nodes = [node("Softmax", ["x"], ["p"], axis=-1), node("IsNaN", ["p"], ["nan"]),
+             node("Where", ["nan", "zero", "p"], ["y"])]
+    proto = model(nodes, [("x", [2, 4])], ["y"], {"zero": np.array(0.0, F)})
+    x = w(2, 4)
+    x[1] = -np.inf
+    check(proto, {"x": x})
+
+
+@pytest.mark.parametrize("positive, negative", [(1, 1), (1, 0), (0, 1), (0, 0)])
+def test_is_inf(positive, negative):
+    proto = model([node("IsInf", ["x"], ["y"], detect_positive=positive,
+                        detect_negative=negative)],
+                  [("x", [6])], [("y", np.bool_)])
+    check(proto, {"x": np.array([np.inf, -np.inf, np.nan, 0.0, 3.0, -1e38], F)})
