@@ -5,8 +5,9 @@ model tells upright text from text turned 180 degrees, 20 training steps lower t
 user's drawings, save -> train on -> restore gives back the saved model exactly. The same calls
 on edgelite's interpreter agree with LiteRT.
 
-The Kotlin code cannot be compiled here (no Android SDK, no Maven repository); what is checked
-of it is that every spec field it reads exists (the test of KOTLIN_KEYS).
+The app cannot be built here (no Android SDK, no Maven repository); samples/android/jvmcheck
+compiles its Kotlin against API stubs (a script: ~3 min, not run here); what this module checks
+of the Kotlin is that every spec field it reads exists (the test of KOTLIN_KEYS).
 """
 from __future__ import annotations
 

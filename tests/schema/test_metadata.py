@@ -23,21 +23,21 @@ from edgelite.schema import metadata as md
 from edgelite.schema.metadata import add_metadata, associated_files, read_metadata
 from tests.conftest import REPO_ROOT
 
-SHAPES = ["horizontal", "vertical", "diagonal", "antidiagonal", "plus", "cross", "square",
-          "circle"]
+DIGITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 
 
 @pytest.fixture(scope="module")
-def plain(sample_dir) -> bytes:
-    return (sample_dir / "default.tflite").read_bytes()
+def plain(models_dir) -> bytes:
+    """TensorFlow's converter's digits CNN: an 8x8x1 image in, 10 scores out, no signature,
+    two metadata entries of its own (the runtime-only CI stage has no converter)."""
+    return (models_dir / "digits_cnn.tflite").read_bytes()
 
 
 @pytest.fixture(scope="module")
 def described(plain) -> bytes:
-    return add_metadata(plain, labels=SHAPES, labels_file="shapes.txt", mean=[0.0], std=[255.0],
-                        description="tells eight stroke shapes apart", version="1",
-                        name="edgelite default sample: eight stroke shapes",
-                        author="edgelite tests", license="Apache-2.0")
+    return add_metadata(plain, labels=DIGITS, labels_file="digits.txt", mean=[0.0], std=[255.0],
+                        description="tells handwritten digits apart", version="1",
+                        name="digits", author="edgelite tests", license="Apache-2.0")
 
 
 def test_generated_bindings_are_what_the_pinned_flatc_writes(tmp_path):
@@ -60,20 +60,19 @@ def test_round_trip_through_the_schema(described):
     meta = read_metadata(described)
     assert {k: meta[k] for k in ("name", "description", "version", "author", "license",
                                  "min_parser_version")} == {
-        "name": "edgelite default sample: eight stroke shapes",
-        "description": "tells eight stroke shapes apart", "version": "1",
+        "name": "digits", "description": "tells handwritten digits apart", "version": "1",
         "author": "edgelite tests", "license": "Apache-2.0", "min_parser_version": "1.0.0"}
     (sub,) = meta["subgraphs"]
     assert sub["inputs"] == [{
-        "name": "image", "description": "a 16x16 grayscale image, NHWC float32",
-        "content": "image", "color_space": "GRAYSCALE", "size": [16, 16],
+        "name": "image", "description": "a 8x8 grayscale image, NHWC float32",
+        "content": "image", "color_space": "GRAYSCALE", "size": [8, 8],
         "mean": [0.0], "std": [255.0], "min": [0.0], "max": [1.0]}]
     assert sub["outputs"] == [{
-        "name": "probabilities", "description": "scores of the 8 labels in shapes.txt",
+        "name": "Identity", "description": "scores of the 10 labels in digits.txt",
         "content": "feature",
-        "associated_files": [{"name": "shapes.txt", "type": "TENSOR_AXIS_LABELS"}]}]
-    assert associated_files(described) == {"shapes.txt": "".join(
-        f"{s}\n" for s in SHAPES).encode()}
+        "associated_files": [{"name": "digits.txt", "type": "TENSOR_AXIS_LABELS"}]}]
+    assert associated_files(described) == {"digits.txt": "".join(
+        f"{s}\n" for s in DIGITS).encode()}
 
 
 def test_the_buffer_is_a_model_metadata_flatbuffer(described):
@@ -86,27 +85,31 @@ def test_the_buffer_is_a_model_metadata_flatbuffer(described):
 
 
 def test_other_metadata_is_kept_and_rewriting_replaces(plain, described):
-    again = add_metadata(described, labels=SHAPES[::-1], mean=[0.0], std=[1.0])
+    again = add_metadata(described, labels=DIGITS[::-1], mean=[0.0], std=[1.0])
     model = load(again)
     assert [m.name for m in model.metadata].count(md.METADATA_NAME) == 1
-    assert model.get_metadata("edgelite_labels") == load(plain).get_metadata("edgelite_labels")
+    for name in ("min_runtime_version", "CONVERSION_METADATA"):
+        assert model.get_metadata(name) == load(plain).get_metadata(name) is not None
     assert read_metadata(again)["subgraphs"][0]["inputs"][0]["std"] == [1.0]
     assert associated_files(again) == {"labels.txt": "".join(
-        f"{s}\n" for s in SHAPES[::-1]).encode()}
+        f"{s}\n" for s in DIGITS[::-1]).encode()}
     assert read_metadata(plain) is None and associated_files(plain) == {}
 
 
 @pytest.mark.parametrize("runtime", ["litert", "edgelite"])
-def test_the_described_model_runs_as_before(plain, described, sample_dir, runtime):
+def test_the_described_model_runs_as_before(plain, described, models_dir, runtime):
     if runtime == "litert":
         from ai_edge_litert.interpreter import Interpreter
     else:
         from edgelite.interpreter import Interpreter
-    x = np.load(sample_dir / "default_test.npz")["x"][:4]
+    x = np.load(models_dir / "digits.npz")["x_test"][:1].transpose(0, 2, 3, 1)   # NCHW -> NHWC
     outputs = []
     for content in (plain, described):
-        runner = Interpreter(model_content=content).get_signature_runner("serving_default")
-        outputs.append(runner(image=x)["probabilities"])
+        it = Interpreter(model_content=content)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        outputs.append(it.get_tensor(it.get_output_details()[0]["index"]))
     np.testing.assert_array_equal(outputs[0], outputs[1])
 
 
@@ -120,8 +123,8 @@ def test_three_channels_one_mean_each(models_dir):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(labels=SHAPES[:3]), "3 labels given, but the last axis of output 'probabilities' "
-                              "(shape [1, 8]) has 8 entries"),
+    (dict(labels=DIGITS[:3]), "3 labels given, but the last axis of output 'Identity' "
+                              "(shape [1, 10]) has 10 entries"),
     (dict(mean=[0.0]), "normalization needs both mean and std"),
     (dict(mean=[0.0, 1.0], std=[1.0]), "mean has 2 values, but the image inputs have [1] "
                                        "channels"),
@@ -177,22 +180,21 @@ def test_tflite_support_reads_what_we_wrote(described, tmp_path):
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     seen = json.loads(run.stdout.strip().splitlines()[-1])
-    assert seen["files"] == {"shapes.txt": "".join(f"{s}\n" for s in SHAPES)}
+    assert seen["files"] == {"digits.txt": "".join(f"{s}\n" for s in DIGITS)}
     assert seen["min_parser_version"] == md.MIN_PARSER_VERSION
     meta = seen["metadata"]
     assert (meta["name"], meta["description"], meta["min_parser_version"]) == (
-        "edgelite default sample: eight stroke shapes", "tells eight stroke shapes apart",
-        "1.0.0")
+        "digits", "tells handwritten digits apart", "1.0.0")
     (sub,) = meta["subgraph_metadata"]
     (image,) = sub["input_tensor_metadata"]
     assert image["name"] == "image"
     assert image["content"]["content_properties_type"] == "ImageProperties"
     assert image["content"]["content_properties"] == {
-        "color_space": "GRAYSCALE", "default_size": {"width": 16, "height": 16}}
+        "color_space": "GRAYSCALE", "default_size": {"width": 8, "height": 8}}
     assert image["process_units"] == [{"options_type": "NormalizationOptions",
                                        "options": {"mean": [0.0], "std": [255.0]}}]
     assert image["stats"] == {"max": [1.0], "min": [0.0]}
     (scores,) = sub["output_tensor_metadata"]
-    assert scores["name"] == "probabilities"
+    assert scores["name"] == "Identity"
     assert [(f["name"], f["type"]) for f in scores["associated_files"]] == [
-        ("shapes.txt", "TENSOR_AXIS_LABELS")]
+        ("digits.txt", "TENSOR_AXIS_LABELS")]
