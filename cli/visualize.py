@@ -171,6 +171,14 @@ def _layout(nodes: list, edges: list) -> None:
     layer = [0] * len(nodes)
     for k in range(len(nodes)):    # nodes are in execution order: producers come first
         layer[k] = 1 + max((layer[p] for p in preds[k]), default=-1)
+    # Ops fed by constants alone (DEQUANTIZE of fp16 weights, ...) sit just above their first
+    # consumer, not all in the first row.
+    fed = [n["kind"] == "input" for n in nodes]
+    for k in range(len(nodes)):
+        fed[k] = fed[k] or any(fed[p] for p in preds[k])
+    for k in reversed(range(len(nodes))):
+        if not fed[k] and succs[k]:
+            layer[k] = min(layer[s] for s in succs[k]) - 1
     outputs = [k for k, n in enumerate(nodes) if n["kind"] == "output"]
     last = max(layer, default=0)
     for k in outputs:
@@ -182,11 +190,14 @@ def _layout(nodes: list, edges: list) -> None:
         n["w"] = max(NODE_W_MIN, round(len(n["label"]) * CHAR_W + 20))
     x = {k: 0.0 for k in range(len(nodes))}
     order = [rows[r] for r in sorted(rows)]
+    # The data path is placed by the data path: constant-fed producers follow their consumer,
+    # they do not pull it aside.
+    data_preds = [[p for p in ps if fed[p]] or ps for ps in preds]
     for sweep in range(SWEEPS):
         down = sweep % 2 == 0
         sequence = order if down else order[::-1]
         for row in sequence:
-            near = preds if down else succs
+            near = data_preds if down else succs
             for k in row:
                 if near[k]:
                     x[k] = sum(x[p] for p in near[k]) / len(near[k])

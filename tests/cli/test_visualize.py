@@ -255,3 +255,21 @@ def test_skip_edges_run_beside_the_nodes_they_pass(models_dir):
         passed = [n for n in nodes if a < n["layer"] < b]
         assert e["lane"] > max(n["x"] + n["w"] for n in passed)
     assert all("lane" not in e for e in sg["edges"] if e not in skips)
+
+
+def test_constant_fed_ops_sit_above_their_consumer(models_dir):
+    """BlazeFace's 74 DEQUANTIZEs of fp16 weights: each one row above the op that reads it,
+    not all in the first row."""
+    from edgelite.cli.visualize import graph_data
+
+    sg = graph_data(models_dir / "mp_face_detection.tflite", delegate="none")["subgraphs"][0]
+    nodes = sg["nodes"]
+    consumers: dict = {}
+    for e in sg["edges"]:
+        consumers.setdefault(e["from"], []).append(nodes[e["to"]]["layer"])
+    dequantize = [k for k, n in enumerate(nodes) if n["type"] == "DEQUANTIZE"]
+    assert len(dequantize) == 74
+    for k in dequantize:
+        assert nodes[k]["layer"] == min(consumers[k]) - 1
+    first_row = [n["label"] for n in nodes if n["layer"] == 0]
+    assert first_row == ["input input", "0 DEQUANTIZE", "1 DEQUANTIZE"]   # the first conv's
