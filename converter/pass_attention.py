@@ -165,10 +165,9 @@ def _scalar_elementwise(ed: Editor, op, t: int) -> bool:
     return op.inputs.count(t) == 1
 
 
-def _branch(ed: Editor, gather):
-    """(reshape or None, [elementwise ops], transpose) after a gather, each op the one reader
+def _branch(ed: Editor, t: int):
+    """(reshape or None, [elementwise ops], transpose) reading slice t, each op the one reader
     of the one before."""
-    t = gather.outputs[0]
     reshape, chain = None, []
     while True:
         readers = ed.readers(t)
@@ -189,59 +188,162 @@ def _branch(ed: Editor, gather):
 
 
 def merge_head_transposes(model: Model) -> bool:
-    """Scalar gathers of one tensor along one axis, each slice reshaped and transposed alike:
-    one RESHAPE and one TRANSPOSE of the tensor, then the gathers (along axis 0)."""
+    """Slices of one tensor along one axis (scalar GATHERs, a SPLIT into equal parts, equal
+    STRIDED_SLICEs), each reshaped and transposed alike: one RESHAPE and one TRANSPOSE of the
+    tensor, then GATHERs along axis 0."""
     changed = False
     for sg in model.subgraphs:
         ed = Editor(model, sg)
-        sources: dict = {}
+        gathered: dict = {}
+        sliced: dict = {}
+        splits = []
         for op in sg.operators:
             if op.op == "GATHER" and op.options.batch_dims == 0:
-                sources.setdefault(op.inputs[0], []).append(op)
-        for x, gathers in sources.items():
-            if _merge_heads(ed, x, gathers):
-                changed = True
+                gathered.setdefault(op.inputs[0], []).append(op)
+            elif op.op == "STRIDED_SLICE":
+                sliced.setdefault(op.inputs[0], []).append(op)
+            elif op.op in ("SPLIT", "SPLIT_V") and len(op.outputs) > 1:
+                splits.append(op)
+        for x, gathers in gathered.items():
+            changed |= _merge_gathers(ed, x, gathers)
+        for x, slices in sliced.items():
+            changed |= _merge_slices(ed, x, slices)
+        for op in splits:
+            changed |= _merge_split(ed, op)
         if changed:
             remove_dead(sg)
     return changed
 
 
-def _merge_heads(ed: Editor, x: int, gathers) -> bool:
+def _plan(ed: Editor, shape, axis: int, slices):
+    """(branches, at, whole perm) when every slice (a tensor: shape without `axis`) is
+    reshaped and transposed alike, else None."""
+    branches = [_branch(ed, t) for t in slices]
+    if any(b is None for b in branches):
+        return None
+    reshapes = {None if r is None else ed.shape(r.outputs[0]) for r, _, _ in branches}
+    perms = {ed.transpose_perm(t) for _, _, t in branches}
+    if len(reshapes) != 1 or len(perms) != 1:
+        return None
+    (target,), (perm,) = reshapes, perms
+    if target is None:
+        split_shape, at = tuple(shape), axis
+    else:
+        at = _split_point(shape, axis, target)
+        if at is None:
+            return None
+        split_shape = tuple(target[:at]) + (shape[axis],) + tuple(target[at:])
+    rest = [i for i in range(len(split_shape)) if i != at]
+    return branches, split_shape, (at,) + tuple(rest[p] for p in perm)
+
+
+def _merge_gathers(ed: Editor, x: int, gathers) -> bool:
     shape = ed.shape(x)
     if len(gathers) < 2 or len(ed.readers(x)) != len(gathers) or ed.is_output(x) or \
             ed.sg.tensors[x].quantization is not None:
         return False
     axis = gathers[0].options.axis % len(shape)
-    branches = []
     for g in gathers:
         index = ed.value(g.inputs[1])
         if g.options.axis % len(shape) != axis or index is None or index.ndim != 0:
             return False
-        branch = _branch(ed, g)
-        if branch is None:
-            return False
-        branches.append(branch)
-    reshapes = {None if r is None else ed.shape(r.outputs[0]) for r, _, _ in branches}
-    perms = {ed.transpose_perm(t) for _, _, t in branches}
-    if len(reshapes) != 1 or len(perms) != 1:
+    plan = _plan(ed, shape, axis, [g.outputs[0] for g in gathers])
+    if plan is None:
         return False
-    (target,), (perm,) = reshapes, perms
     first = min(gathers, key=ed.sg.operators.index)
+    _rewrite(ed, x, first, gathers, plan)
+    return True
+
+
+def _merge_split(ed: Editor, split) -> bool:
+    """A SPLIT into n equal parts along axis a: parts 0..n-1 of its input."""
+    data, at = (1, 0) if split.op == "SPLIT" else (0, 2)
+    x, axis = split.inputs[data], ed.value(split.inputs[at])
+    shape, n = ed.shape(x), len(split.outputs)
+    if axis is None or axis.size != 1:
+        return False
+    axis = int(axis.reshape(-1)[0]) % len(shape)
+    if any(ed.shape(t)[axis] * n != shape[axis] for t in split.outputs):
+        return False
+    return _merge_parts(ed, x, axis, n, [(split, k, k) for k in range(n)])
+
+
+def _slice_part(ed: Editor, op):
+    """(axis, begin, size) of a STRIDED_SLICE that takes one run of one axis, else None."""
+    o = op.options
+    values = [ed.value(t) for t in op.inputs[1:4]]
+    shape = ed.shape(op.inputs[0])
+    if o.ellipsis_mask or o.new_axis_mask or o.shrink_axis_mask or o.offset or any(
+            v is None or v.shape != (len(shape),) for v in values):
+        return None
+    cut = []
+    for i, (d, begin, end, stride) in enumerate(zip(shape, *values)):
+        begin = 0 if o.begin_mask >> i & 1 else int(begin) + (d if begin < 0 else 0)
+        end = d if o.end_mask >> i & 1 else int(end) + (d if end < 0 else 0)
+        begin, end = min(max(begin, 0), d), min(max(end, 0), d)
+        if stride != 1:
+            return None
+        if (begin, end) != (0, d):
+            cut.append((i, begin, end - begin))
+    return cut[0] if len(cut) == 1 and cut[0][2] > 0 else None
+
+
+def _merge_slices(ed: Editor, x: int, slices) -> bool:
+    """STRIDED_SLICEs of x, each one run of `size` along one axis at a multiple of `size`:
+    parts of x reshaped to [..., d / size, size, ...]."""
+    parts = [_slice_part(ed, op) for op in slices]
+    if len(slices) < 2 or len(ed.readers(x)) != len(slices) or None in parts or \
+            len({(axis, size) for axis, _, size in parts}) != 1:
+        return False
+    axis, _, size = parts[0]
+    d = ed.shape(x)[axis]
+    if d % size or any(begin % size for _, begin, _ in parts):
+        return False
+    return _merge_parts(ed, x, axis, d // size,
+                        [(op, 0, begin // size) for op, (_, begin, _) in zip(slices, parts)])
+
+
+def _merge_parts(ed: Editor, x: int, axis: int, n: int, slices) -> bool:
+    """Slices (op, output k, part index) of x's n equal parts along axis: GATHERs of x
+    reshaped to [..., n, size / n, ...], then `_rewrite`."""
+    shape = ed.shape(x)
+    if ed.is_output(x) or ed.sg.tensors[x].quantization is not None:
+        return False
+    parts = shape[:axis] + (n, shape[axis] // n) + shape[axis + 1:]
+    plan = _plan(ed, parts, axis, [op.outputs[k] for op, k, _ in slices])
+    if plan is None:
+        return False
+    first = min((op for op, _, _ in slices), key=ed.sg.operators.index)
     name = ed.sg.tensors[x].name
-    if target is None:
-        split, at = x, axis
-    else:
-        at = _split_point(shape, axis, target)
-        if at is None:
-            return False
-        split_shape = tuple(target[:at]) + (shape[axis],) + tuple(target[at:])
+    stacked = ed.tensor(f"{name}/parts", parts, ed.sg.tensors[x].dtype)
+    reshape = ed.new_op("RESHAPE", [x, ed.const(np.array(parts, np.int32), f"{name}/parts")],
+                        [stacked], {"new_shape": parts})
+    ed.insert_before(first, reshape)
+    gathers = []
+    for op, k, index in slices:
+        gathers.append(ed.new_op("GATHER", [stacked, ed.const(np.array(index, np.int32),
+                                                              f"{name}/part{index}")],
+                                 [op.outputs[k]], {"axis": axis}))
+    for op in {id(op): op for op, _, _ in slices}.values():
+        ed.remove(op)
+    for g in reversed(gathers):
+        ed.insert_after(reshape, g)
+    _rewrite(ed, stacked, gathers[0], gathers, plan)
+    return True
+
+
+def _rewrite(ed: Editor, x: int, first, gathers, plan) -> None:
+    """One RESHAPE and TRANSPOSE of x before `first`; each gather then reads its slice along
+    axis 0, already in the layout its branch's transpose made."""
+    branches, split_shape, whole = plan
+    name = ed.sg.tensors[x].name
+    split = x
+    if split_shape != ed.shape(x):
         split = ed.tensor(f"{name}/heads", split_shape, ed.sg.tensors[x].dtype)
         ed.insert_before(first, ed.new_op(
             "RESHAPE", [x, ed.const(np.array(split_shape, np.int32), f"{name}/heads_shape")],
             [split], {"new_shape": split_shape}))
-    rest = [i for i in range(len(ed.shape(split))) if i != at]
-    whole = (at,) + tuple(rest[p] for p in perm)
-    moved_shape = tuple(ed.shape(split)[i] for i in whole)
+    moved_shape = tuple(split_shape[i] for i in whole)
     moved = ed.tensor(f"{name}/heads_moved", moved_shape, ed.sg.tensors[x].dtype)
     ed.insert_before(first, ed.new_op(
         "TRANSPOSE", [split, ed.const(np.array(whole, np.int32), f"{name}/heads_perm")],
@@ -256,7 +358,6 @@ def _merge_heads(ed: Editor, x: int, gathers) -> bool:
             ed.remove(reshape)
         ed.replace_uses(transpose.outputs[0], transpose.inputs[0])
         ed.remove(transpose)
-    return True
 
 
 def _split_point(shape, axis: int, target):

@@ -83,6 +83,39 @@ def _bert_attention(x: str, out: str, p: str, key_perm: str = "two_step"):
     return nodes, inits
 
 
+def _gpt2_attention(x: str, out: str, p: str, split: str = "split"):
+    """GPT-2's attention on [1, S, D]: one q/k/v projection split in three on the last axis
+    (Split, or Slice x 3), heads split by Reshape + Transpose, keys transposed for the score."""
+    nodes = [node("MatMul", [x, f"{p}Wqkv"], [f"{p}qkv0"]),
+             node("Add", [f"{p}qkv0", f"{p}bqkv"], [f"{p}qkv"])]
+    inits = {f"{p}Wqkv": w(D, 3 * D), f"{p}bqkv": w(3 * D)}
+    if split == "split":
+        nodes.append(node("Split", [f"{p}qkv", f"{p}sizes"], [f"{p}{c}0" for c in "qkv"],
+                          axis=2))
+        inits[f"{p}sizes"] = np.array([D, D, D], I64)
+    else:
+        for i, c in enumerate("qkv"):
+            nodes.append(node("Slice", [f"{p}qkv", f"{p}b{i}", f"{p}e{i}", f"{p}ax"],
+                              [f"{p}{c}0"]))
+            inits.update({f"{p}b{i}": np.array([i * D], I64),
+                          f"{p}e{i}": np.array([(i + 1) * D], I64)})
+        inits[f"{p}ax"] = np.array([2], I64)
+    for c in "qkv":
+        nodes += [node("Reshape", [f"{p}{c}0", f"{p}heads"], [f"{p}{c}1"]),
+                  node("Transpose", [f"{p}{c}1"], [f"{p}{c}2"], perm=[0, 2, 1, 3])]
+    nodes += [node("Transpose", [f"{p}k2"], [f"{p}kt"], perm=[0, 1, 3, 2]),
+              node("MatMul", [f"{p}q2", f"{p}kt"], [f"{p}scores0"]),
+              node("Mul", [f"{p}scores0", f"{p}scale"], [f"{p}scores"]),
+              node("Softmax", [f"{p}scores"], [f"{p}probs"], axis=-1),
+              node("MatMul", [f"{p}probs", f"{p}v2"], [f"{p}ctx"]),
+              node("Transpose", [f"{p}ctx"], [f"{p}ctx_t"], perm=[0, 2, 1, 3]),
+              node("Reshape", [f"{p}ctx_t", f"{p}flat"], [f"{p}ctx2"]),
+              node("MatMul", [f"{p}ctx2", f"{p}Wo"], [out])]
+    inits.update({f"{p}heads": np.array([1, S, H, HD], I64), f"{p}scale": np.array(HD ** -0.5, F),
+                  f"{p}flat": np.array([1, S, D], I64), f"{p}Wo": w(D, D)})
+    return nodes, inits
+
+
 def _layer_norm(x: str, out: str, p: str):
     return [node("LayerNormalization", [x, f"{p}g", f"{p}b"], [out], axis=-1)], {
         f"{p}g": 1 + w(D, scale=0.1), f"{p}b": w(D, scale=0.1)}
@@ -122,6 +155,15 @@ def test_bert_self_attention(key_perm):
     assert _matmul_flags(conversion) == [(False, True), (False, False)] * 2
     # q, k and v: one FULLY_CONNECTED with the weights stacked, plus the output projection
     assert conversion.ops_out["FULLY_CONNECTED"] == 4
+
+
+@pytest.mark.parametrize("split", ["split", "slice"])
+def test_gpt2_attention(split):
+    block = lambda x, out, p: _gpt2_attention(x, out, p, split)  # noqa: E731
+    conversion = check(_encoder(block, 2, [1, S, D]))
+    assert conversion.transposes <= 4, conversion.ops_out
+    assert _matmul_flags(conversion) == [(False, True), (False, False)] * 2
+    assert "SPLIT" not in conversion.ops_out and "STRIDED_SLICE" not in conversion.ops_out
 
 
 def test_vit_patch_embedding_then_attention():
