@@ -314,7 +314,7 @@ def timed_loop(invoke, runs: int, min_secs: float, max_secs: float, quiet: bool,
     """Seconds of single invokes: at least `runs` and `min_secs`, at most `max_secs`."""
     clock, times = time.perf_counter, []
     start = clock()
-    with Progress(what, total=runs or None, quiet=quiet or not runs) as bar:
+    with Progress(what, total=runs or None, quiet=quiet or not runs, line=False) as bar:
         while True:
             elapsed = clock() - start
             if len(times) >= runs and elapsed >= min_secs or times and elapsed >= max_secs:

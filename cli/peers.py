@@ -120,7 +120,7 @@ def alternating(invokes: dict, runs: int, min_secs: float, max_secs: float,
          f"{min_secs:g} seconds each, at most {max_secs:g} seconds in all.", quiet)
     samples = {name: [] for name in invokes}
     names, start, b = list(invokes), clock(), 0
-    with Progress("compare", total=None, quiet=quiet) as bar:
+    with Progress("compare", total=None, quiet=quiet, line=False) as bar:
         while True:
             done = all(len(t) >= runs and sum(t) >= min_secs for t in samples.values())
             if (done and b >= MIN_BLOCKS) or (b and clock() - start >= max_secs):

@@ -18,8 +18,10 @@ from .common import installed
 class Progress:
     """One stage of a job: `advance(n)` as work gets done, `total` None when it is unknown."""
 
-    def __init__(self, description: str, total: float | None = None, quiet: bool = False):
-        self.description, self.total, self.quiet = description, total, quiet
+    def __init__(self, description: str, total: float | None = None, quiet: bool = False,
+                 line: bool = True):
+        """`line`: off a terminal, write "DESCRIPTION ..." to stderr (off when a note says it)."""
+        self.description, self.total, self.quiet, self.line = description, total, quiet, line
         self._rich = None
         self._task = None
 
@@ -36,7 +38,7 @@ class Progress:
                                   console=Console(stderr=True), transient=True)
             self._rich.start()
             self._task = self._rich.add_task(self.description, total=self.total)
-        else:
+        elif self.line:
             sys.stderr.write(self.description + " ...\n")
             sys.stderr.flush()
         return self

@@ -226,3 +226,16 @@ def test_delegate_placement_and_partition_profile(digits):
     assert {p["where"] for p in facts["placement"]["ops"]} == {"OpenCL"}
     (step,) = facts["op_profile"]["run_order"]          # one partition: one step
     assert step["node_type"] == "OpenCL partition" and "7 ops" in step["name"]
+
+
+def test_a_signature_through_its_runner(models_dir, tmp_path):
+    path = models_dir / "mobilenet_v2.tflite"
+    image = np.random.default_rng(0).uniform(-1, 1, (224, 224, 3)).astype(np.float32)
+    np.save(tmp_path / "image.npy", image)
+    given = f"keras_tensor={tmp_path / 'image.npy'}"
+    facts = json.loads(bench(path, *FAST, "--num-runs", 2, "--json", "--signature",
+                             "serving_default", "--input", given))
+    assert facts["signature"] == "serving_default"
+    assert facts["inputs"] == [{"name": "keras_tensor", "shape": [1, 224, 224, 3],
+                                "dtype": "float32", "source": "--input keras_tensor"}]
+    assert facts["latency"]["num_runs"] == 2
