@@ -86,7 +86,7 @@ def benchmark(model, *, num_runs: int = 50, warmup_runs: int = 1, warmup_min_sec
     """The facts `edgelite benchmark` reports, as a JSON-ready dict (see `benchmark_text`).
     `input_arrays`: {input name or input_K: array}, as `--input` files give them. Raises
     CliError on a bad model, input or peer."""
-    from .op_profile import op_profile
+    from .op_profile import op_profile as profile_steps
     from .peers import alternating, make_peers, parse_compare, peer_facts
 
     path = Path(model)
@@ -143,7 +143,7 @@ def benchmark(model, *, num_runs: int = 50, warmup_runs: int = 1, warmup_min_sec
         facts["compare"] = {name: peer_facts(samples[name], times, peer, outputs)
                             for name, peer in peers.items()}
     if op_profile:
-        facts["op_profile"] = op_profile(ours.plan, ours.threads, num_runs, quiet)
+        facts["op_profile"] = profile_steps(ours.plan, ours.threads, num_runs, quiet)
     return facts
 
 

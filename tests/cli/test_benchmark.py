@@ -92,6 +92,7 @@ def test_json_has_every_key_of_litert_benchmark(digits, tmp_path):
     kinds = {k: (want[k], got[k]) for k in want if want[k] != got[k]}
     assert not kinds, kinds
     assert len(want) >= 20      # the latency object's 12 keys and the top level's
+    assert "op_profile" not in ours and "compare" not in ours     # only when asked for
     # The same facts where they must agree.
     for key in ("model", "model_size_mb", "signature", "num_threads", "fully_accelerated",
                 "accelerators"):
