@@ -7,14 +7,16 @@ whose lifetimes do not overlap) and binds every step to its arrays. `invoke()` i
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 
 from edgelite.schema.graph import has_side_effects
+from edgelite.schema.validate import SUBGRAPH_FIELDS
+from edgelite.schema.litert_versions import LITERT_VERSION
+from edgelite.schema.litert_versions import VERSIONS as LITERT_VERSIONS
 from edgelite.schema.model import NUMPY_DTYPES, Model
 
-from . import arena
+from . import arena, budget
 from .kernels import registry
 from .kernels.registry import KernelError, Node, TensorInfo
 from .kernels.sparse import densify_input
@@ -25,12 +27,22 @@ class UnsupportedOpsError(RuntimeError):
     """The model uses operators edgelite has no kernel for; the message lists all of them."""
 
 
+class UnsupportedVersionError(UnsupportedOpsError, ValueError):
+    """An operator's version is one no runtime registers (above the highest LiteRT's builtin
+    resolver has, schema/litert_versions.py): a ValueError, as LiteRT raises when it is made."""
+
+
 class Runtime:
     """What the subgraphs of one interpreter share: the model, their plans, resource variables."""
 
     def __init__(self, model: Model, preserve_all: bool = False, delegates=(),
-                 reference: bool = False):
+                 reference: bool = False, model_bytes: int | None = None):
         self.model = model
+        # One allocation budget for every plan and kernel of this interpreter (budget.py); its
+        # limit follows the main subgraph's input sizes (set at each prepare of subgraph 0).
+        self.model_bytes = model_bytes if model_bytes is not None else \
+            sum(b.nbytes for b in model.buffers)
+        self.budget = budget.Budget(budget.default_limit(self.model_bytes))
         self.preserve_all = preserve_all
         # OpResolverType.BUILTIN_REF: integer kernels round exactly as TFLite's reference
         # kernels; otherwise they may differ by 1 in the last place, as LiteRT's optimized ones.
@@ -41,6 +53,33 @@ class Runtime:
         self._resource_ids: dict = {}  # (container, shared_name) -> id
         self.variables: dict = {}      # (subgraph, tensor) -> persistent array (is_variable)
         self.once_done: set = set()    # CALL_ONCE subgraphs already run
+        self._nesting = None
+
+    def nesting(self) -> int:
+        """How deep control flow nests from subgraph 0: the longest chain of subgraphs that call
+        one another (IF, WHILE, CALL_ONCE...). A cycle is not followed (prepare refuses it)."""
+        if self._nesting is None:
+            calls = [sorted({v for op in sg.operators if op.options is not None
+                             for name, v in op.options.fields.items()
+                             if name in SUBGRAPH_FIELDS and isinstance(v, int)
+                             and 0 <= v < len(self.model.subgraphs)})
+                     for sg in self.model.subgraphs]
+            depth: dict = {}
+            stack = [(0, iter(calls[0]))]
+            on_path = {0}
+            while stack:                      # iterative depth-first: no recursion here
+                s, children = stack[-1]
+                child = next(children, None)
+                if child is None:
+                    stack.pop()
+                    on_path.discard(s)
+                    depth[s] = 1 + max((depth.get(c, 0) for c in calls[s]
+                                        if c not in on_path), default=0)
+                elif child not in depth and child not in on_path:
+                    on_path.add(child)
+                    stack.append((child, iter(calls[child])))
+            self._nesting = depth.get(0, 1)
+        return self._nesting
 
     def subgraph(self, index: int) -> "SubgraphPlan":
         plan = self.plans.get(index)
@@ -55,7 +94,20 @@ class Runtime:
         return self._resource_ids.setdefault(key, len(self._resource_ids) + 1)
 
     def check_supported(self) -> None:
-        """Raise UnsupportedOpsError listing every operator without a kernel, in every subgraph."""
+        """Raise UnsupportedVersionError for an operator version above the highest LiteRT
+        registers (as LiteRT refuses it), then UnsupportedOpsError listing every operator
+        without a kernel, in every subgraph.
+
+        Deliberate leniency: a version *below* LiteRT's lowest (BROADCAST_TO 1, which LiteRT
+        registers from 2) runs; edgelite's writer gave that version before."""
+        for code in {op.opcode for sg in self.model.subgraphs for op in sg.operators}:
+            span = LITERT_VERSIONS.get(code.builtin)
+            if span is not None and code.version > span[1]:
+                raise UnsupportedVersionError(
+                    f"Didn't find op for builtin opcode '{code.builtin}' version "
+                    f"'{code.version}': no runtime has it (LiteRT {LITERT_VERSION} registers "
+                    f"versions {span[0]}..{span[1]}); the file is corrupt or from a newer "
+                    "toolchain")
         missing = []
         for si, sg in enumerate(self.model.subgraphs):
             infos = _static_infos(self.model, si)
@@ -114,20 +166,8 @@ def _node(runtime, si, sg, oi, op, infos) -> Node:
 
 
 def memory_limit() -> int:
-    """Bytes a plan may allocate: the machine's physical memory, or less under an address-space
-    limit (RLIMIT_AS)."""
-    try:
-        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        limit = 1 << 40
-    try:
-        import resource
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if soft != resource.RLIM_INFINITY:
-            limit = min(limit, soft // 2)
-    except (ImportError, OSError, ValueError):
-        pass
-    return limit
+    """Bytes this process may allocate (budget.machine_limit; a plan's budget is smaller)."""
+    return budget.machine_limit()
 
 
 def _prepare_node(node: Node):
@@ -137,6 +177,11 @@ def _prepare_node(node: Node):
         raise UnsupportedOpsError(_describe_missing(node))
     try:
         return prepare(node)
+    except budget.MemoryBudgetError as e:
+        if str(e).startswith("subgraph "):
+            raise
+        raise budget.MemoryBudgetError(f"subgraph {node.subgraph} operator {node.index} "
+                                       f"({node.op}): {e}") from None
     except (KernelError, UnsupportedOpsError):
         raise
     except Exception as e:  # a kernel's own check missed it: still name the operator
@@ -178,6 +223,8 @@ class _DynamicStep:
         elif node.outputs and all(o.data is not None for o in node.outputs):
             outs = [o.data for o in node.outputs]
         else:
+            need = sum(budget.nbytes(o.shape, o.dtype) for o in node.outputs)
+            budget.check(node, need, f"its outputs {[list(o.shape) for o in node.outputs]}")
             outs = [np.empty(o.shape, o.dtype) for o in node.outputs]
             self.run(*ins, *outs)
         for t, value in zip(self.op.outputs, outs):
@@ -196,6 +243,8 @@ class SubgraphPlan:
         self.infos: list = []
         self.arena_bytes = 0
         self.live_bytes = 0
+        self.preparing = False         # inside prepare (a subgraph reached again is a cycle)
+        self.key = ("plan", index)     # what this plan holds of the budget
         self.step_ops: list = []       # operator index of each step (for profiles and errors)
         self.placement: list = []      # Placement per operator, with delegates (delegation.py)
 
@@ -206,8 +255,20 @@ class SubgraphPlan:
         self.ready = False
 
     def prepare(self) -> None:
+        self.preparing, self.ready = True, False
+        try:
+            self._prepare()
+        finally:
+            self.preparing = False
+
+    def _prepare(self) -> None:
         model, sg, si = self.runtime.model, self.sg, self.index
+        self.runtime.budget.release(self.key)
         infos = _static_infos(model, si, self.input_shapes)
+        if si == 0:
+            inputs = sum(budget.nbytes(infos[t].shape, infos[t].dtype) for t in sg.inputs
+                         if infos[t].dtype != np.dtype(object))
+            self.runtime.budget.limit = budget.default_limit(self.runtime.model_bytes, inputs)
         specs = []  # (op index, run, input tensors, output tensors)
         nodes = {}  # op index -> Node, for delegates
         dynamic: set = set()  # tensors whose shapes are known only while running
@@ -242,7 +303,8 @@ class SubgraphPlan:
             if all(o.data is not None for o in node.outputs) and node.outputs:
                 continue  # prepare knew the values (e.g. SHAPE of a static tensor)
             if self._foldable(op, node):
-                self._fold(node, run)
+                for o, value in zip(node.outputs, budget.fold(node, run, self.key)):
+                    o.data = value
                 continue
             specs.append((oi, run, list(op.inputs), list(op.outputs)))
             nodes[oi] = node
@@ -258,16 +320,6 @@ class SubgraphPlan:
     def _foldable(op, node: Node) -> bool:
         return (not has_side_effects(op) and not node.is_custom
                 and all(t is None or t.data is not None for t in node.inputs))
-
-    @staticmethod
-    def _fold(node: Node, run) -> None:
-        ins = [None if t is None else t.data for t in node.inputs]
-        outs = [np.empty(o.shape, o.dtype) for o in node.outputs]
-        with np.errstate(all="ignore"):  # as invoke (and LiteRT): inf/nan arithmetic is silent
-            run(*ins, *outs)
-        for o, value in zip(node.outputs, outs):
-            value.flags.writeable = False
-            o.data = value
 
     def _allocate(self, specs: list) -> None:
         infos, sg = self.infos, self.sg
@@ -287,6 +339,7 @@ class SubgraphPlan:
                     first.setdefault(t, -1)
                     last[t] = s
         needed = (set(first) | own) - self.dynamic
+        self._check_has_data(specs, first)
         total = 0
         lifetimes = []
         for t in sorted(needed):
@@ -294,15 +347,16 @@ class SubgraphPlan:
             if info.data is not None:
                 arrays[t] = info.data
                 continue
-            nbytes = int(np.prod(info.shape, dtype=np.int64)) * info.dtype.itemsize
+            nbytes = budget.nbytes(info.shape, info.dtype)
             total += nbytes
             if info.is_variable or t in own or first.get(t, -1) < 0:
                 continue
             lifetimes.append(arena.Lifetime(t, nbytes, first[t], last[t]))
-        if total > memory_limit():
-            raise MemoryError(f"subgraph {self.index} needs {total / 2**30:.1f} GiB for its "
-                              "tensors, more than this machine has")
         offsets, size = arena.plan(lifetimes)
+        in_arena = sum(lt.nbytes for lt in lifetimes)
+        self.runtime.budget.charge(self.key, size + total - in_arena,
+                                   f"subgraph {self.index}'s tensors (an arena of {size} bytes "
+                                   f"and {total - in_arena} bytes outside it)")
         block = arena.allocate(size)
         for lt in lifetimes:
             info = infos[lt.tensor]
@@ -320,6 +374,27 @@ class SubgraphPlan:
                        tuple(None if t < 0 else arrays[t] for t in ins)
                        + tuple(arrays[t] for t in outs)) for _, run, ins, outs in specs]
         self.step_ops = [oi for oi, *_ in specs]
+
+    def _check_has_data(self, specs: list, first: dict) -> None:
+        """A tensor an op reads must have a value: a constant's data, a subgraph input, a
+        variable, or an earlier op's output. One with none (its buffer empty: a weight whose
+        data is missing, a large-format buffer at offset 1) is refused, as LiteRT refuses it
+        ("Input tensor 1 lacks data"); it would run as zeros."""
+        inputs = set(self.sg.inputs)
+        for s, (oi, _, ins, _) in enumerate(specs):
+            for k, t in enumerate(ins):
+                if t < 0 or first.get(t, s) >= 0 or t in inputs or t in self.dynamic:
+                    continue
+                info = self.infos[t]
+                tensor = self.sg.tensors[t]
+                if info.data is not None or info.is_variable or tensor.dtype not in NUMPY_DTYPES \
+                        or tensor.dtype in ("resource", "variant") or 0 in info.shape:
+                    continue
+                raise KernelError(
+                    f"subgraph {self.index} operator {oi} ({self.sg.operators[oi].op}): input "
+                    f"{k} is tensor {t} ({tensor.name!r}), which lacks data: its buffer "
+                    f"{tensor.buffer} is empty, no operator writes it and it is no input of the "
+                    "subgraph")
 
     def _own_array(self, t: int, info: TensorInfo) -> np.ndarray:
         if info.is_variable:

@@ -22,6 +22,7 @@ from .options import (OPERATOR_NAMES, OPTIONS2_NAMES, OPTIONS_NAMES, default_opt
                       options_from_table, options_kind)
 from .ops import facts
 from .validate import validate
+from .verify import verify
 
 BUFFER_LOCATION = "buffer_location"  # the large-model marker; see writer.save
 
@@ -76,6 +77,7 @@ def load(source) -> Model:
     if ident != b"TFL3":
         raise ModelError(f"not a .tflite model: file identifier is {ident!r}, expected b'TFL3'")
     _check_root(buf)
+    verify(buf)   # the FlatBuffers verifier, as LiteRT runs it: nothing unverified is read
     budget = _Budget(len(buf))
     try:
         model = _read_model(fb.Model.GetRootAs(buf, 0), buf, budget)
@@ -310,6 +312,9 @@ def _read_sparsity(s, where: str, buf, budget: _Budget):
 
 def _read_subgraph(s, si: int, codes: list, buf, budget: _Budget) -> Subgraph:
     budget.where = f"subgraph {si}"
+    if s.TensorsIsNone():   # an empty vector is fine; none at all LiteRT refuses
+        raise ModelError(f"subgraph {si} has no tensors vector (LiteRT: \"Did not get tensors "
+                         f"in subgraph {si}\")")
     n_tensors = _count(s.TensorsLength(), 4, buf, f"subgraph {si} tensors", budget)
     tensors = [_read_tensor(s.Tensors(i), f"subgraph {si} tensor {i}", buf, budget)
                for i in range(n_tensors)]

@@ -13,7 +13,7 @@ from .options import OPERATOR_CODES, options_kind
 MAX_ELEMENTS = 2 ** 31
 INT32_MAX = 2 ** 31 - 1
 
-_SUBGRAPH_FIELDS = ("then_subgraph_index", "else_subgraph_index", "cond_subgraph_index",
+SUBGRAPH_FIELDS = ("then_subgraph_index", "else_subgraph_index", "cond_subgraph_index",
                     "body_subgraph_index", "init_subgraph_index", "subgraph")
 
 
@@ -118,7 +118,7 @@ def _check_operators(si: int, sg: Subgraph, nsub: int) -> None:
         else:
             if expected is not None and op.options.kind != expected:
                 raise ModelError(f"{where}: has {op.options.kind}, expected {expected}")
-            for name in _SUBGRAPH_FIELDS:
+            for name in SUBGRAPH_FIELDS:
                 idx = op.options.fields.get(name)
                 if isinstance(idx, int) and not 0 <= idx < nsub:
                     raise ModelError(f"{where}: {name} {idx} out of range "

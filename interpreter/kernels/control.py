@@ -5,6 +5,8 @@ Subgraphs run through `node.runtime.subgraph(i)` (an execution plan of their own
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .registry import register
@@ -74,6 +76,9 @@ def call_once(node):
     index = node.options.init_subgraph_index
     runtime = node.runtime
     plan = runtime.subgraph(index)
+    if plan.sg.inputs:
+        raise node.fail(f"init subgraph {index} takes {len(plan.sg.inputs)} inputs; CALL_ONCE "
+                        "gives it none")
 
     def run(*_):
         if index not in runtime.once_done:
@@ -82,15 +87,50 @@ def call_once(node):
     return run
 
 
-def _prepared(node, index: int, inputs: list) -> object:
-    """The plan of subgraph `index`, prepared for `inputs` (TensorInfos) shapes."""
+def _prepared(node, index: int, inputs: list, role: str) -> object:
+    """The plan of subgraph `index`, prepared for `inputs` (TensorInfos) shapes: prepared once
+    (an IF whose branches are one subgraph, or a chain of them, prepares each subgraph once,
+    not once per path), again only when the shapes differ."""
     plan = node.runtime.subgraph(index)
     if len(plan.sg.inputs) != len(inputs):
-        raise node.fail(f"subgraph {index} takes {len(plan.sg.inputs)} inputs, got {len(inputs)}")
+        raise node.fail(f"{role} subgraph {index} takes {len(plan.sg.inputs)} inputs, got "
+                        f"{len(inputs)}")
+    if plan.preparing:
+        raise node.fail(f"{role} subgraph {index} is being prepared already: the subgraphs "
+                        "call each other in a cycle (recursion), which no runtime can run")
     for t, info in zip(plan.sg.inputs, inputs):
-        plan.resize_input(t, info.shape)
+        if info is None:
+            raise node.fail(f"an omitted input goes to {role} subgraph {index}")
+        if plan.sg.tensors[t].dtype != info.type_name:
+            raise node.fail(f"{role} subgraph {index}'s input tensor {t} is "
+                            f"{plan.sg.tensors[t].dtype}, the op gives it {info.type_name}")
+    shapes = [tuple(info.shape) for info in inputs]
+    if plan.ready and all(plan.arrays[t] is not None and plan.arrays[t].shape == shape
+                          for t, shape in zip(plan.sg.inputs, shapes)):
+        return plan
+    for t, shape in zip(plan.sg.inputs, shapes):
+        plan.resize_input(t, shape)
     plan.prepare()
     return plan
+
+
+def _check_outputs(node, plan, role: str, index: int, want: list) -> None:
+    """`plan`'s outputs are as many as `want` (TensorInfos) and of their types."""
+    outs = plan.sg.outputs
+    if len(outs) != len(want):
+        raise node.fail(f"{role} subgraph {index} gives {len(outs)} outputs, the op needs "
+                        f"{len(want)}")
+    for k, (t, info) in enumerate(zip(outs, want)):
+        if plan.sg.tensors[t].dtype != info.type_name:
+            raise node.fail(f"{role} subgraph {index}'s output {k} is "
+                            f"{plan.sg.tensors[t].dtype}, the op's is {info.type_name}")
+
+
+def _check_condition(node, info, what: str) -> None:
+    """A condition: one bool value (as LiteRT's IF and WHILE check)."""
+    if info.type_name != "bool" or int(np.prod(info.shape, dtype=np.int64)) != 1:
+        raise node.fail(f"{what} must be one bool value, got {info.type_name} of shape "
+                        f"{list(info.shape)}")
 
 
 def _copy_out(values, outs) -> None:
@@ -108,9 +148,14 @@ def _output_shapes(plan):
 @register("IF", "bool")
 def if_(node):
     opts = node.options
+    if not node.inputs:
+        raise node.fail("expected the condition and the branches' inputs, got no inputs")
+    _check_condition(node, node.input(0), "the condition (input 0)")
     args = node.inputs[1:]
-    then_plan = _prepared(node, opts.then_subgraph_index, args)
-    else_plan = _prepared(node, opts.else_subgraph_index, args)
+    then_plan = _prepared(node, opts.then_subgraph_index, args, "then")
+    else_plan = _prepared(node, opts.else_subgraph_index, args, "else")
+    _check_outputs(node, then_plan, "then", opts.then_subgraph_index, node.outputs)
+    _check_outputs(node, else_plan, "else", opts.else_subgraph_index, node.outputs)
     shapes, other = _output_shapes(then_plan), _output_shapes(else_plan)
 
     def branch(cond):
@@ -132,8 +177,20 @@ def if_(node):
 @register("WHILE", *ANY)
 def while_(node):
     opts = node.options
-    cond = _prepared(node, opts.cond_subgraph_index, node.inputs)
-    body = _prepared(node, opts.body_subgraph_index, node.inputs)
+    if len(node.outputs) != len(node.inputs):
+        raise node.fail(f"has {len(node.inputs)} inputs and {len(node.outputs)} outputs: the "
+                        "loop variables are both")
+    cond = _prepared(node, opts.cond_subgraph_index, node.inputs, "cond")
+    if len(cond.sg.outputs) != 1:
+        raise node.fail(f"cond subgraph {opts.cond_subgraph_index} gives "
+                        f"{len(cond.sg.outputs)} outputs, a condition is 1")
+    c = cond.infos[cond.sg.outputs[0]]
+    shape = cond.arrays[cond.sg.outputs[0]]
+    _check_condition(node, dataclasses.replace(c, shape=c.shape if shape is None
+                                               else shape.shape),
+                     f"cond subgraph {opts.cond_subgraph_index}'s output")
+    body = _prepared(node, opts.body_subgraph_index, node.inputs, "body")
+    _check_outputs(node, body, "body", opts.body_subgraph_index, node.inputs)
     shapes = _output_shapes(body)
     n = len(node.inputs)
 

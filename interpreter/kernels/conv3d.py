@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 
 from .common import bias_epilogue, constant_value, conv_output, fused_activation
+from .geometry import check_padding
 from .registry import DATA_INPUT, register
 
 DATA_INPUT.setdefault("CONV_3D_TRANSPOSE", 2)
@@ -22,7 +23,8 @@ def _params(node):
     dilations = (int(o.dilation_d_factor), int(o.dilation_h_factor), int(o.dilation_w_factor))
     if min(strides) < 1 or min(dilations) < 1:
         raise node.fail(f"strides {list(strides)} and dilations {list(dilations)} must be >= 1")
-    return int(o.padding), strides, dilations, fused_activation(o.fused_activation_function, node)
+    return (check_padding(node, int(o.padding)), strides, dilations,
+            fused_activation(o.fused_activation_function, node))
 
 
 def _bias(node, k: int, channels: int):

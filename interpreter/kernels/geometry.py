@@ -54,10 +54,28 @@ class Windows:
                           writeable=False)
 
 
+PADDINGS = {0: "SAME", 1: "VALID"}   # the format's Padding enum
+
+
+def check_padding(node, padding) -> int:
+    """The format's Padding value (0 SAME, 1 VALID); any other fails, as in LiteRT (whose
+    reader makes it kTfLitePaddingUnknown, which every window op refuses at prepare)."""
+    if padding not in PADDINGS:
+        raise node.fail(f"padding {padding} is not a Padding value (0 SAME, 1 VALID)")
+    return int(padding)
+
+
+def _option(o, name: str, default: int) -> int:
+    """An int option; `default` only when the options do not have the field (0 stays 0)."""
+    value = getattr(o, name, None)
+    return default if value is None else int(value)
+
+
 def windows(node, x_shape, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
             padding: int) -> Windows:
     """The windows over input `x_shape` (NHWC) for the format's Padding value (0 SAME, 1 VALID);
     fails unless strides and dilations are positive and a window fits."""
+    check_padding(node, padding)
     if sh <= 0 or sw <= 0:
         raise node.fail(f"strides must be positive, got {sh}x{sw}")
     if dh <= 0 or dw <= 0:
@@ -74,8 +92,8 @@ def conv_windows(node, x_shape, kh: int, kw: int) -> Windows:
     """CONV_2D's and DEPTHWISE_CONV_2D's windows, from the op's options."""
     o = node.options
     return windows(node, x_shape, kh, kw, int(o.stride_h), int(o.stride_w),
-                   int(getattr(o, "dilation_h_factor", 1) or 1),
-                   int(getattr(o, "dilation_w_factor", 1) or 1), int(o.padding or 0))
+                   _option(o, "dilation_h_factor", 1), _option(o, "dilation_w_factor", 1),
+                   _option(o, "padding", 0))
 
 
 def pool_windows(node) -> Windows:
@@ -89,7 +107,7 @@ def pool_windows(node) -> Windows:
     sh, sw = int(o.stride_h or 0), int(o.stride_w or 0)
     if min(fh, fw, sh, sw) <= 0:
         raise node.fail(f"filter {fh}x{fw} and strides {sh}x{sw} must be positive")
-    win = windows(node, x.shape, fh, fw, sh, sw, 1, 1, int(o.padding or 0))
+    win = windows(node, x.shape, fh, fw, sh, sw, 1, 1, _option(o, "padding", 0))
     node.outputs[0].shape = (x.shape[0], win.oh, win.ow, x.shape[3])
     return win
 
@@ -132,7 +150,8 @@ def transpose_conv_shape(node, x_shape, w_shape) -> tuple:
         raise node.fail(f"filter {list(w_shape)} does not fit input {list(x_shape)} and "
                         f"output shape {list(out_shape)}")
     o = node.options
-    sh, sw, padding = int(o.stride_h or 1), int(o.stride_w or 1), int(o.padding or 0)
+    sh, sw = int(o.stride_h or 1), int(o.stride_w or 1)
+    padding = check_padding(node, _option(o, "padding", 0))
     pt = transpose_padding(padding, out_shape[1], w_shape[1], sh)
     pl = transpose_padding(padding, out_shape[2], w_shape[2], sw)
     node.outputs[0].shape = out_shape

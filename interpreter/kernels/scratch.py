@@ -16,9 +16,10 @@ class Scratch:
 
     _pools = weakref.WeakKeyDictionary()
 
-    def __init__(self):
+    def __init__(self, budget=None):
         self.size = 0
         self.block = None
+        self.budget = budget   # the interpreter's allocation budget (budget.py), if any
 
     @classmethod
     def of(cls, node) -> "Scratch":
@@ -28,7 +29,7 @@ class Scratch:
             return cls()
         pool = cls._pools.get(owner)
         if pool is None:
-            pool = cls._pools[owner] = cls()
+            pool = cls._pools[owner] = cls(getattr(owner, "budget", None))
         return pool
 
     def reserve(self, specs: list):
@@ -37,8 +38,11 @@ class Scratch:
         offsets, total = [], 0
         for shape, dtype in specs:
             offsets.append(total)
-            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            nbytes = _nbytes(shape, dtype)
             total += (nbytes + 63) // 64 * 64
+        if self.budget is not None:  # the block this reservation may make (the largest yet)
+            self.budget.hold(("scratch",), max(self.size, total),
+                             f"the kernels' work buffers {[list(s) for s, _ in specs]}")
         self.size = max(self.size, total)
         arrays = []
 
@@ -47,7 +51,14 @@ class Scratch:
                 if self.block is None or self.block.nbytes < total:
                     self.block = np.empty(max(self.size, total), np.uint8)
                 for (shape, dtype), offset in zip(specs, offsets):
-                    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                    nbytes = _nbytes(shape, dtype)
                     arrays.append(self.block[offset:offset + nbytes].view(dtype).reshape(shape))
             return arrays
         return get
+
+
+def _nbytes(shape, dtype) -> int:
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count * np.dtype(dtype).itemsize

@@ -101,9 +101,14 @@ def densify_input(node, k: int, model) -> None:
     tensor = model.subgraphs[node.subgraph].tensors[x.index]
     buffer = model.buffers[tensor.buffer]
     values = buffer.data.view(x.dtype).reshape(-1) if buffer.nbytes else np.zeros(0, x.dtype)
-    need = int(np.prod(x.shape, dtype=np.int64)) * x.dtype.itemsize
-    from ..plan import memory_limit  # plan imports the kernels: import it only here
-    if need > memory_limit():
+    from .. import budget  # the budget module imports the kernels' registry
+    need = budget.nbytes(x.shape, x.dtype)
+    held = budget.of(node)
+    if held is not None:
+        held.charge(("plan", node.subgraph), need,
+                    f"subgraph {node.subgraph} operator {node.index} ({node.op}): densifying "
+                    f"input tensor {x.index} {x.name!r} to {list(x.shape)}")
+    elif need > budget.machine_limit():
         raise node.fail(f"input tensor {x.index} {x.name!r}: the dense shape {list(x.shape)} "
                         f"needs {need} bytes, more than this machine allows")
     try:

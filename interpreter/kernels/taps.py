@@ -21,12 +21,14 @@ from .scratch import Scratch
 F32 = np.dtype(np.float32)
 
 
-def check_padded(node, padded: int, size: int) -> None:
-    """Refuse a padded copy far larger than the input it holds: a stride or dilation that only
-    a hostile file has (real layers pad by less than the window) would make one of gigabytes."""
-    if padded > 4 * size + (1 << 22):
-        raise node.fail(f"the windows' padding and dilation make a padded input of {padded} "
-                        f"values for {size} input values")
+def check_padded(node, padded: int, size: int, itemsize: int = 4) -> None:
+    """Refuse a padded copy of `padded` values (of an input of `size`) that does not fit the
+    interpreter's allocation budget: the bytes it takes decide, not its ratio to the input (a
+    real dilated convolution pads a small input a lot; a stride or dilation that only a hostile
+    file has makes one of gigabytes)."""
+    from .. import budget  # the budget module imports the kernels' registry
+    budget.check(node, int(padded) * itemsize,
+                 f"a padded input of {padded} values for {size} input values")
 
 
 class PaddedInput:
