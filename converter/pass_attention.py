@@ -369,3 +369,91 @@ def _split_point(shape, axis: int, target):
         if math.prod(target[:k]) == before and math.prod(target[k:]) == after:
             found = k
     return found
+
+
+# -- scales ---------------------------------------------------------------------------------------
+
+def fold_head_scales(model: Model) -> bool:
+    """MUL (or DIV) by a constant of one value on a head slice of a projection (q or k scaled
+    by d^-1/4), or on the scores of a BATCH_MATMUL of one (q k^T / sqrt d): the projection's
+    weight and bias rows of that slice are scaled instead."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        for op in list(sg.operators):
+            if op.op not in ("MUL", "DIV") or not ed.has(op) or \
+                    op.options.fused_activation_function != 0:
+                continue
+            for k in (0, 1) if op.op == "MUL" else (0,):
+                factor = ed.value(op.inputs[1 - k])
+                if factor is None or factor.size != 1 or len(ed.shape(op.inputs[1 - k])) > 1 \
+                        or factor.dtype != np.float32:
+                    continue
+                factor = float(factor.reshape(-1)[0])
+                if op.op == "DIV":
+                    if factor == 0:
+                        break
+                    factor = 1 / factor
+                if _fold_scale(ed, op, op.inputs[k], factor):
+                    changed = True
+                    break
+        if changed:
+            remove_dead(sg)
+    return changed
+
+
+def _fold_scale(ed: Editor, mul, t: int, factor: float) -> bool:
+    if ed.shape(t) != ed.shape(mul.outputs[0]) or not ed.only_read_by(t, mul):
+        return False
+    data, source = t, ed.producer(t)
+    if source is not None and source.op == "BATCH_MATMUL" and not source.options.adj_x:
+        t = source.inputs[0]            # scores = (q k^T) * c = (q c) k^T
+        if not ed.only_read_by(t, source):
+            return False
+    found = _slice_rows(ed, t)
+    if found is None:
+        return False
+    fc, rows = found
+    w, b = ed.value(fc.inputs[1]), ed.value(fc.inputs[2]) if fc.inputs[2] >= 0 else None
+    w = w.copy()
+    w[rows] *= np.float32(factor)
+    name = ed.sg.tensors[fc.inputs[1]].name
+    inputs = [fc.inputs[0], ed.const(w, f"{name}/scaled"), fc.inputs[2]]
+    if b is not None:
+        b = b.copy()
+        b[rows] *= np.float32(factor)
+        inputs[2] = ed.const(b, f"{ed.sg.tensors[fc.inputs[2]].name}/scaled")
+    ed.set_inputs(fc, inputs)
+    ed.replace_uses(mul.outputs[0], data)
+    ed.remove(mul)
+    return True
+
+
+def _slice_rows(ed: Editor, t: int):
+    """(FULLY_CONNECTED, slice of its output units) when t is GATHER(i, axis 0) of a TRANSPOSE
+    that moves axis a first, of RESHAPEs of the op's output, and slice i of axis a is a run of
+    its units."""
+    gather = ed.producer(t)
+    if gather is None or gather.op != "GATHER" or gather.options.axis != 0:
+        return None
+    index = ed.value(gather.inputs[1])
+    transpose = ed.producer(gather.inputs[0])
+    perm = ed.transpose_perm(transpose)
+    if index is None or index.ndim != 0 or perm is None:
+        return None
+    shape = ed.shape(transpose.inputs[0])
+    u = transpose.inputs[0]
+    while ed.producer(u) is not None and ed.producer(u).op == "RESHAPE" and \
+            len(ed.readers(u)) == 1 and not ed.is_output(u):
+        u = ed.producer(u).inputs[0]
+    fc = ed.producer(u)
+    if fc is None or _projection(ed, fc) is None or fc.options.fused_activation_function != 0 \
+            or len(fc.inputs) < 3 or len(ed.readers(u)) != 1 or ed.is_output(u) \
+            or ed.is_output(transpose.inputs[0]):
+        return None
+    units, a = ed.shape(u)[-1], perm[0]
+    if math.prod(shape[a:]) != units or math.prod(shape[:a]) * units != math.prod(ed.shape(u)):
+        return None
+    size = units // shape[a]
+    i = int(index)
+    return fc, slice(i * size, (i + 1) * size)

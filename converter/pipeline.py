@@ -9,7 +9,7 @@ import numpy as np
 from edgelite.schema import Model, replace_uses, validate
 
 from .editor import Editor
-from .pass_attention import (fold_matmul_transposes, merge_head_transposes,
+from .pass_attention import (fold_head_scales, fold_matmul_transposes, merge_head_transposes,
                              merge_parallel_projections)
 from .pass_clean import dedupe_ops, remove_dead_ops
 from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bias,
@@ -25,6 +25,7 @@ PASSES = [
     fold_matmul_transposes,       # attention (pass_attention.py)
     merge_parallel_projections,
     merge_head_transposes,
+    fold_head_scales,
     merge_reshapes,
     dedupe_ops,
     fuse_mul_into_weights,

@@ -145,6 +145,7 @@ def test_torch_multihead_attention(layers):
     assert conversion.transposes <= 2 * layers, conversion.ops_out
     assert _matmul_flags(conversion) == [(False, True), (False, False)] * layers
     assert conversion.ops_out["FULLY_CONNECTED"] == 2 * layers     # in and out projections
+    assert conversion.ops_out["MUL"] == 2 * layers     # LayerNorm's: q and k's scales folded
 
 
 @pytest.mark.parametrize("key_perm", ["two_step", "one_step"])
@@ -155,6 +156,7 @@ def test_bert_self_attention(key_perm):
     assert _matmul_flags(conversion) == [(False, True), (False, False)] * 2
     # q, k and v: one FULLY_CONNECTED with the weights stacked, plus the output projection
     assert conversion.ops_out["FULLY_CONNECTED"] == 4
+    assert "DIV" not in conversion.ops_out         # 1 / sqrt(d) folded into q's rows
 
 
 @pytest.mark.parametrize("split", ["split", "slice"])
@@ -164,6 +166,7 @@ def test_gpt2_attention(split):
     assert conversion.transposes <= 4, conversion.ops_out
     assert _matmul_flags(conversion) == [(False, True), (False, False)] * 2
     assert "SPLIT" not in conversion.ops_out and "STRIDED_SLICE" not in conversion.ops_out
+    assert conversion.ops_out["MUL"] == 4            # LayerNorm's: the scores' scale folded
 
 
 def test_vit_patch_embedding_then_attention():
