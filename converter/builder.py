@@ -354,9 +354,27 @@ class IRBuilder:
         return False
 
     def _add_worldly(self, operator: Operator, values) -> bool:
+        """Outputs computed from world values: the same at the shadow sizes, they are constants
+        (the channel count read from the SHAPE of an image whose height and width are dynamic);
+        else the op stays, its values in `world`."""
+        values = [np.array(v, numpy_dtype(self.sg.tensors[t].dtype))
+                  for t, v in zip(operator.outputs, values)]
+        if self.shadow_shapes is not None and not has_side_effects(operator):
+            for t, value in zip(operator.outputs, values):
+                self.sg.tensors[t].shape = value.shape
+                self.world[t] = value
+            self._follow_shadow(operator, len(self.sg.operators))
+            same = all(t in self.shadow_world and self.shadow_world[t].shape == v.shape and
+                       np.array_equal(self.shadow_world[t], v)
+                       for t, v in zip(operator.outputs, values))
+            if same:
+                for t, value in zip(operator.outputs, values):
+                    del self.world[t]
+                    self.shadow_world.pop(t, None)
+                    self._set_value(t, value)
+                return True
         self.sg.operators.append(operator)
         for t, value in zip(operator.outputs, values):
-            value = np.array(value, numpy_dtype(self.sg.tensors[t].dtype))
             self.sg.tensors[t].shape = value.shape
             self.world[t] = value
         return False

@@ -51,12 +51,44 @@ def gather_elements(b, n):
     shape = b.shape(indices)
     dtype = b.sg.tensors[indices].np_dtype
     size = b.const(np.array(b.shape(x)[axis], dtype))
+    if axis in b.dynamic_axes(x):
+        size = _dim(b, x, axis, dtype.name)
     indices = b.op("FLOOR_MOD", [indices, size])
+    if b.dynamic_axes(indices):
+        return b.op("GATHER_ND", [x, _dynamic_coords(b, indices, axis, dtype.name)])
     grids = np.indices(shape, dtype=dtype)
     parts = [b.reshape(indices, shape + (1,)) if d == axis else b.const(grids[d][..., None])
              for d in range(rank)]
     coords = parts[0] if rank == 1 else b.op("CONCATENATION", parts, {"axis": rank})
     return b.op("GATHER_ND", [x, coords])
+
+
+def _dim(b, t: int, axis: int, dtype: str) -> int:
+    """Dim `axis` of t as a 0-d tensor, read from its SHAPE."""
+    picked = b.op("GATHER", [b.dims_of(t, dtype), b.const(np.array([axis], np.int32))],
+                  {"axis": 0})
+    return b.reshape(picked, ())
+
+
+def _dynamic_coords(b, indices: int, axis: int, dtype: str) -> int:
+    """GatherElements' coordinates when the indices' shape is dynamic: along every other axis
+    a RANGE over that dim broadcast to the indices' SHAPE."""
+    rank = b.rank(indices)
+    dims = b.dims_of(indices, "int32")
+    parts = []
+    for d in range(rank):
+        if d == axis:
+            coord = indices
+        else:
+            line = b.op("RANGE", [b.const(np.array(0, np.int32)), _dim(b, indices, d, "int32"),
+                                  b.const(np.array(1, np.int32))])
+            view = [1] * rank
+            view[d] = -1
+            line = b.op("RESHAPE", [line, b.const(np.array(view, np.int32))],
+                        {"new_shape": tuple(view)})
+            coord = b.cast(b.op("BROADCAST_TO", [line, dims]), dtype)
+        parts.append(b.op("EXPAND_DIMS", [coord, b.const(np.array(-1, np.int32))]))
+    return parts[0] if rank == 1 else b.op("CONCATENATION", parts, {"axis": rank})
 
 
 def _wrapped(b, indices: int, dims) -> int:

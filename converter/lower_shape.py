@@ -340,10 +340,17 @@ def _slice_at_run_time(b, n, x):
         steps = b.const(np.ones(count, b.sg.tensors[starts].np_dtype))
     dtype = b.sg.tensors[starts].np_dtype
     begin = scatter_to_axes(b, starts, axes, rank, np.zeros(rank, dtype))
-    end = scatter_to_axes(b, b.cast(ends, dtype.name), axes, rank, np.array(shape, dtype))
+    # axes not sliced: the whole dim (end_mask when the axes are known; else an end past any
+    # dim, which TFLite clamps, as ONNX does)
+    mask = 0
+    if isinstance(axes, list):
+        mask = sum(1 << a for a in range(rank) if a not in axes)
+    end = scatter_to_axes(b, b.cast(ends, dtype.name), axes, rank,
+                          np.full(rank, 0 if mask else INT32_MAX, dtype))
     strides = scatter_to_axes(b, b.cast(steps, dtype.name), axes, rank, np.ones(rank, dtype))
     return b.op("STRIDED_SLICE", [x, as_int32(b, begin), as_int32(b, end),
-                                  as_int32(b, strides)], shape=n.out_shape(0))
+                                  as_int32(b, strides)], {"end_mask": mask},
+                shape=n.out_shape(0))
 
 
 @lowers("Gather")
