@@ -1,8 +1,8 @@
 """ONNX models with open input dims, in the shapes torch's exporter writes them (Shape -> Gather
 -> Unsqueeze -> Concat -> Reshape; Resize by scales; Range over a length; a transpose per
 attention head): a text detector and a recognizer whose height and width vary, an attention
-encoder and a mel-spectrogram front end whose length varies, a detector head whose grid follows
-the image size. Weights are random (fixed seed); each builder returns (ModelProto, sizes), the
+encoder, BERT-style embeddings and a mel-spectrogram front end whose length varies, a detector
+head whose grid follows the image size. Weights are random (fixed seed); each builder returns (ModelProto, sizes), the
 input shapes the tests run at."""
 from __future__ import annotations
 
@@ -220,5 +220,33 @@ def detector_head(anchors: int = 2, classes: int = 3):
     return proto, [[(1, 3, 32, 48)], [(2, 3, 64, 64)], [(1, 3, 96, 32)]]
 
 
+def token_embeddings(d: int = 8):
+    """BERT's embeddings as Hugging Face writes them: token-type ids taken from a buffer by
+    GatherElements at positions Range(seq) expanded to [batch, seq], position embeddings
+    sliced to the sequence's length; ids [batch, seq]."""
+    net = _Net(6)
+    words = (net.rng.standard_normal((50, d)) * 0.5).astype(F)
+    types = (net.rng.standard_normal((2, d)) * 0.5).astype(F)
+    positions = (net.rng.standard_normal((64, d)) * 0.5).astype(F)
+    buffer = (np.arange(64) % 2).astype(np.int64).reshape(1, 64)
+    b, s = net.dim("ids", 0), net.dim("ids", 1)
+    seq = net.op("Squeeze", [s, net.const(np.array([0], np.int64))])
+    steps = net.op("Range", [net.const(np.array(0, np.int64)), seq,
+                             net.const(np.array(1, np.int64))])               # [seq]
+    index = net.op("Expand", [net.op("Unsqueeze", [steps, net.const(np.array([0], np.int64))]),
+                              net.vec(b, s)])                                 # [b, seq]
+    table = net.op("Expand", [net.const(buffer, "token_types"), net.vec(b, 64)])
+    type_ids = net.op("GatherElements", [table, index], axis=1)               # [b, seq]
+    pos = net.op("Slice", [net.const(positions, "pos"), net.const(np.array([0], np.int64)),
+                           s, net.const(np.array([0], np.int64))])            # [seq, d]
+    x = net.op("Add", [net.op("Gather", [net.const(words, "words"), "ids"], axis=0),
+                       net.op("Gather", [net.const(types, "types"), type_ids], axis=0)])
+    x = net.op("Add", [x, pos])
+    net.nodes.append(helper.make_node("Identity", [x], ["embeddings"]))
+    proto = _graph("token_embeddings", net.nodes, [("ids", ["batch", "seq"], np.int64)],
+                   ["embeddings"], net.inits)
+    return proto, [[(1, 5)], [(2, 17)], [(3, 64)]]
+
+
 MODELS = {f.__name__: f for f in (text_detector, text_recognizer, attention_encoder,
-                                  mel_frontend, detector_head)}
+                                  mel_frontend, detector_head, token_embeddings)}
