@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from edgelite.schema.graph import has_side_effects
 
 from .delegation import Partition, Placement
+from .kernels.registry import PURE_CUSTOM_OPS
 
 log = logging.getLogger("edgelite.delegates")  # the name users configure: kept from before
 
@@ -59,7 +60,7 @@ def _apply(plan, delegate, specs, nodes, placement) -> list:
     for oi, *_ in specs:
         node = nodes.get(oi) if placement[oi].where == "CPU" else None
         reason = "not a node (a partition of another delegate)" if node is None else \
-            "has side effects" if has_side_effects(ops[oi]) else _ask(delegate, node)
+            "has side effects" if _barrier(ops[oi]) else _ask(delegate, node)
         if node is not None:
             placement[oi].reason = reason
         supported.append(reason is None)
@@ -106,6 +107,14 @@ def _apply(plan, delegate, specs, nodes, placement) -> list:
     return out_specs
 
 
+def _barrier(op) -> bool:
+    """Whether no delegate may take `op`: it has side effects. A custom op does, unless it is
+    one of the kernels' pure custom ops (registry.PURE_CUSTOM_OPS: MediaPipe's)."""
+    if op.opcode.builtin == "CUSTOM" and op.outputs and op.opcode.custom_code in PURE_CUSTOM_OPS:
+        return False
+    return has_side_effects(op)
+
+
 def _ask(delegate, node) -> str | None:
     try:
         return delegate.support(node)
@@ -121,7 +130,7 @@ def _group(specs, supported, ops) -> list:
             producer[t] = s
     deps = [{producer[t] for t in ins if t in producer and producer[t] != s}
             for s, (_, _, ins, _) in enumerate(specs)]
-    barrier = [has_side_effects(ops[oi]) for oi, *_ in specs]
+    barrier = [_barrier(ops[oi]) for oi, *_ in specs]
     done: set = set()
     remaining = list(range(len(specs)))
     groups = []

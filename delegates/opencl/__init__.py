@@ -28,7 +28,7 @@ from edgelite.interpreter.delegation import Delegate, DelegateError, Partition
 from .device import open_device
 from .fuse import plan as plan_fusions
 from .graph import Builder
-from .ops import OPS
+from .ops import CUSTOM_OPS, OPS
 
 PRECISIONS = ("fp32", "fp16")
 
@@ -57,9 +57,9 @@ class OpenCLDelegate(Delegate):
         return f"OpenCL ({self.dev.name}, {self.precision})"
 
     def support(self, node) -> str | None:
-        if node.is_custom:
+        entry = (CUSTOM_OPS if node.is_custom else OPS).get(node.op)
+        if entry is None and node.is_custom:
             return f"custom op {node.op}"
-        entry = OPS.get(node.op)
         if entry is None:
             return f"{node.op} has no OpenCL kernel"
         for t in node.outputs:
@@ -81,7 +81,7 @@ class OpenCLDelegate(Delegate):
             if node.index in g.fusion.aliased:  # its producer clamps: same values, same buffer
                 g.alias(node.outputs[0], node.inputs[0])
             else:
-                OPS[node.op][1](node, g)
+                (CUSTOM_OPS if node.is_custom else OPS)[node.op][1](node, g)
         return g.finish(partition.inputs, partition.outputs)
 
 

@@ -17,6 +17,8 @@ from edgelite.interpreter.kernels.resize import bilinear_axis
 
 from .device import define_codes
 from .helpers import MAX_INDEX, clamp, elements, float_io, nd, rank4, vector_width
+from .ops_conv import (build_convolution_2d_transpose_bias,
+                       support_convolution_2d_transpose_bias)
 from .ops_conv import (build_average_pool_2d, build_batch_matmul, build_conv_2d,
                        build_depthwise_conv_2d, build_fully_connected, build_max_pool_2d,
                        build_transpose_conv, support_batch_matmul, support_conv_2d,
@@ -308,3 +310,7 @@ OPS = {
 OPS.update({op: (support_binary, build_binary) for op in BINARY})
 OPS.update({op: (support_unary, build_unary) for op in UNARY_OPS})
 OPS.update({op: (support_gathered, build_gathered) for op in GATHERED})
+
+# Custom ops, by custom code (MediaPipe's)
+CUSTOM_OPS = {"Convolution2DTransposeBias": (support_convolution_2d_transpose_bias,
+                                             build_convolution_2d_transpose_bias)}

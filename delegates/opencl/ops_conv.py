@@ -2,6 +2,8 @@
 on the OpenCL device: weights packed and uploaded once, tiled kernels of gemm.cl / depthwise.cl."""
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from edgelite.interpreter.kernels.common import conv_output
@@ -305,6 +307,38 @@ def build_transpose_conv(node, g):
              [g.value(x), g.weights(w.data), g.const(bias, np.float32), g.tensor(out), i32(h),
               i32(wd), i32(c), i32(ho), i32(wo), i32(co), i32(kh), i32(kw), i32(sh), i32(sw),
               i32(pt), i32(pl), f32(lo), f32(hi)])
+
+
+def support_convolution_2d_transpose_bias(node):
+    """MediaPipe's Convolution2DTransposeBias (a custom op): TRANSPOSE_CONV's kernel, with the
+    op's own inputs (input, filter, bias), options (the C struct TfLiteTransposeConvParams) and
+    padding (MediaPipe's: interpreter/kernels/mediapipe_ops.py)."""
+    if len(node.inputs) != 3 or any(t is None for t in node.inputs):
+        return "expected 3 inputs (input, filter, bias)"
+    if node.inputs[1].data is None or node.inputs[2].data is None:
+        return "the filter and the bias must be constants"
+    if len(bytes(node.custom_options or b"")) < 12:
+        return "custom options shorter than TfLiteTransposeConvParams"
+    return float_io(node)
+
+
+def build_convolution_2d_transpose_bias(node, g):
+    x, w, b, out = node.inputs[0], node.inputs[1], node.inputs[2], node.outputs[0]
+    padding, sw, sh = struct.unpack_from("<3i", bytes(node.custom_options))
+    n, h, wd, c = x.shape
+    co, kh, kw, _ = w.shape
+    _, ho, wo, _ = out.shape
+    pt = pl = 0
+    if padding == 1:    # TfLitePadding SAME
+        pt = max(0, kh - (h - 1) % sh - 1) // 2
+        pl = max(0, kw - (wd - 1) % sw - 1) // 2
+    lo, hi = clamp(node, g)
+    i32, f32 = np.int32, np.float32
+    gsize, lsize = nd(g, (co, wo, n * ho))
+    g.launch("data", "transpose_conv", gsize, lsize,
+             [g.value(x), g.weights(w.data), g.const(np.asarray(b.data, np.float32), np.float32),
+              g.tensor(out), i32(h), i32(wd), i32(c), i32(ho), i32(wo), i32(co), i32(kh),
+              i32(kw), i32(sh), i32(sw), i32(pt), i32(pl), f32(lo), f32(hi)])
 
 
 def _batch_stride(shape, batch):

@@ -33,7 +33,7 @@ import numpy as np
 
 from .common import F32, check_float, clamp_activation
 from .detection import read_flexbuffer_map
-from .registry import register_custom_op
+from .registry import PURE_CUSTOM_OPS, register_custom_op
 from .taps import patch_accumulator, scatter_patches
 
 F64 = np.dtype(np.float64)
@@ -459,3 +459,4 @@ MEDIAPIPE_OPS = {
 
 for _name, _prepare in MEDIAPIPE_OPS.items():
     register_custom_op(_name, _prepare)
+PURE_CUSTOM_OPS.update(MEDIAPIPE_OPS)

@@ -95,6 +95,8 @@ Prepare = Callable[[Node], Callable]
 
 KERNELS: dict = {}      # op -> {arithmetic key -> prepare}
 CUSTOM_OPS: dict = {}   # custom code -> prepare
+# Custom ops whose kernels are pure functions of their inputs (no state): a delegate may take them.
+PURE_CUSTOM_OPS: set = set()
 # Custom ops no CPU kernel can run, with what to say instead of "not registered".
 UNAVAILABLE_CUSTOM_OPS = {
     "edgetpu-custom-op": "the model was compiled for the Coral Edge TPU (edgetpu_compiler): "
