@@ -21,11 +21,25 @@ def normalize(b, x, axes, eps: float):
 
 
 def _affine(b, y, scale, bias, shape=None):
-    if scale >= 0:
+    """y * scale + bias; a constant scale of ones or bias of zeros (as freshly initialized
+    models have) is left out."""
+    if scale >= 0 and not _is_constant(b, y, scale, 1, shape):
         y = b.op("MUL", [y, scale if shape is None else b.reshape(scale, shape)])
-    if bias >= 0 and bias not in b.empty:
+    if bias >= 0 and bias not in b.empty and not _is_constant(b, y, bias, 0, shape):
         y = b.op("ADD", [y, bias if shape is None else b.reshape(bias, shape)])
     return y
+
+
+def _is_constant(b, y, t, value, shape=None) -> bool:
+    """t (reshaped to `shape`) is a constant that holds only `value` and does not broadcast y
+    to a larger shape."""
+    v = b.value(t)
+    if v is None or not np.all(v == value):
+        return False
+    v = v if shape is None else v.reshape(shape)
+    y_shape = b.shape(y)
+    return len(v.shape) <= len(y_shape) and all(
+        d == 1 or d == e for d, e in zip(v.shape[::-1], y_shape[::-1]))
 
 
 @lowers("LayerNormalization")

@@ -254,3 +254,17 @@ def test_tanh_without_the_gelu_constants_stays():
                    "k": np.array(np.sqrt(2 / np.pi), F), "one": np.array(1, F),
                    "half": np.array(0.5, F)})
     assert "GELU" not in check(proto).ops_out
+
+
+@pytest.mark.parametrize("affine", ["identity", "learned"])
+def test_layer_norm_ops(affine):
+    """LayerNormalization: MEAN, SQUARED_DIFFERENCE, MEAN, ADD, RSQRT, SUB, MUL, and the MUL and
+    ADD of scale and bias unless they are ones and zeros (a freshly initialized model's)."""
+    scale, bias = (np.ones(D, F), np.zeros(D, F)) if affine == "identity" else (w(D), w(D))
+    proto = model([node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1)],
+                  [("x", [1, S, D])], ["y"], {"g": scale, "b": bias})
+    ops = check(proto).ops_out
+    core = {"MEAN": 2, "SQUARED_DIFFERENCE": 1, "ADD": 1, "RSQRT": 1, "SUB": 1, "MUL": 1}
+    if affine == "learned":
+        core.update(ADD=2, MUL=2)
+    assert ops == core
