@@ -54,6 +54,54 @@ class Options:
     cpu_options: CpuOptions = field(default_factory=CpuOptions)
 
 
+@dataclass(frozen=True)
+class EnvironmentOptions:
+    runtime_path: str | None = None
+    compiler_plugin_path: str = ""
+    dispatch_library_path: str = ""
+
+
+class Environment:
+    """LiteRT's shared environment: here only what it was made with (the CPU path needs no
+    runtime library, compiler plugin or dispatch library)."""
+
+    def __init__(self, capsule=None, options: EnvironmentOptions | None = None):
+        self._capsule = capsule
+        self._options = options or EnvironmentOptions()
+
+    def __enter__(self) -> "Environment":
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.close()
+
+    def close(self) -> None:
+        self._capsule = None
+
+    @classmethod
+    def create(cls, *, options=None, runtime_path=None, compiler_plugin_path: str = "",
+               dispatch_library_path: str = "") -> "Environment":
+        if isinstance(options, str):
+            if runtime_path is not None:
+                raise ValueError("runtime_path was provided twice.")
+            runtime_path, options = options, None
+        if options is not None and (runtime_path is not None or compiler_plugin_path
+                                    or dispatch_library_path):
+            raise ValueError("Pass either options or environment path shortcuts.")
+        if options is None:
+            options = EnvironmentOptions(runtime_path, compiler_plugin_path,
+                                         dispatch_library_path)
+        return cls(object(), options)
+
+    @property
+    def options(self) -> EnvironmentOptions:
+        return self._options
+
+    @property
+    def capsule(self):
+        return self._capsule
+
+
 def _error(code: int, message: str) -> RuntimeError:
     return RuntimeError(f"CompiledModel error: code={code}, message={message}")
 
@@ -283,13 +331,13 @@ class CompiledModel:
     def from_file(cls, model_path: str, hardware_accel=None, environment=None,
                   options=None) -> "CompiledModel":
         it = _interpreter(_resolve(options, hardware_accel), model_path=model_path)
-        return cls(_Model(it), environment)
+        return cls(_Model(it), environment or Environment.create())
 
     @classmethod
     def from_buffer(cls, model_data: bytes, hardware_accel=None, environment=None,
                     options=None) -> "CompiledModel":
         it = _interpreter(_resolve(options, hardware_accel), model_content=bytes(model_data))
-        return cls(_Model(it), environment)
+        return cls(_Model(it), environment or Environment.create())
 
     @property
     def environment(self):

@@ -164,6 +164,11 @@ def _scenarios(cm):
         "options and hardware_accel": lambda: cm.CompiledModel.from_buffer(
             plain, hardware_accel=cm.HardwareAccelerator.CPU, options=cm.Options()),
         "closed model": lambda: (lambda m: (m.close(), m.get_signature_list()))(model()),
+        "shared environment": lambda: (lambda env: (cm.CompiledModel.from_buffer(
+            plain, environment=env).environment is env, env.options.compiler_plugin_path))(
+            cm.Environment.create(compiler_plugin_path="/nowhere")),
+        "environment paths twice": lambda: cm.Environment.create(options="/a", runtime_path="/b"),
+        "environment positional": lambda: cm.Environment.create("/a"),
     }
 
 
