@@ -7,6 +7,7 @@ modules register them; `lowerings.py` imports every family (the coverage table).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -18,14 +19,30 @@ LOWERINGS: dict = {}   # ONNX op type -> lowering function
 
 
 def lowers(*op_types: str):
-    """Decorator: register `fn` as the lowering of these ONNX op types (default domain)."""
+    """Decorator: register `fn` as the lowering of these ONNX op types (default domain). The
+    registry holds it between the size guards (`guards.py`): a node whose output would be
+    absurdly large is refused before `fn` runs, a tensor `fn` made beyond the limits after."""
     def wrap(fn: Callable) -> Callable:
+        guarded = _guarded(fn)
         for op_type in op_types:
             if op_type in LOWERINGS:
                 raise RuntimeError(f"two lowerings registered for {op_type}")
-            LOWERINGS[op_type] = fn
+            LOWERINGS[op_type] = guarded
         return fn
     return wrap
+
+
+def _guarded(fn: Callable) -> Callable:
+    from . import guards
+
+    @functools.wraps(fn)
+    def lower(b, n):
+        guards.before_lowering(b, n)
+        first_new = len(b.sg.tensors)
+        outs = fn(b, n)
+        guards.after_lowering(b, n, first_new)
+        return outs
+    return lower
 
 
 class Unsupported(ConversionError):

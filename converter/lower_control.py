@@ -22,7 +22,7 @@ def if_(b, n):
         return n.scope.inline(chosen)
     try:
         (then_index, then_reads, then_outs), (else_index, else_reads, else_outs) = \
-            (n.scope.subgraph(g) for g in branches)
+            (_branch(n, g) for g in branches)
     except ConversionError as e:
         raise n.fail(f"a branch cannot be converted: {e}") from None
     model = b.model
@@ -42,6 +42,14 @@ def if_(b, n):
         cond = b.reshape(b.cast(cond, "bool"), ())
     return b.emit("IF", [cond] + reads, {"then_subgraph_index": then_index,
                                          "else_subgraph_index": else_index}, shapes, dtypes)
+
+
+def _branch(n, graph) -> tuple:
+    """`Scope.subgraph` of a branch, with the index of the branch's own subgraph: the first one
+    it appends (an If inside the branch appends its own after it)."""
+    index = len(n.scope.b.model.subgraphs)
+    _, reads, outs = n.scope.subgraph(graph)
+    return index, reads, outs
 
 
 def _take_inputs(b, sg, own: list, reads: list) -> None:

@@ -17,6 +17,7 @@ from edgelite.schema import Model, Subgraph, dtype_name, remove_dead
 from .builder import IRBuilder
 from .errors import ConversionError, UnsupportedOpsError, input_shapes_setting, joined, \
     worded
+from .guards import check_proto, load_checked
 from .lower import OnnxNode, decode_attrs
 from .lowerings import LOWERINGS
 from .onnx_patterns import fuse_gelu
@@ -55,11 +56,7 @@ def load_onnx(source):
         raise ConversionError(f"no such file: {path}")
     if path.is_dir():
         raise ConversionError(f"{path} is a directory, not an ONNX model")
-    try:
-        return onnx.load(str(path))
-    except Exception as e:  # protobuf's DecodeError and friends: the file is not ONNX
-        raise ConversionError(f"{path} is not an ONNX model ({type(e).__name__}: "
-                              f"{str(e).splitlines()[0] if str(e) else 'cannot parse'})") from None
+    return load_checked(path)   # guards.py: external-data locations checked before reading
 
 
 def opset_of(proto) -> int:
@@ -124,6 +121,7 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size=1,
     opset = opset_of(proto)
     if opset < MIN_OPSET:
         proto, opset = upgrade(proto, opset), MIN_OPSET
+    check_proto(proto)   # guards.py: types, int32 dims and attributes, nesting
     check_model(proto)
     problems = unsupported_nodes(proto, opset)
     if problems:
