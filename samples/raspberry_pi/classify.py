@@ -60,7 +60,10 @@ def main(argv=None) -> int:
         with stages("postprocess"):
             scores = scores_of(it, y)
             top = np.argsort(-scores, kind="stable")[:args.top_k]
-        return None, {"top": [[labels[k], float(scores[k])] for k in top]}
+        record = {"top": [[labels[k], float(scores[k])] for k in top]}
+        if args.json:      # the model's own output values for those classes (integers: int8)
+            record["raw"] = y.reshape(-1)[top].tolist()
+        return None, record
 
     return common.main_loop(args, "classify", process)
 

