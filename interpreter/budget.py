@@ -152,6 +152,14 @@ def check(node, nbytes_: int, what: str) -> None:
                                 f"({node.op}): {e}") from None
 
 
+def empty(node, shape, dtype, fill=None) -> np.ndarray:
+    """An output a kernel allocates while running (a shape known from values only): checked
+    against the budget first (`check`), then np.empty, or np.full with `fill`."""
+    shape = tuple(int(d) for d in shape)
+    check(node, nbytes(shape, dtype), f"an output {list(shape)} of {np.dtype(dtype).name}")
+    return np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
+
+
 def fold(node, run, key=None) -> list:
     """Run a prepared kernel on constant inputs: its outputs (read-only), allocated through the
     budget (held under `key`, the caller's plan, when given). What the interpreter does at

@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 
-from .common import bias_epilogue, constant_value, conv_output, fused_activation
+from .common import bias_epilogue, conv_output, fused_activation, int_vector
 from .geometry import check_padding
 from .registry import DATA_INPUT, register
 
@@ -84,7 +84,10 @@ def conv_3d(node):
 @register("CONV_3D_TRANSPOSE", "float32")
 def conv_3d_transpose(node):
     node.expect_inputs(3, 4)
-    shape = [int(d) for d in constant_value(node, 0, "output_shape")]
+    if len(node.input(0).shape) != 1:
+        raise node.fail(f"output_shape (input 0) must be a vector, got shape "
+                        f"{list(node.input(0).shape)}")
+    shape = [int(d) for d in int_vector(node, 0, "output_shape")]
     w, x = node.input(1), node.input(2)
     if len(x.shape) != 5 or len(w.shape) != 5 or len(shape) != 5:
         raise node.fail(f"input, filter and output_shape must describe rank-5 tensors, got "

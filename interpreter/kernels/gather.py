@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import DATA_TYPES, int_vector, known_at_run_time, normalize_axis
+from .errors import IndexOutOfRange
 from .registry import register
 
 INDEX_TYPES = ("int16", "int32", "int64")
@@ -19,7 +20,7 @@ INDEX_TYPES = ("int16", "int32", "int64")
 def _check_indices(idx: np.ndarray, n: int, what: str) -> None:
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         bad = idx[(idx < 0) | (idx >= n)].reshape(-1)[0]
-        raise IndexError(f"{what} index {bad} is out of range [0, {n})")
+        raise IndexOutOfRange(f"{what} index {bad} is out of range [0, {n})")
 
 
 def _params_and_indices(node) -> tuple:
@@ -75,7 +76,8 @@ def gather_nd(node):
     def run(x, idx, out):
         coords = idx.reshape(n_slices, nd)
         if coords.size and ((coords < 0).any() or (coords >= bounds).any()):
-            raise IndexError(f"gather_nd index out of bounds for params of shape {list(p_shape)}")
+            raise IndexOutOfRange(f"gather_nd index out of bounds for params of shape "
+                                  f"{list(p_shape)}")
         flat = coords @ strides if nd > 1 else coords[:, 0]
         np.take(x.reshape(count, inner), flat, axis=0, out=out.reshape(n_slices, inner))
     return run

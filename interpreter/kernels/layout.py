@@ -244,7 +244,8 @@ def tile(node):
 
         def run_values(x, multiples):
             reps = _multiples(node, x.shape, int_vector(node, 1, "the multiples", multiples))
-            out = np.empty(tuple(d * r for d, r in zip(x.shape, reps)), x.dtype)
+            from ..budget import empty
+            out = empty(node, tuple(d * r for d, r in zip(x.shape, reps)), x.dtype)
             _tile_into(x, reps, out)
             return [out]
         return run_values

@@ -37,8 +37,9 @@ def _pad_at_run_time(node, value_of):
 
     def run(x, paddings, *rest):
         pads = _paddings(node, x.ndim, paddings)
-        out = np.full(tuple(a + n + b for n, (a, b) in zip(x.shape, pads)), value_of(rest),
-                      dtype)
+        from ..budget import empty
+        out = empty(node, tuple(a + n + b for n, (a, b) in zip(x.shape, pads)), dtype,
+                    value_of(rest))
         out[tuple(slice(a, a + n) for n, (a, _) in zip(x.shape, pads))] = x
         return [out]
     return run
@@ -110,7 +111,8 @@ def mirror_pad(node):
         def run_values(x, paddings):
             pads = _paddings(node, x.ndim, paddings)
             center, fills = _mirror_plan(node, x.shape, pads, mode)
-            out = np.empty(tuple(a + n + b for n, (a, b) in zip(x.shape, pads)), dtype)
+            from ..budget import empty
+            out = empty(node, tuple(a + n + b for n, (a, b) in zip(x.shape, pads)), dtype)
             _mirror(x, center, fills, out)
             return [out]
         return run_values

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import DATA_TYPES
+from .errors import IndexOutOfRange
 from .registry import DATA_INPUT, register
 
 # The input whose type selects the kernel: SCATTER_ND's updates, ONE_HOT's on_value.
@@ -55,7 +56,7 @@ def scatter_nd(node):
         idx = idx.reshape(-1, nd).astype(np.int64, copy=False)
         bad = (idx < 0) | (idx >= np.asarray(shape[:nd], np.int64))
         if bad.any():
-            raise IndexError(f"index {idx[bad.any(axis=1)][0].tolist()} is out of bounds for "
+            raise IndexOutOfRange(f"index {idx[bad.any(axis=1)][0].tolist()} is out of bounds for "
                             f"the output shape {list(shape)}")
         flat = np.ravel_multi_index(tuple(idx.T), shape[:nd]) if nd else \
             np.zeros(len(idx), np.int64)

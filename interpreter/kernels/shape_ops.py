@@ -187,8 +187,13 @@ def _broadcast_shape(node, in_shape: tuple, shape: tuple) -> tuple:
 def broadcast_to(node):
     node.expect_inputs(2)
     if known_at_run_time(node, 1):
-        return _shaped_while_running(node, lambda x, shape: np.broadcast_to(
-            x, _broadcast_shape(node, x.shape, _shape_vector(node, 1, "the shape", shape))).copy())
+        def broadcast(x, shape):
+            from ..budget import empty
+            shape = _broadcast_shape(node, x.shape, _shape_vector(node, 1, "the shape", shape))
+            out = empty(node, shape, x.dtype)
+            np.copyto(out, x)
+            return out
+        return _shaped_while_running(node, broadcast)
     node.outputs[0].shape = _broadcast_shape(node, node.input(0).shape,
                                              _shape_vector(node, 1, "the shape"))
 
@@ -211,7 +216,8 @@ def fill(node):
         dtype = node.outputs[0].dtype
 
         def run_dynamic(dims, v):
-            return [np.full(_shape_vector(node, 0, "the dims", dims), v.reshape(()), dtype)]
+            from ..budget import empty
+            return [empty(node, _shape_vector(node, 0, "the dims", dims), dtype, v.reshape(()))]
         return run_dynamic
     node.outputs[0].shape = _shape_vector(node, 0, "the dims")
 
@@ -237,7 +243,8 @@ def range_(node):
 
         def run_dynamic(start, limit, delta):
             bounds = [np.asarray(v, dtype).reshape(()) for v in (start, limit, delta)]
-            out = np.empty((_range_size(node, dtype, *bounds),), dtype)
+            from ..budget import empty
+            out = empty(node, (_range_size(node, dtype, *bounds),), dtype)
             _count(bounds[0], None, bounds[2], out)
             return [out]
         return run_dynamic

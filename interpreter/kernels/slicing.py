@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import DATA_TYPES, int_vector, known_at_run_time
+from .errors import IndexOutOfRange
 from .registry import register
 
 
@@ -150,7 +151,8 @@ def _strided_index(params, offset) -> tuple:
                               offset)
         if _bit(smask, i):
             if not 0 <= start < n:
-                raise IndexError(f"shrunk axis {i}: index {start} is out of range for size {n}")
+                raise IndexOutOfRange(f"shrunk axis {i}: index {start} is out of range for "
+                                      f"size {n}")
             index.append(start)
         elif start < 0 or (steps[i] < 0 and stop >= start) or (steps[i] > 0 and stop <= start):
             index.append(slice(0, 0))

@@ -196,3 +196,64 @@ def test_a_hostile_dilation_is_refused_by_its_bytes():
     be terabytes; the budget refuses it naming the op and the size."""
     with pytest.raises(MemoryBudgetError, match=r"CONV_2D\).*padded input of \d+ values"):
         _edgelite(_aspp_conv(2 ** 20))
+
+
+def _one_op(op: str, ins: list, outs: list, consts: dict | None = None) -> bytes:
+    """One `op` over tensors given as (shape, dtype); `consts`: input position -> value."""
+    m = Model()
+    sg = Subgraph(name="main")
+    consts = consts or {}
+    tin = [sg.add_tensor(Tensor(f"in{k}", shape, dtype, m.add_buffer(consts[k])
+                                if k in consts else 0))
+           for k, (shape, dtype) in enumerate(ins)]
+    tout = [sg.add_tensor(Tensor(f"out{k}", shape, dtype)) for k, (shape, dtype) in
+            enumerate(outs)]
+    sg.inputs = [t for k, t in enumerate(tin) if k not in consts]
+    sg.outputs = tout
+    sg.operators = [Operator(OperatorCode(op), tin, tout, default_options(op))]
+    m.subgraphs.append(sg)
+    return save(m)
+
+
+# What the structured fuzzer's "any_op" family found: internal exceptions (IndexError,
+# TypeError) that reached the user wrapped in an error; each is now a named refusal.
+INTERNAL_BEFORE = {
+    "no outputs": (lambda: _one_op("SHAPE", [((2, 3), "float32")], []),
+                   r"SHAPE\): has no outputs; SHAPE writes at least one"),
+    "a second output": (lambda: _one_op("SIGN", [((3,), "float32")],
+                                        [((3,), "float32"), ((3,), "float32")]),
+                        r"SIGN\): has 1 inputs and 2 outputs; its kernel reads and writes 2 "
+                        r"tensors"),
+    "output type": (lambda: _one_op("SQUEEZE", [((1, 3), "int32")], [((3,), "bool")]),
+                    r"SQUEEZE\): output 0 'out0' is bool, but SQUEEZE gives its input 0's "
+                    r"type, int32"),
+    "output_shape not a vector": (
+        lambda: _one_op("CONV_3D_TRANSPOSE", [((1, 5), "int32"), ((1, 1, 1, 1, 1), "float32"),
+                                              ((1, 1, 1, 1, 1), "float32")],
+                        [((1, 1, 1, 1, 1), "float32")],
+                        {0: np.zeros((1, 5), np.int32), 1: np.ones((1, 1, 1, 1, 1),
+                                                                   np.float32)}),
+        r"output_shape \(input 0\) must be a vector"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INTERNAL_BEFORE))
+def test_internal_errors_are_named_refusals(case):
+    make, pattern = INTERNAL_BEFORE[case]
+    with pytest.raises(KernelError, match=pattern) as info:
+        _edgelite(make())
+    assert "Error:" not in str(info.value)   # no "TypeError: ..." / "IndexError: ..." inside
+
+
+def test_an_index_out_of_range_while_running_names_the_op():
+    """GATHER with an index the model feeds past the end: a named error (IndexOutOfRange, a
+    KernelError and an IndexError) naming the operator, not "failed: IndexError: ..."."""
+    from edgelite.interpreter.kernels.errors import IndexOutOfRange
+    content = _one_op("GATHER", [((4,), "float32"), ((2,), "int32")], [((2,), "float32")],
+                      {0: np.float32([1, 2, 3, 4])})
+    it = Interpreter(model_content=content)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], np.int32([1, 9]))
+    with pytest.raises(IndexOutOfRange, match=r"^subgraph 0 operator 0 \(GATHER\): gather "
+                                              r"index 9 is out of range \[0, 4\)"):
+        it.invoke()

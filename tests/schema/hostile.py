@@ -320,6 +320,62 @@ def _corrupt_case(rng):
     return bytes(content)
 
 
+_DTYPES = ("float32", "float32", "int32", "int8", "uint8", "int64", "bool", "int16",
+           "float16")
+_VALUES = (0, 1, -1, 2, 3, 7, 127, -128, 255, 2 ** 15, 2 ** 20, 2 ** 31 - 1, -2 ** 31)
+
+
+def _random_tensor(rng, m: Model, sg: Subgraph, name: str, constant: bool) -> int:
+    dtype = rng.choice(_DTYPES)
+    shape = tuple(rng.choice((0, 1, 1, 2, 3, 4, 5)) for _ in range(rng.choice((0, 1, 2, 3, 4,
+                                                                               4, 5))))
+    count = int(np.prod(shape))
+    if constant and count:
+        info = np.iinfo(dtype) if dtype not in ("float32", "float16", "bool") else None
+        raw = [rng.choice(_VALUES) for _ in range(count)]
+        if info is not None:
+            raw = [min(max(v, info.min), info.max) for v in raw]
+        with np.errstate(all="ignore"):   # 2**31 as float16 is inf: a value like any other
+            value = np.array(raw, np.float64 if info is None else np.int64).astype(dtype)
+        return sg.add_tensor(Tensor(name, shape, dtype, m.add_buffer(value.reshape(shape))))
+    return sg.add_tensor(Tensor(name, shape, dtype))
+
+
+def _op_case(rng):
+    """Any op edgelite has a kernel for, with random inputs (count, dtypes, shapes, constant
+    or not, values from the edges of their range), outputs and option values: what a kernel's
+    checks must catch before its arithmetic does."""
+    from edgelite.interpreter.kernels import registry
+    skip = {"CUSTOM", "DELEGATE", "IF", "WHILE", "CALL_ONCE"}
+    op = rng.choice(sorted(set(registry.KERNELS) - skip))
+    for _ in range(20):
+        m = Model()
+        sg = Subgraph(name="main")
+        ins = [_random_tensor(rng, m, sg, f"in{k}", rng.random() < 0.5)
+               for k in range(rng.choice((0, 1, 1, 2, 2, 3, 3, 4, 5)))]
+        if ins and rng.random() < 0.1:
+            ins[rng.randrange(len(ins))] = -1                   # an omitted optional input
+        outs = [_random_tensor(rng, m, sg, f"out{k}", False)
+                for k in range(rng.choice((1, 1, 1, 2, 0)))]
+        sg.inputs = [t for t in ins if t >= 0 and m.buffers[sg.tensors[t].buffer].nbytes == 0]
+        sg.outputs = outs
+        try:
+            options = default_options(op)
+            fields = [f for f, v in options.fields.items() if isinstance(v, (int, bool))]
+            changed = {f: rng.choice(_VALUES) for f in rng.sample(fields, min(len(fields),
+                                                                           rng.randint(0, 2)))}
+            for f, v in list(changed.items()):
+                if isinstance(options.fields[f], bool):
+                    changed[f] = bool(v)
+            sg.operators = [Operator(OperatorCode(op), ins, outs,
+                                     default_options(op, **changed))]
+            m.subgraphs.append(sg)
+            return save(m)
+        except Exception:  # noqa: BLE001 - a value the writer cannot store: draw again
+            continue
+    return save(fully_connected())
+
+
 def weight_sound() -> bytes:
     return save(fully_connected())
 
@@ -333,4 +389,5 @@ _FAMILIES = {  # family -> (generator, weight)
     "shape_sizes": (_shape_case, 3),
     "op_version": (_version_case, 1),
     "corrupt_structure": (_corrupt_case, 4),
+    "any_op": (_op_case, 12),
 }
