@@ -187,16 +187,24 @@ def test_unsupported_attribute_forms_listed_at_once(tmp_path):
     assert "'rnn'" in line and "input_forget" in line
 
 
-def test_unresolvable_shapes(models_dir):
-    line = fails(models_dir / "ppocr_cls.onnx")
-    assert "cannot resolve the input shapes" in line
-    assert "--input-shape x=-1,3,?,?" in line
+def test_open_dims_stay_dynamic(models_dir, tmp_path):
+    """ppocr_cls leaves batch, height and width open: they stay -1 with no --input-shape."""
+    out = ok(models_dir / "ppocr_cls.onnx", "-o", tmp_path / "cls.tflite")
+    assert "input    x: float32 [-1, -1, -1, 3]" in out
 
 
-def test_unresolvable_shapes_named_dims(tmp_path):
-    proto = tiny_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [1, "H", "W"])])
+def test_open_dims_no_size_fits(tmp_path):
+    """A model that takes its open dims at no size tried (a constant reshape fixes them) says
+    which sizes were tried and names --input-shape."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 40])],
+        [numpy_helper.from_array(np.array([1, 40], np.int64), "s")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     line = fails(save(tmp_path, proto))
-    assert "input 'x' [1, H, W]" in line and "dims [1, 2]" in line
+    assert "none of the sizes tried" in line and "x[1]=128, x[2]=128" in line
+    assert "--input-shape (-1 keeps a dim dynamic)" in line
 
 
 @pytest.mark.parametrize("spec, message", [("x", "expected NAME=D0,D1"),
