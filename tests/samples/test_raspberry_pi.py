@@ -295,3 +295,32 @@ def test_face_sample_on_a_picamera2_stand_in(common_module, sample_models, monke
     assert [len(r["faces"]) for r in records] == [1, 1]
     assert iou(ASTRONAUT_FACE, np.array([records[0]["faces"][0]["box"]]))[0] >= 0.8
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["frame_00000.png", "frame_00001.png"]
+
+
+def test_classify_sample_on_an_opencv_camera_stand_in(common_module, models_dir, digit_images,
+                                                      monkeypatch, capsys, tmp_path):
+    """No picamera2: the sample opens OpenCV's camera (a stand-in cv2) and reads until it ends."""
+    import types
+    folder, labels, pixels = digit_images
+    frames = [np.repeat(p[..., None], 3, axis=2) for p in pixels[:5]]
+    opened = []
+
+    def video_capture(index):
+        opened.append(index)
+        capture = StandInCapture(frames)
+        capture.set = lambda prop, value: None
+        capture.isOpened = lambda: True
+        return capture
+
+    cv2 = types.SimpleNamespace(VideoCapture=video_capture, CAP_PROP_FRAME_WIDTH=3,
+                                CAP_PROP_FRAME_HEIGHT=4)
+    monkeypatch.setitem(sys.modules, "picamera2", None)      # import picamera2 fails
+    monkeypatch.setitem(sys.modules, "cv2", cv2)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    import classify
+    assert classify.main(["--model", str(models_dir / "digits_cnn.tflite"), "--camera-id", "2",
+                          "--json", "--output-dir", str(tmp_path)]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert opened == [2]
+    assert [int(r["top"][0][0]) for r in records] == labels[:5].tolist()
