@@ -37,6 +37,17 @@ def transpose(node):
         raise node.fail(f"{perm} is not a permutation of the {len(in_shape)} input dimensions")
     perm = tuple(perm)
     node.outputs[0].shape = tuple(in_shape[p] for p in perm)
+    if rank >= 2 and perm[-2] == rank - 1 and in_shape[perm[-1]] <= 8 and \
+            int(np.prod(in_shape)) >= 1024:
+        # (..., a, b) -> (..., b, a) with a small (NHWC channel shuffle): numpy's one copy
+        # walks the output's short last axis innermost; one copy per index of it runs on rows.
+        n = in_shape[perm[-1]]
+
+        def run_rows(x, _, out):
+            xt = x.transpose(perm)
+            for i in range(n):
+                np.copyto(out[..., i], xt[..., i])
+        return run_rows
 
     def run(x, _, out):
         np.copyto(out, x.transpose(perm))

@@ -57,17 +57,18 @@ def test_channel_shuffle_keeps_one_transpose(split):
     assert conversion.io_layout["inputs"][0]["perm"] == [0, 2, 3, 1]
 
 
-def test_lone_channel_shuffle():
+@pytest.mark.parametrize("h", [4, 16])   # 16: big enough for the kernel's copy per row
+def test_lone_channel_shuffle(h):
     """Conv -> shuffle -> Conv: the shuffle's one TRANSPOSE runs on NHWC data."""
-    shuffle, shapes = _shuffle("c", "s", 6, 4, groups=3)
+    shuffle, shapes = _shuffle("c", "s", 6, h, groups=3)
     proto = model([node("Conv", ["x", "W"], ["c"]), *shuffle,
-                   node("Conv", ["s", "W2"], ["y"])], [("x", [1, 2, 4, 4])], ["y"],
+                   node("Conv", ["s", "W2"], ["y"])], [("x", [1, 2, h, h])], ["y"],
                   {"W": w(6, 2, 1, 1), "W2": w(3, 6, 1, 1), **shapes})
     conversion = check(proto)
     assert conversion.ops_out["TRANSPOSE"] == 1 and conversion.transposes == 1
     sg = conversion.model.subgraphs[0]
     (op,) = [op for op in sg.operators if op.op == "TRANSPOSE"]
-    assert sg.tensors[op.inputs[0]].shape == (1, 4, 4, 3, 2)     # channels last, split 3 x 2
+    assert sg.tensors[op.inputs[0]].shape == (1, h, h, 3, 2)     # channels last, split 3 x 2
 
 
 def test_gather_of_a_transposed_tensor():
