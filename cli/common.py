@@ -50,10 +50,13 @@ def load_model(path: Path):
 
 
 def check_file(path: Path, what: str = "file") -> None:
+    if path.is_dir():
+        fail(f"{path} is a directory, not a {what}{'' if what == 'file' else ' file'}")
     if not path.exists():
         fail(f"no such file: {path}")
-    if path.is_dir():
-        fail(f"{path} is a directory, not a {what} file")
+
+
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")   # a zip's first entry, or an empty zip
 
 
 def read_npz(path: Path, flag: str = "--data") -> dict:
@@ -62,10 +65,41 @@ def read_npz(path: Path, flag: str = "--data") -> dict:
 
     check_file(path)
     try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        fail(f"cannot read {flag} {path}: {e.strerror or e}")
+    if head not in ZIP_MAGIC:
+        fail(f"{flag} {path} is not an .npz (a zip of .npy arrays, as numpy.savez writes): "
+             + ("it is empty" if not head else "it does not start as a zip archive"))
+    try:
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
     except Exception as e:  # noqa: BLE001  any unreadable file is the same one-line refusal
         fail(f"cannot read {flag} {path} as an .npz: {one_line(e)}")
+
+
+def positive_number(value, flag: str):
+    """`value` when it is None or a positive finite number, else one error line."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        fail(f"{flag} {value}: expected a positive finite number")
+    return value
+
+
+def write_output(path: Path, content: bytes, flag: str) -> None:
+    """Write `content` to `path` atomically (a temporary file beside it, flushed to disk, then
+    renamed over it: the old file stays whole if anything fails); one error line naming the
+    flag and the path."""
+    from edgelite.interpreter.training.checkpoint import atomic_write
+
+    if path.is_dir():
+        fail(f"cannot write {flag} {path}: it is a directory")
+    try:
+        atomic_write(path, lambda f: f.write(content))
+    except OSError as e:
+        fail(f"cannot write {flag} {path}: {e.strerror or e}")
 
 
 def one_line(e: Exception) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 from .choices import Calibration, Loss, Optimizer, Quantize, value
-from .common import CliError, echo, error_line, fail, needs
+from .common import CliError, echo, error_line, fail, needs, positive_number, write_output
 from .params import Arg, Opt
 
 def convert_command(
@@ -72,6 +72,7 @@ def convert_command(
     needs("onnx", "convert", "converting an ONNX model")
     from edgelite.converter import ConversionError
 
+    positive_number(learning_rate, "--learning-rate")
     training = (trainable, value(loss), value(optimizer), learning_rate) if train else None
     quantization = (value(quantize), calibration_data, int8_io, value(calibration))
     try:
@@ -103,11 +104,28 @@ def parse_input_shapes(specs: list) -> dict:
     return shapes
 
 
+def output_path(model: Path, output: Path | None) -> Path:
+    """Where the .tflite goes: `output`, or MODEL with .tflite; never over MODEL itself."""
+    target = output or model.with_suffix(".tflite")
+    if _same_file(model, target):
+        fail(f"refusing to write over the input {model}: "
+             + ("name another output with -o" if output is None else "-o names the input"))
+    return target
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return b.exists() and a.samefile(b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
 def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
              quantization, training, tolerance, metadata=(None,) * 4) -> None:
     from edgelite.converter import TFLiteConverter, TrainingOptions
     from edgelite.converter.quantize import conversion as quantized
 
+    output = output_path(model, output)
     converter = TFLiteConverter.from_onnx(model, parse_input_shapes(input_shape))
     converter.keep_io_layout = keep_io_layout
     quantized.configure(converter, *quantization)
@@ -115,11 +133,7 @@ def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
         converter.training = TrainingOptions(*training)
     content = _with_metadata(converter.convert(), model.stem, *metadata)
     result = converter.last_conversion
-    output = output or model.with_suffix(".tflite")
-    try:
-        output.write_bytes(content)
-    except OSError as e:
-        fail(f"cannot write {output}: {e.strerror or e}")
+    write_output(output, content, "-o")
     echo("\n".join(summary_lines(model, output, result) + quantized.summary_lines(result)))
     if not check:
         return

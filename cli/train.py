@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Annotated
 
 from .choices import Loss, Optimizer, value
-from .common import CliError, echo, fail, load_model, read_npz
+from .common import (CliError, echo, fail, load_model, positive_number, read_npz,
+                     write_output)
 from .params import Arg, Opt
 
 REFRESH_S = 0.25  # how often the progress line is redrawn on a terminal
@@ -63,6 +64,7 @@ def train_command(
         "(with --eval) accuracy per epoch")] = None,
 ) -> None:
     """Fine-tune a .tflite model on the device: loss and steps/s as it trains."""
+    positive_number(learning_rate, "--learning-rate")
     options = {k: v for k, v in dict(trainable=trainable, loss=value(loss),
                                      optimizer=value(optimizer), learning_rate=learning_rate,
                                      output=output).items()
@@ -108,6 +110,8 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
     runner = it.get_signature_runner("train")
     arrays = read_npz(data)
     inputs, target, notes = _columns(runner.get_input_details(), labels, arrays, data, "--data")
+    classes = _classes(it, facts)
+    _check_labels(target, classes, data, "--data")
     n = len(target)
     for note in notes:
         echo(note)
@@ -118,7 +122,7 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
          f"batch {batch_size}, {-(-n // batch_size)} steps per epoch")
     wrote = []
     if save_training is not None:
-        save_training.write_bytes(save(ir))
+        write_output(save_training, save(ir), "--save-training")
         wrote.append(save_training)
     if resume and checkpoint is not None and checkpoint.exists():
         restore_checkpoint(it, checkpoint)
@@ -127,6 +131,7 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
     if evaluate_on is not None:
         held = read_npz(evaluate_on)
         holdout = _columns(runner.get_input_details(), labels, held, evaluate_on, "--eval")[:2]
+        _check_labels(holdout[1], classes, evaluate_on, "--eval")
     steps = -(-n // batch_size)
     board = _Board(logdir) if logdir is not None else None
     for epoch in range(epochs):
@@ -149,7 +154,7 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
         board.writer.close()
         wrote.append(board.writer.path)
     if export is not None:
-        export.write_bytes(export_frozen(it))
+        write_output(export, export_frozen(it), "--export")
         wrote.append(export)
     for path in wrote:
         echo(f"wrote {path} ({path.stat().st_size:,} bytes)")
@@ -210,6 +215,41 @@ def _columns(details: dict, labels: str, arrays: dict, path: Path, flag: str) ->
     if len(sizes) != 1:
         fail(f"the arrays of {flag} {path.name} have different sample counts {sorted(sizes)}")
     return inputs, target, notes
+
+
+def _classes(it, facts: dict):
+    """The number of classes a sparse (class index) loss scores, else None."""
+    if facts["loss"] != "sparse_softmax_cross_entropy":
+        return None
+    runner = it.get_signature_runner("infer")
+    details = runner.get_output_details()
+    detail = details.get(facts["output"]) or next(iter(details.values()))
+    shape = [int(d) for d in detail["shape"]]
+    return shape[-1] if shape else None
+
+
+def _check_labels(target, classes, path: Path, flag: str) -> None:
+    """Refuse labels that would train on nonsense: no samples, class indices outside
+    0..classes-1 (or not whole numbers), NaN or infinite targets."""
+    import numpy as np
+
+    target = np.asarray(target)
+    if target.ndim == 0 or len(target) == 0:
+        fail(f"{flag} {path.name} has no samples (its arrays have {target.shape[:1] or 'no'} "
+             "samples along the first axis)")
+    if target.dtype.kind == "f" and not np.isfinite(target).all():
+        fail(f"{flag} {path.name}: the labels hold NaN or infinite values")
+    if classes is None:
+        return
+    if target.dtype.kind == "f" and (target != np.round(target)).any():
+        fail(f"{flag} {path.name}: the labels are class indices for this loss "
+             f"(sparse_softmax_cross_entropy), but some are not whole numbers")
+    low, high = int(target.min()), int(target.max())
+    if low < 0 or high >= classes:
+        bad = low if low < 0 else high
+        count = int(((target < 0) | (target >= classes)).sum())
+        fail(f"{flag} {path.name}: label {bad} is not a class of the model's output "
+             f"(0..{classes - 1}); {count} of {target.size} labels are out of range")
 
 
 class _Progress:

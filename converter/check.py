@@ -48,15 +48,16 @@ def load_feeds(conversion, path) -> tuple:
 
     try:
         npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
+        if hasattr(npz, "files"):
+            with npz:       # closed even when reading an array fails
+                data = {k: npz[k] for k in npz.files}
+    except Exception as e:  # noqa: BLE001  BadZipFile, EOFError...: one refusal for any of them
         raise ConversionError(Worded(f"cannot read the inputs file {path} ({e})",
                                      f"--inputs {path}: cannot read it ({e})")) from None
     if not hasattr(npz, "files"):
         raise ConversionError(Worded(f"the inputs file {path} holds one array, not an .npz of "
                                      "arrays by input name", f"--inputs {path}: one array, not "
                                      "an .npz of arrays by input name"))
-    with npz:       # closed even when a check below fails
-        data = {k: npz[k] for k in npz.files}
     feeds, notes = [], []
     entries = conversion.io_layout["inputs"]
     specs = onnx_input_specs(conversion)

@@ -200,7 +200,7 @@ def _read_npz(path) -> dict:
     try:
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001  BadZipFile, EOFError...: one refusal for any of them
         raise ConversionError(f"--calibration-data {path}: cannot read it as an .npz ({e})") \
             from None
 
@@ -213,6 +213,8 @@ def _tflite_layout(dataset, layout: dict, onnx_specs: list) -> tuple:
     in ONNX's layout or the .tflite's (`edgelite.interpreter.feeds`)."""
     from edgelite.interpreter.feeds import find_key, input_keys, inverse, to_layout
 
+    from ..errors import ConversionError
+
     specs = layout["inputs"]
     names = [e["name"] for e in specs]
     notes: dict = {}
@@ -222,7 +224,7 @@ def _tflite_layout(dataset, layout: dict, onnx_specs: list) -> tuple:
             keys = [find_key(item, input_keys([n], k, len(names))) for k, n in enumerate(names)]
             missing = [n for n, key in zip(names, keys) if key is None]
             if missing:
-                raise ValueError(f"a calibration sample has no array for input "
+                raise ConversionError(f"a calibration sample has no array for input "
                                  f"{', '.join(map(repr, missing))} (it has "
                                  f"{', '.join(map(str, item))})")
             return [np.asarray(item[key]) for key in keys]

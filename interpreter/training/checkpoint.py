@@ -7,6 +7,7 @@ LiteRT one alike.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import tempfile
 from pathlib import Path
@@ -22,10 +23,16 @@ from .emit import GradientError
 
 def atomic_write(path, write) -> None:
     """Call `write(file)` on a temporary file beside `path`, flush it to disk, then rename it
-    over `path`: a crash at any point leaves either the old file or the new one, never a part."""
+    over `path`: a crash at any point leaves either the old file or the new one, never a part.
+    The temporary file goes when the write fails; one left by a killed process (its name holds
+    the writer's pid) goes on the next write to `path`."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX.format(name=path.name)}{os.getpid()}.",
+                               suffix=".tmp", dir=path.parent)
+    _WRITING.add(tmp)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())   # as a plain open() would make it (mkstemp: 0600)
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -35,6 +42,8 @@ def atomic_write(path, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    finally:
+        _WRITING.discard(tmp)
     try:  # make the rename itself durable
         dir_fd = os.open(path.parent, os.O_RDONLY)
     except OSError:
@@ -45,6 +54,50 @@ def atomic_write(path, write) -> None:
         pass
     finally:
         os.close(dir_fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+_TMP_PREFIX = ".{name}."
+_WRITING: set = set()   # this process's temporary files being written (by other threads too)
+
+
+def remove_stale_temporaries(path) -> list:
+    """Remove the temporary files of `atomic_write(path)` whose writer is no longer running
+    (killed mid-write); returns their paths. A live writer's file is left alone."""
+    path = Path(path)
+    prefix = _TMP_PREFIX.format(name=path.name)
+    removed = []
+    try:
+        candidates = list(path.parent.glob(f"{glob.escape(prefix)}*.tmp"))
+    except OSError:
+        return removed
+    for tmp in candidates:
+        pid = tmp.name[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or str(tmp) in _WRITING or _running(int(pid)):
+            continue
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError:
+            pass
+    return removed
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return False   # not in _WRITING: a failed write's leftover
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True    # it exists (another user's): leave it
+    return True
 
 
 def save_checkpoint(interpreter, path) -> dict:
