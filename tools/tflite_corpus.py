@@ -7,6 +7,7 @@ float16, dynamic-range and full int8 (int8 inputs and outputs).
     /work/venv-tf/bin/python tools/tflite_corpus.py keras [OUT] [--only NAME ...]
     python tools/tflite_corpus.py run [OUT] [--only SUBSTRING ...] [--json FILE] [--repeat N]
     python tools/tflite_corpus.py divergence FILE.tflite  # first ops differing from LiteRT
+    python tools/tflite_corpus.py table RUN.json          # the markdown table of a run
 
 OUT defaults to ~/.cache/edgelite-tflite-corpus (models stay out of git). `keras` needs
 TensorFlow (its own venv: TensorFlow is never a dependency of edgelite) and writes
@@ -26,7 +27,8 @@ keras_<model>.<variant>.tflite plus manifest.json (the conversion error where on
   with the mediapipe wheel and numpy < 2, saves what MediaPipe's own runtime gives, which
   tests/interpreter/test_tflite_corpus.py compares).
 
-and the median latency of both (one thread each), as the ratio edgelite / LiteRT.
+and the latency of both (one thread each, default kernels: XNNPACK for LiteRT) as the ratio
+edgelite / LiteRT of the medians, and of the fastest runs.
 """
 from __future__ import annotations
 
@@ -341,7 +343,9 @@ def _invoke(it, feeds) -> list:
     return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
 
 
-def _median_ms(it, feeds, repeat: int) -> float:
+def _median_ms(it, feeds, repeat: int) -> tuple:
+    """(median, fastest) milliseconds of set_tensor + invoke over `repeat` runs (the fastest
+    is the better estimate on a machine others are loading)."""
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -349,7 +353,7 @@ def _median_ms(it, feeds, repeat: int) -> float:
             it.set_tensor(d["index"], x)
         it.invoke()
         times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
+    return 1e3 * float(np.median(times)), 1e3 * float(np.min(times))
 
 
 def max_gap(a: list, b: list) -> tuple:
@@ -387,7 +391,7 @@ def litert_outputs(path: Path, feeds: list, mode: str, repeat: int = 0) -> tuple
             raise RuntimeError(f"LiteRT {mode}: {how}: {lines[-1][:200] if lines else ''}")
         with np.load(os.path.join(tmp, "out.npz")) as z:
             outs = [z[f"arr_{k}"] for k in range(len(z.files) - 1)]
-            ms = float(z["ms"])
+            ms = tuple(float(v) for v in z["ms"])
     return outs, (ms if repeat else None)
 
 
@@ -396,8 +400,8 @@ def _litert_child(path: Path, tmp: Path, mode: str, repeat: int) -> None:
         feeds = [z[f"arr_{k}"] for k in range(len(z.files))]
     it = _litert(path, reference=(mode == "ref"))
     outs = _invoke(it, feeds)
-    ms = _median_ms(it, feeds, repeat) if repeat else 0.0
-    np.savez(tmp / "out.npz", *outs, ms=ms)
+    ms = _median_ms(it, feeds, repeat) if repeat else (0.0, 0.0)
+    np.savez(tmp / "out.npz", *outs, ms=np.array(ms))
 
 
 def check_file(path: Path, repeat: int = 5, value_range=(-1.0, 1.0)) -> dict:
@@ -452,11 +456,13 @@ def check_file(path: Path, repeat: int = 5, value_range=(-1.0, 1.0)) -> dict:
         if kind in ("int8", "dynamic"):
             ours_it = _edgelite(path, reference=False)
             _invoke(ours_it, feeds)
-        ours_ms = _median_ms(ours_it, feeds, repeat)
-        row["edgelite_ms"] = round(ours_ms, 2)
+        ours_ms, ours_min = _median_ms(ours_it, feeds, repeat)
+        row["edgelite_ms"], row["edgelite_min_ms"] = round(ours_ms, 2), round(ours_min, 2)
         if "default" in got:
-            row["litert_ms"] = round(got["default"][1], 2)
-            row["ratio"] = round(ours_ms / got["default"][1], 2)
+            theirs_ms, theirs_min = got["default"][1]
+            row["litert_ms"], row["litert_min_ms"] = round(theirs_ms, 2), round(theirs_min, 2)
+            row["ratio"] = round(ours_ms / theirs_ms, 2)
+            row["min_ratio"] = round(ours_min / theirs_min, 2)
     return row
 
 
@@ -520,6 +526,27 @@ def run_corpus(out: Path, only=None, repeat: int = 5, json_path=None) -> list:
     return rows
 
 
+def markdown_table(rows: list) -> str:
+    """The corpus table: file, producer, ops, result, latency ratio vs LiteRT."""
+    lines = ["| file | producer | ops | result | edgelite / LiteRT (median; fastest) |",
+             "|---|---|---|---|---:|"]
+    for r in rows:
+        ops = ", ".join(f"{k} {v}" for k, v in sorted(r.get("ops", {}).items(),
+                                                      key=lambda kv: -kv[1]))
+        detail = ""
+        if "rel_gap" in r:
+            detail = f" (gap {r['rel_gap']:.1e}"
+            detail += f"; LiteRT's own {r['litert_gap']:.1e})" if "litert_gap" in r else ")"
+        elif "gap" in r:
+            detail = f" (gap {r['gap']:.1e}; LiteRT's own {r['litert_gap']:.1e})"
+        elif r.get("error") or r.get("litert_error"):
+            detail = f" ({r.get('error') or r.get('litert_error')})"
+        ratio = f"{r['ratio']:.1f}x; {r['min_ratio']:.1f}x" if "ratio" in r else "-"
+        lines.append(f"| {r['file']} | {r.get('producer', '')} | {ops} | {r['result']}{detail} "
+                     f"| {ratio} |")
+    return "\n".join(lines)
+
+
 def _table_line(r: dict) -> str:
     detail = r.get("error") or r.get("litert_error") or ""
     if "rel_gap" in r:
@@ -535,7 +562,7 @@ def _table_line(r: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("command", choices=("mediapipe", "mediapipe-reference", "keras", "keras-one",
-                                       "run", "litert", "divergence"))
+                                       "run", "litert", "divergence", "table"))
     p.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT)
     p.add_argument("--only", nargs="*")
     p.add_argument("--repeat", type=int, default=5)
@@ -556,6 +583,8 @@ def main(argv=None) -> int:
         value_range = tuple(manifest.get(a.out.name, {}).get("input_range", (-1.0, 1.0)))
         for row in first_divergence(a.out, value_range):
             print("operator %d %s -> %s: max diff %.3g (max |LiteRT| %.3g)" % row)
+    elif a.command == "table":     # OUT is a JSON file `run --json` wrote
+        print(markdown_table(json.loads(a.out.read_text())))
     elif a.command == "litert":     # internal: one LiteRT run (see litert_outputs)
         _litert_child(a.out, Path(a.only[0]) if a.only else None, a.mode, a.repeat)
     else:
