@@ -257,3 +257,25 @@ def test_an_index_out_of_range_while_running_names_the_op():
     with pytest.raises(IndexOutOfRange, match=r"^subgraph 0 operator 0 \(GATHER\): gather "
                                               r"index 9 is out of range \[0, 4\)"):
         it.invoke()
+
+
+def test_a_version_below_litert_lowest_is_a_deliberate_leniency():
+    """BROADCAST_TO version 1 (LiteRT registers 2..4; edgelite's writer gave 1 before): LiteRT
+    refuses it, edgelite runs it. Version 5 (above LiteRT's highest) both refuse."""
+    def model(version):
+        m = Model()
+        sg = Subgraph(name="main")
+        x = sg.add_tensor(Tensor("x", (1, 3)))
+        s = sg.add_tensor(Tensor("s", (2,), "int32", m.add_buffer(np.int32([2, 3]))))
+        y = sg.add_tensor(Tensor("y", (2, 3)))
+        sg.inputs, sg.outputs = [x], [y]
+        sg.operators = [Operator(OperatorCode("BROADCAST_TO", version), [x, s], [y],
+                                 default_options("BROADCAST_TO"))]
+        m.subgraphs.append(sg)
+        return save(m)
+    assert _litert(model(1))[0] == "refused"
+    np.testing.assert_array_equal(_edgelite(model(1))[0], np.ones((2, 3), np.float32))
+    assert _litert(model(5))[0] == "refused"
+    with pytest.raises(UnsupportedVersionError, match=r"'BROADCAST_TO' version '5'.*versions "
+                                                      r"2\.\.4"):
+        _edgelite(model(5))
