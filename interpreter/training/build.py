@@ -10,6 +10,14 @@ models do it, and adds:
 - `save`: -> every variable (weights and optimizer state) by name;
 - `restore`: every variable by name -> nothing; sets them.
 
+With `gradients=True` two more, so that another process (a parameter server) can own the
+optimizer and its state:
+
+- `gradients`: the model's inputs and the labels -> "loss" and "grad:<weight>" per trainable
+  weight (the same loss and backward pass as `train`; nothing is updated);
+- `apply`: "grad:<weight>" per trainable weight -> nothing; one optimizer step on the variables
+  (the arithmetic of `train`'s update, given the gradients).
+
 Every op is a builtin and every batch dimension stays open (-1), so the same file trains at any
 batch size in edgelite and in stock runtimes. A metadata entry ("edgelite_training", JSON) records
 what was built, for `export` and the command line.
@@ -35,6 +43,7 @@ from .params import Param, select
 META_KEY = "edgelite_training"
 LABELS = "labels"
 LOSS = "loss"
+GRAD = "grad:"  # the gradients / apply signatures' name of a weight's gradient: GRAD + name
 
 
 @dataclass
@@ -66,14 +75,16 @@ def io_names(model: Model, subgraph: int = 0) -> tuple:
 
 def make_trainable(model, trainable="last:1", loss: str = "sparse_softmax_cross_entropy",
                    optimizer="adam", learning_rate: float | None = None,
-                   output: str | None = None, labels: str = LABELS) -> Model:
+                   output: str | None = None, labels: str = LABELS,
+                   gradients: bool = False) -> Model:
     """A new Model that trains `model` (a Model, bytes or a path; not modified) on the device.
 
     trainable: "last:N" (the weights and biases of the last N layers with weights), "all", or
       glob patterns of tensor names (a list or comma-separated); the rest stays constant.
     loss: a name from `losses.LOSSES`; output: which model output it scores (default: the
       first); labels: the name of the labels input of `train`.
-    optimizer: "adam", "sgd", or an `Adam(...)` / `SGD(...)` instance."""
+    optimizer: "adam", "sgd", or an `Adam(...)` / `SGD(...)` instance.
+    gradients: also emit the `gradients` and `apply` signatures (see the module's doc)."""
     src = as_model(model)
     sg = src.subgraphs[0]
     inputs, outputs = io_names(src)
@@ -104,6 +115,12 @@ def make_trainable(model, trainable="last:1", loss: str = "sparse_softmax_cross_
     parts = {"train": train, "infer": infer, "save": _save(new, variables, index["init"]),
              "restore": _restore(new, variables, index["init"])}
     new.subgraphs += [train.sg, parts["save"].sg, parts["restore"].sg]
+    if gradients:
+        index["gradients"], index["apply"] = len(new.subgraphs), len(new.subgraphs) + 1
+        parts["gradients"] = _train(new, src, params, variables, None, loss_def, index["init"],
+                                    inputs, outputs[out_name], labels)[0]
+        parts["apply"] = _apply(new, params, variables, opt, index["init"])
+        new.subgraphs += [parts["gradients"].sg, parts["apply"].sg]
     where = {**index, "infer": 0}
     new.signature_defs = [SignatureDef(key, where[key], part.inputs, part.outputs)
                           for key, part in parts.items()]
@@ -179,7 +196,10 @@ def _infer(new: Model, src: Model, params: list, init: int, inputs: dict, output
 
 def _train(new: Model, src: Model, params: list, variables: list, opt, loss_def, init: int,
            inputs: dict, out: int, labels: str):
-    em = Emitter(new, "train")
+    """The `train` subgraph; with `opt` None the `gradients` one (loss and gradients out)."""
+    em = Emitter(new, "train" if opt is not None else "gradients")
+    if opt is None:
+        variables = [v for v in variables if isinstance(v.init, Param)]
     handles = _handles(em, [v.name for v in variables], init)
     reads = _reads(em, handles, {v.name: v.shape for v in variables})
     skip = {p.dequantize for p in params if p.dequantize is not None}
@@ -208,6 +228,17 @@ def _train(new: Model, src: Model, params: list, variables: list, opt, loss_def,
     unused = [p.name for p, w in zip(params, weights) if grads[w] is None]
     if unused:
         raise GradientError(f"the loss does not depend on trainable weights {unused}")
+    feeds = {**{n: tmap[t] for n, t in inputs.items()}, labels: label}
+    if opt is None:
+        outs = {LOSS: loss}
+        for p in params:  # a tensor of its own per gradient, named as `apply` takes it
+            g = em.op("RESHAPE", [grads[reads[p.name]], em.i32(list(p.value.shape))],
+                      new_shape=None)
+            em.sg.tensors[g].name = GRAD + p.name
+            outs[GRAD + p.name] = g
+        em.sg.outputs = list(outs.values())
+        remove_dead(em.sg)
+        return _Part(em.sg, feeds, outs), em.sg.tensors[logits].name
     em.scope = "optimizer"
     items = [(p.name, reads[p.name], grads[reads[p.name]]) for p in params]
     state = {v.name: reads[v.name] for v in variables}
@@ -215,8 +246,23 @@ def _train(new: Model, src: Model, params: list, variables: list, opt, loss_def,
         em.side_effect("ASSIGN_VARIABLE", [handles[name], value])
     em.sg.outputs = [loss]
     remove_dead(em.sg)
-    part = _Part(em.sg, {**{n: tmap[t] for n, t in inputs.items()}, labels: label}, {LOSS: loss})
+    part = _Part(em.sg, feeds, {LOSS: loss})
     return part, em.sg.tensors[logits].name
+
+
+def _apply(new: Model, params: list, variables: list, opt, init: int):
+    """gradients by name -> one optimizer step, as `train` takes it."""
+    em = Emitter(new, "apply")
+    values = {p.name: em.input(GRAD + p.name, p.value.shape, p.value.shape) for p in params}
+    handles = _handles(em, [v.name for v in variables], init)
+    reads = _reads(em, handles, {v.name: v.shape for v in variables})
+    em.scope = "optimizer"
+    items = [(p.name, reads[p.name], values[p.name]) for p in params]
+    state = {v.name: reads[v.name] for v in variables}
+    for name, value in opt.apply(em, items, state).items():
+        em.side_effect("ASSIGN_VARIABLE", [handles[name], value])
+    remove_dead(em.sg)
+    return _Part(em.sg, {GRAD + p.name: values[p.name] for p in params}, {})
 
 
 def _save(new: Model, variables: list, init: int):
