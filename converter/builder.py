@@ -42,9 +42,11 @@ def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_value
                 data = world.get(t)
             if data is None and 0 in tensor.shape:  # no elements: the value is known
                 data = np.zeros(tensor.shape, tensor.np_dtype)
-        shape = tuple(tensor.shape) if not shapes else tuple(shapes.get(t, tensor.shape))
-        if data is not None and data.shape != shape:
-            data = None
+        shape = tuple(tensor.shape)
+        if shapes and t in shapes:   # the shadow's shape: a value of another shape is not its
+            shape = tuple(shapes[t])
+            if data is not None and data.shape != shape:
+                data = None
         return TensorInfo(t, tensor.name, shape, tensor.np_dtype, tensor.dtype,
                           tensor.quantization, data, tensor.is_variable)
 

@@ -60,6 +60,8 @@ def pow_(b, n):
                 return b.op("MUL", [x, x])
             if k == 0.5:
                 return b.op("SQRT", [x])
+    if b.dtype(x) == "int64":   # TFLite's POW has no int64 kernel: int32 (exact below 2^31)
+        return b.cast(b.op("POW", [b.cast(x, "int32"), b.cast(e, "int32")]), "int64")
     if b.dtype(e) != b.dtype(x):  # POW takes one type: the exponent follows the base
         e = b.cast(e, b.dtype(x))
     return b.op("POW", [x, e])

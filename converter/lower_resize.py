@@ -181,7 +181,8 @@ def _native_resize(b, n, x, plan):
     except ConversionError:
         return None
     xt = b.transpose(x, TO_NHWC)
-    y = b.op(op, [xt, _out_size(b, n, x, plan)], flags)
+    out_nhwc = tuple(int(plan["out"][a]) for a in TO_NHWC)   # when the sizes arrive running
+    y = b.op(op, [xt, _out_size(b, n, x, plan)], flags, shape=out_nhwc)
     return b.transpose(y, TO_NCHW)
 
 
