@@ -181,8 +181,8 @@ def _branch(ed: Editor, t: int):
             chain.append(op)
         else:
             perm = ed.transpose_perm(op)
-            if perm is None or op.inputs[0] != t:
-                return None
+            if perm is None or op.inputs[0] != t or not moves_data(perm, ed.shape(t)):
+                return None   # a transpose of size-1 dims is a reshape: nothing to merge
             return reshape, chain, op
         t = op.outputs[0]
 
