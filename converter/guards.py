@@ -20,12 +20,20 @@ from pathlib import Path
 
 import numpy as np
 
+from edgelite.schema.validate import MAX_ELEMENTS
+
 from .errors import ConversionError
 
 INT32_MAX = 2**31 - 1
 MAX_TENSOR_BYTES = 2**30     # one tensor computed while converting (a folded constant, a shape)
 MAX_NESTING = 30   # body graphs in body graphs: onnx's shape inference re-parses the model with
                    # protobuf's parser, which stops at 100 message levels (~31 graphs deep)
+# Attributes ONNX defines as positive (1) or non-negative (0), in every op or in the listed ones.
+_LEAST = {"hidden_size": 1, "kernel_shape": 1, "strides": 1, "dilations": 1, "group": 1,
+          "blocksize": 1, "size": 1, "pads": 0, "output_padding": 0}
+_WINDOWED = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "MaxUnpool",
+             "ConvInteger", "QLinearConv", "DeformConv")
+_LEAST_OPS = {"pads": _WINDOWED, "size": ("LRN",)}
 # Integer attributes whose values are data, not .tflite options (int64 is fine there).
 _DATA_ATTRIBUTES = frozenset({"value_int", "value_ints", "start", "end", "starts", "ends"})
 
@@ -123,10 +131,21 @@ def _check_graph(graph, problems: list, depth: int, where: str) -> None:
         if big:
             problems.append(f"{where}input {vi.name!r} has dim {big[0]}: .tflite dims are int32 "
                             f"(at most {INT32_MAX})")
+        elif math.prod(dims) > MAX_ELEMENTS:
+            problems.append(f"{where}input {vi.name!r} has shape {dims}: {math.prod(dims)} "
+                            f"elements, more than a .tflite tensor holds ({MAX_ELEMENTS})")
     for node in graph.node:
         name = node.name or (node.output[0] if node.output else "?")
         label = f"{where}{node.op_type} node {name!r}"
         for a in node.attribute:
+            values = [a.i] if a.type == a.INT else list(a.ints) if a.type == a.INTS else []
+            least = _LEAST.get(a.name)
+            if least is not None and node.op_type in _LEAST_OPS.get(a.name, (node.op_type,)) \
+                    and any(v < least for v in values):
+                problems.append(f"{label}: attribute {a.name} = "
+                                f"{values[0] if a.type == a.INT else values} must be "
+                                f"{'positive' if least else 'at least 0'} (ONNX's definition)")
+                continue
             if a.type == a.INT and a.name not in _DATA_ATTRIBUTES and abs(a.i) > INT32_MAX:
                 problems.append(f"{label}: attribute {a.name} = {a.i} is beyond int32 "
                                 "(.tflite options are int32)")

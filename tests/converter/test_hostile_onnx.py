@@ -48,6 +48,18 @@ HOSTILE = {
         model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", F, [2**63 - 1])],
               [vi("y", F, [None])]),
         "input 'x' has dim 9223372036854775807: .tflite dims are int32"),
+    "input of 2^32 elements": (
+        model([helper.make_node("TopK", ["x", "k"], ["y", "i"], name="topk", axis=1)],
+              [vi("x", F, [2, 2**31 - 1])], [vi("y", F, [2, 2]), vi("i", TensorProto.INT64,
+                                                                   [2, 2])],
+              [const("k", np.array([2]))]),
+        "input 'x' has shape [2, 2147483647]: 4294967294 elements, more than a .tflite tensor"),
+    "LSTM hidden_size -5": (
+        model([helper.make_node("LSTM", ["x", "W", "R"], ["y"], name="lstm", hidden_size=-5)],
+              [vi("x", F, [3, 1, 4])], [vi("y", F, None)],
+              [const("W", np.zeros([1, 8, 4], np.float32)),
+               const("R", np.zeros([1, 8, 2], np.float32))]),
+        "LSTM node 'lstm': attribute hidden_size = -5 must be positive"),
     "Conv dilations 2^40": (conv(dilations=[2**40, 1]),
                             "Conv node 'conv': attribute dilations = [1099511627776, 1]"),
     "Conv strides 2^40": (conv(strides=[2**40, 1]),
