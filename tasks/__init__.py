@@ -9,9 +9,6 @@ samples (samples/raspberry_pi/) share, for users to import instead of copying.
   map (DB post-processing on axis-aligned boxes), crops for the recognizer, CTC greedy decoding.
 - `audio`: WAV read, mono float, resampling, fixed-size chunks with context, speech segments from
   per-chunk probabilities.
-- `mediapipe_ops`: the one MediaPipe custom op some of its models use
-  (Convolution2DTransposeBias), as an edgelite custom-op kernel.
 
-Nothing here imports OpenCV, Pillow or the converter; the interpreter is imported only by
-`mediapipe_ops`.
+Nothing here imports OpenCV, Pillow, the interpreter or the converter.
 """

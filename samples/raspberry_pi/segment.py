@@ -3,8 +3,8 @@ blurred (or replaced with --background IMAGE).
 
     python segment.py --input photo.jpg
 
-The model ends with MediaPipe's custom op Convolution2DTransposeBias: edgelite.tasks.mediapipe_ops
-registers a kernel for it (stock LiteRT has it built in)."""
+The model ends with MediaPipe's custom op Convolution2DTransposeBias, which edgelite's interpreter
+(and its OpenCL delegate) and LiteRT's Python wheel all run."""
 from __future__ import annotations
 
 import sys
@@ -12,7 +12,6 @@ import sys
 import numpy as np
 
 import common
-import edgelite.tasks.mediapipe_ops  # noqa: F401  (registers Convolution2DTransposeBias)
 from edgelite.tasks.image import blend, box_blur, input_size, load_image, resize
 
 

@@ -268,6 +268,6 @@ def test_imports_with_numpy_and_flatbuffers_only():
         import sys
         sys.modules["PIL"] = None; sys.modules["cv2"] = None
         import edgelite.tasks.image, edgelite.tasks.detection, edgelite.tasks.ocr
-        import edgelite.tasks.audio, edgelite.tasks.mediapipe_ops
+        import edgelite.tasks.audio
         assert not any(m in sys.modules for m in {HEAVY!r}), sorted(sys.modules)
     """)
