@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgelite.schema import Model, remove_dead, replace_uses
+from edgelite.schema import Model, remove_dead
 
 from .editor import Editor
 
@@ -59,8 +59,7 @@ def _sweep(ed: Editor) -> bool:
         if rule is not None:
             positions, apply = rule
             perm = _shared_perm(ed, op, positions(op))
-            if perm is not None and apply(ed, op, perm):
-                ed.refresh()
+            if perm is not None and apply(ed, op, perm):   # edits through the editor's maps
                 changed = True
         i += 1
     return changed
@@ -95,7 +94,7 @@ def _permute_input(ed: Editor, op, k: int, perm) -> bool:
     if t < 0:
         return True
     if ed.transpose_perm(ed.producer(t)) == perm:
-        op.inputs[k] = _source(ed, t)
+        ed.set_input(op, k, _source(ed, t))
         return True
     shape = ed.shape(t)
     r = len(perm)
@@ -105,8 +104,8 @@ def _permute_input(ed: Editor, op, k: int, perm) -> bool:
         return True  # broadcasts the same in any layout
     value = ed.value(t)
     full = value.reshape((1,) * (r - value.ndim) + value.shape)
-    op.inputs[k] = ed.const(np.ascontiguousarray(full.transpose(inverse(perm))),
-                            f"{ed.sg.tensors[t].name}/permuted")
+    ed.set_input(op, k, ed.const(np.ascontiguousarray(full.transpose(inverse(perm))),
+                                 f"{ed.sg.tensors[t].name}/permuted"))
     return True
 
 
@@ -153,11 +152,11 @@ def push_transpose(ed: Editor, op, perm) -> bool:
     if combined == tuple(range(len(combined))):
         if ed.is_output(out) and (source in ed.sg.inputs or ed.is_output(source)):
             return False
-        replace_uses(ed.sg, out, source)
+        ed.replace_uses(out, source)
         ed.remove(op)
         return True
-    op.inputs = [source, ed.const(np.array(combined, np.int32),
-                                  f"{ed.sg.tensors[out].name}/perm")]
+    ed.set_inputs(op, [source, ed.const(np.array(combined, np.int32),
+                                        f"{ed.sg.tensors[out].name}/perm")])
     return True
 
 
@@ -177,9 +176,9 @@ def push_pad(ed: Editor, op, perm) -> bool:
     paddings = ed.value(op.inputs[1])
     if paddings is None or paddings.shape != (len(perm), 2):
         return False
-    op.inputs[0] = _source(ed, op.inputs[0])
-    op.inputs[1] = ed.const(np.ascontiguousarray(paddings[list(inverse(perm))]),
-                            f"{ed.sg.tensors[op.inputs[1]].name}/permuted")
+    ed.set_inputs(op, [_source(ed, op.inputs[0]), ed.const(
+        np.ascontiguousarray(paddings[list(inverse(perm))]),
+        f"{ed.sg.tensors[op.inputs[1]].name}/permuted")] + list(op.inputs[2:]))
     ed.transpose_after(op, 0, perm)
     return True
 
@@ -200,9 +199,9 @@ def push_reduce(ed: Editor, op, perm) -> bool:
         return False
     axes = sorted({int(a) % r for a in axes_value.reshape(-1)})
     keep = bool(op.options.keep_dims)
-    op.inputs[0] = _source(ed, op.inputs[0])
-    op.inputs[1] = ed.const(np.array(sorted(perm[a] for a in axes), np.int32),
-                            f"{ed.sg.tensors[op.inputs[1]].name}/permuted")
+    ed.set_inputs(op, [_source(ed, op.inputs[0]), ed.const(
+        np.array(sorted(perm[a] for a in axes), np.int32),
+        f"{ed.sg.tensors[op.inputs[1]].name}/permuted")] + list(op.inputs[2:]))
     out_perm = _reduced_output_perm(perm, axes, keep)
     if out_perm != tuple(range(len(out_perm))):  # else the kept axes keep their order
         ed.transpose_after(op, 0, out_perm)
@@ -342,9 +341,9 @@ def _flatten_into_fc(ed: Editor, op, perm, source) -> bool:
     index = np.arange(k).reshape((1,) + tuple(y_shape[1:])).transpose(inverse(perm)).reshape(-1)
     for reader in readers:
         w = ed.value(reader.inputs[1])
-        reader.inputs[1] = ed.const(np.ascontiguousarray(w[:, index]),
-                                    f"{ed.sg.tensors[reader.inputs[1]].name}/permuted")
-    op.inputs[0] = source
+        ed.set_input(reader, 1, ed.const(np.ascontiguousarray(w[:, index]),
+                                         f"{ed.sg.tensors[reader.inputs[1]].name}/permuted"))
+    ed.set_input(op, 0, source)
     return True
 
 
