@@ -88,14 +88,23 @@ def positive_number(value, flag: str):
     return value
 
 
+def check_writable(path: Path, flag: str) -> None:
+    """Fail now (before any work) when `path` cannot be an output file: a directory, or in a
+    folder that does not exist."""
+    if path.is_dir():
+        fail(f"cannot write {flag} {path}: it is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        fail(f"cannot write {flag} {path}: no such folder {parent}")
+
+
 def write_output(path: Path, content: bytes, flag: str) -> None:
     """Write `content` to `path` atomically (a temporary file beside it, flushed to disk, then
     renamed over it: the old file stays whole if anything fails); one error line naming the
     flag and the path."""
     from edgelite.interpreter.training.checkpoint import atomic_write
 
-    if path.is_dir():
-        fail(f"cannot write {flag} {path}: it is a directory")
+    check_writable(path, flag)
     try:
         atomic_write(path, lambda f: f.write(content))
     except OSError as e:

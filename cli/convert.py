@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 from .choices import Calibration, Loss, Optimizer, Quantize, value
-from .common import CliError, echo, error_line, fail, needs, positive_number, write_output
+from .common import (CliError, check_writable, echo, error_line, fail, needs, positive_number,
+                     write_output)
 from .params import Arg, Opt
 
 def convert_command(
@@ -110,6 +111,7 @@ def output_path(model: Path, output: Path | None) -> Path:
     if _same_file(model, target):
         fail(f"refusing to write over the input {model}: "
              + ("name another output with -o" if output is None else "-o names the input"))
+    check_writable(target, "-o")
     return target
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Annotated
 
 from .choices import Loss, Optimizer, value
-from .common import (CliError, echo, fail, load_model, positive_number, read_npz,
-                     write_output)
+from .common import (CliError, check_writable, echo, fail, load_model, positive_number,
+                     read_npz, write_output)
 from .params import Arg, Opt
 
 REFRESH_S = 0.25  # how often the progress line is redrawn on a terminal
@@ -104,6 +105,10 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
                                                training_facts)
     from edgelite.schema import save
 
+    for flag, path in (("--checkpoint", checkpoint), ("--export", export),
+                       ("--save-training", save_training)):
+        if path is not None and not (flag == "--checkpoint" and resume and path.is_file()):
+            check_writable(path, flag)
     it, ir = _interpreter(model, options, threads)
     facts = training_facts(ir)
     labels = facts["labels"]
@@ -125,7 +130,10 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
         write_output(save_training, save(ir), "--save-training")
         wrote.append(save_training)
     if resume and checkpoint is not None and checkpoint.exists():
-        restore_checkpoint(it, checkpoint)
+        try:
+            restore_checkpoint(it, checkpoint)
+        except (OSError, EOFError, zipfile.BadZipFile) as e:
+            fail(f"cannot read --checkpoint {checkpoint}: {getattr(e, 'strerror', None) or e}")
         echo(f"resumed from {checkpoint}")
     holdout = None
     if evaluate_on is not None:
@@ -148,7 +156,10 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
                         accuracy if holdout is not None else None)
         progress.done(line)
         if checkpoint is not None:
-            save_checkpoint(it, checkpoint)
+            try:
+                save_checkpoint(it, checkpoint)
+            except OSError as e:
+                fail(f"cannot write --checkpoint {checkpoint}: {e.strerror or e}")
             wrote += [checkpoint] if checkpoint not in wrote else []
     if board:
         board.writer.close()

@@ -48,8 +48,8 @@ def test_convert_output_errors_name_the_flag_and_path(tmp_path):
     assert result.exit_code == 1 and f"cannot write -o {tmp_path / 'adir'}: it is a directory" \
         in result.stderr, result.output
     result = invoke([source, "-o", tmp_path / "no" / "x.tflite"], prog="tflite-convert")
-    assert result.exit_code == 1 and f"cannot write -o {tmp_path / 'no' / 'x.tflite'}: No such " \
-        "file or directory" in result.stderr, result.output
+    assert result.exit_code == 1 and f"cannot write -o {tmp_path / 'no' / 'x.tflite'}: no such " \
+        f"folder {tmp_path / 'no'}" in result.stderr, result.output
 
 
 def test_convert_bad_npz_files_are_one_line(tmp_path):
@@ -201,11 +201,12 @@ def test_train_learning_rate_nan_is_refused(digits, tmp_path):
 def test_train_write_errors_name_the_output(digits, tmp_path):
     model, _, _ = digits
     (tmp_path / "adir").mkdir()
-    for flag in ("--export", "--save-training"):
+    for flag in ("--export", "--save-training", "--checkpoint"):
         result = _train(model, "--data", tmp_path / "train.npz", flag, tmp_path / "adir")
         assert result.exit_code == 1, result.output
         assert f"error: cannot write {flag} {tmp_path / 'adir'}: it is a directory" \
             in result.stderr, result.stderr
+        assert "loss" not in result.stdout   # refused before training
 
 
 @pytest.mark.parametrize("flag", ["--export", "--save-training"])
