@@ -49,7 +49,13 @@ def quant_params(node, k: int, output: bool = False) -> tuple:
         where = "output" if output else "input"
         raise node.fail(f"{where} {k} ({t.name!r}) has scale {scale}; a quantized tensor's "
                         "scale must be positive and finite")
-    return scale, int(q.zero_point[0]) if q.zero_point.size else 0
+    zp = int(q.zero_point[0]) if q.zero_point.size else 0
+    span = TYPE_RANGE.get(t.type_name)
+    if span is not None and not span[0] <= zp <= span[1]:
+        where = "output" if output else "input"
+        raise node.fail(f"{where} {k} ({t.name!r}) has zero point {zp}, outside the "
+                        f"{t.type_name} range [{span[0]}, {span[1]}]")
+    return scale, zp
 
 
 def channel_scales(node, k: int, channels: int, axis: int) -> np.ndarray:
