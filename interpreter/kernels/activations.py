@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import reference_order
 from .common import broadcast_shape, clip, clip_
 from .registry import register
 
@@ -106,8 +107,11 @@ def hard_swish(node):
 def logistic(node):
     """1 / (1 + exp(-x)). TFLite's reference returns exp(x) below -9 and 1 above 16.6: the
     difference there is below 2e-8 absolute. -x is capped at 88 so exp does not overflow (and
-    warn): 1 / (1 + e^88) is 6e-39, where TFLite's exp(x) is smaller still."""
+    warn): 1 / (1 + e^88) is 6e-39, where TFLite's exp(x) is smaller still. Under BUILTIN_REF,
+    TFLite's reference formula itself (reference_order.logistic)."""
     _same_shape(node)
+    if getattr(getattr(node, "runtime", None), "reference", False):
+        return reference_order.logistic
 
     def run(x, out):
         np.negative(x, out=out)

@@ -60,3 +60,20 @@ def test_global_mean_bit_exact_under_builtin_ref(shape):
                      options=dict(keep_dims=True))
     ours, theirs = run_both(model, [x])
     np.testing.assert_array_equal(ours[0], theirs[0])
+
+
+def test_squeeze_excite_conv_bit_exact_under_builtin_ref():
+    """A 1x1 conv on a pooled vector (many terms, few outputs): the stacked ordered form."""
+    _case("CONV_2D", (1, 1, 1, 96), (4, 1, 1, 96), dict(padding=1, stride_w=1, stride_h=1))
+    _case("CONV_2D", (2, 2, 2, 40), (24, 1, 1, 40),
+          dict(padding=0, stride_w=1, stride_h=1, fused_activation_function=3))
+
+
+def test_logistic_bit_exact_under_builtin_ref():
+    """TFLite's reference Logistic with glibc's expf, across its cutoffs and the extremes."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([(rng.standard_normal(50000) * 6).astype(np.float32),
+                        np.linspace(-120, 30, 20001, dtype=np.float32),
+                        np.array([np.inf, -np.inf, 1e30, -1e30, 0.0, -0.0], np.float32)])
+    ours, theirs = run_both(op_model("LOGISTIC", [In(x.shape)]), [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
