@@ -81,6 +81,8 @@ def _head_split(ed: Editor, t: int):
     if len(readers) != 1 or ed.is_output(t) or readers[0].op != "RESHAPE":
         return None
     reshape = readers[0]
+    if len(reshape.inputs) > 1 and ed.value(reshape.inputs[1]) is None:
+        return None   # a shape computed at run time: merge_head_transposes cannot follow it
     z = reshape.outputs[0]
     after = ed.readers(z)
     if len(after) != 1 or ed.is_output(z):
