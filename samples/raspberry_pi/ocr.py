@@ -19,8 +19,9 @@ DET_LIMIT = 960   # a dynamic-size detector: the longer side scaled to at most t
 
 
 def detector_input(it, frame: np.ndarray) -> tuple:
-    """The frame as the detector takes it ((x/255 - 0.5) / 0.5): letterboxed into a fixed-size
-    input, or resized to multiples of 32 for a dynamic one. Returns (x, transform)."""
+    """The frame as the detector takes it ((x/255 - 0.5) / 0.5): resized to multiples of 32 (the
+    longer side at most DET_LIMIT) for a detector with open sizes, letterboxed into a fixed-size
+    one. Returns (x, transform)."""
     detail = it.get_input_details()[0]
     signature = list(detail.get("shape_signature", detail["shape"]))
     if -1 in signature[1:3]:
@@ -28,8 +29,9 @@ def detector_input(it, frame: np.ndarray) -> tuple:
         height = max(32, int(round(frame.shape[0] * scale / 32)) * 32)
         width = max(32, int(round(frame.shape[1] * scale / 32)) * 32)
         image = resize(frame, height, width)
-        it.resize_tensor_input(detail["index"], [1, height, width, 3])
-        it.allocate_tensors()
+        if list(detail["shape"]) != [1, height, width, 3]:     # a new frame size
+            it.resize_tensor_input(detail["index"], [1, height, width, 3])
+            it.allocate_tensors()
         transform = ("stretch", frame.shape[1] / width, frame.shape[0] / height)
     else:
         height, width, _ = input_size(detail)

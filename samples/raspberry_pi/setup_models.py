@@ -9,9 +9,9 @@ What it writes (DIR, default samples/raspberry_pi/models):
   face_detection_short_range.tflite   BlazeFace, from mediapipe 0.10.14 (as shipped)
   selfie_segmentation.tflite          MediaPipe's selfie segmenter, from mediapipe 0.10.14
   ppocr_det.tflite, ppocr_rec.tflite, ppocr_cls.tflite, ppocr_keys.txt
-                                      PP-OCRv4 detector and recognizer, the direction classifier
-                                      and the recognizer's characters, from rapidocr-onnxruntime
-                                      1.4.4 (ONNX, converted here)
+                                      PP-OCRv4 detector (any image size) and recognizer, the
+                                      direction classifier and the recognizer's characters, from
+                                      rapidocr-onnxruntime 1.4.4 (ONNX, converted here)
   ppocr_det_small.tflite              the detector at 160x320 (a sixth of the work: small
                                       frames, a Pi Zero)
   ppocr_rec_dynamic.tflite            the recognizer with int8 weights (--quantize dynamic)
@@ -51,12 +51,12 @@ WHEELS = [
      {"skimage/data/astronaut.png": "astronaut.png"}),
 ]
 
-# ONNX -> .tflite: (source, output, tflite-convert flags). The PP-OCR detector and recognizer have
-# dynamic height and width; they are converted at fixed sizes (the detector 480x640 or 160x320,
-# letterboxed into; the recognizer PP-OCR's own 48x320): converted with open sizes, the detector's
-# TRANSPOSE_CONV does not follow them yet and the converter fixes them at 128x128 (its warning).
+# ONNX -> .tflite: (source, output, tflite-convert flags). The PP-OCR detector keeps its open
+# height and width (ocr.py resizes it to each frame, multiples of 32); the small detector is fixed
+# at 160x320 (frames letterboxed into it: less work on small frames, and under emulation); the
+# recognizer is fixed at PP-OCR's own 48x320 (crops padded to it).
 CONVERSIONS = [
-    ("ppocr_det.onnx", "ppocr_det.tflite", ["--input-shape", "x=1,3,480,640"]),
+    ("ppocr_det.onnx", "ppocr_det.tflite", []),
     ("ppocr_det.onnx", "ppocr_det_small.tflite", ["--input-shape", "x=1,3,160,320"]),
     ("ppocr_rec.onnx", "ppocr_rec.tflite", ["--input-shape", "x=1,3,48,320"]),
     ("ppocr_rec.onnx", "ppocr_rec_dynamic.tflite",
@@ -105,6 +105,14 @@ def convert(source: Path, target: Path, flags: list) -> None:
         raise SystemExit(f"{' '.join(command)} failed:\n{result.stdout}{result.stderr}")
 
 
+def _conversions_made(out: Path) -> dict:
+    """{target: the flags it was converted with} from the last run's manifest."""
+    try:
+        return json.loads((out / "manifest.json").read_text()).get("conversions", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(HERE / "models"), help="where the models go")
@@ -121,13 +129,16 @@ def main(argv=None) -> int:
             print(f"{requirement}: {', '.join(members.values())}")
     if args.force or not (out / "ppocr_keys.txt").exists():
         write_keys(out / "ppocr_rec.onnx", out)
+    made = _conversions_made(out)
     for source, target, flags in CONVERSIONS:
-        if args.force or not (out / target).exists():
+        if args.force or not (out / target).exists() or made.get(target) != flags:
             convert(out / source, out / target, flags)
             print(f"{source} -> {target} ({' '.join(flags)})")
-    manifest = {f.name: hashlib.sha256(f.read_bytes()).hexdigest()
-                for f in sorted(out.iterdir()) if f.is_file() and f.name != "manifest.json"}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    files = {f.name: hashlib.sha256(f.read_bytes()).hexdigest()
+             for f in sorted(out.iterdir()) if f.is_file() and f.name != "manifest.json"}
+    made = {target: flags for _, target, flags in CONVERSIONS}
+    (out / "manifest.json").write_text(json.dumps({"files": files, "conversions": made},
+                                                  indent=1) + "\n")
     print(f"models in {out}")
     return 0
 
