@@ -7,7 +7,13 @@
 // KERNEL), vector.cl (what depends on VW) and the file, then #undef of those defines.
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
-#define KERNEL(name) CAT(name, SUFFIX)
+// TARGET: the host puts `__attribute__((target("arch=CPU")))` here on PoCL's CPU device, CPU
+// the one PoCL's built-in library was compiled for (pocl_cpu.py): LLVM inlines the library's
+// functions (vload16, fma, fmax, ...) only into kernels whose CPU has all of its features.
+#ifndef TARGET
+#define TARGET
+#endif
+#define KERNEL(name) TARGET CAT(name, SUFFIX)
 
 #ifdef HALF
 typedef half T;

@@ -96,10 +96,14 @@ class Device:
     """A context and in-order queue on one device, and its compiled programs."""
 
     def __init__(self, cl, device):
-        from .pocl_cpu import fix_target_cpu
+        from .pocl_cpu import fix_target_cpu, kernel_cpu
         self.cl = cl
         self.device = device
         self.pocl_cpu = fix_target_cpu(device)
+        # the CPU every kernel is compiled for (PoCL's library's, see pocl_cpu.py), or None
+        self.kernel_cpu = kernel_cpu(device)
+        self.target = "" if self.kernel_cpu is None else \
+            f'#define TARGET __attribute__((target("arch={self.kernel_cpu}")))\n'
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context)
         self.name = device.name.strip()
@@ -119,7 +123,8 @@ class Device:
             shared = tuple((k, v) for k, v in defines if k in GLOBAL)
             groups.setdefault(shared, []).append((name, defines))
         for shared, instances in groups.items():
-            source = ["".join(f"#define {k} {v}\n" for k, v in shared), _text("common")]
+            source = [self.target, "".join(f"#define {k} {v}\n" for k, v in shared),
+                      _text("common")]
             for i, (name, defines) in enumerate(instances):
                 own = [(k, v) for k, v in defines if k not in GLOBAL]
                 source += ["".join(f"#define {k} {v}\n" for k, v in own),

@@ -1,18 +1,29 @@
-"""A work-around for PoCL 3.0's CPU device on processors its LLVM 14 does not know.
+"""PoCL 3.0's CPU device: kernels compiled for the CPU of PoCL's built-in library.
 
-PoCL asks LLVM for the host CPU's name and passes it to the compiler as `-target-cpu`. LLVM 14
-(the one inside `pocl-binary-distribution` 3.0, the PoCL that `pip install "pyopencl[pocl]"`
-brings) names CPUs newer than itself "generic", which its own front end then rejects: every
-program build fails with "unknown target CPU 'generic'" (pocl issue #1049; AMD Zen 4/5 hit it).
-Later PoCL releases read `POCL_LLVM_CPU_NAME`; 3.0 has no such switch.
+PoCL links every kernel with a built-in library (vload16, fma, fmax, exp, ...) that it picks by
+the host's CPU features from eight variants (sse2 ... avx2, avx512), each compiled for one CPU
+(`cpu_name`: athlon64 ... haswell, skylake-avx512), and compiles the kernel itself for the CPU
+name LLVM gives the host. LLVM inlines a function only into one whose CPU has every feature of
+the callee's; a host CPU that lacks one of the library CPU's features, even one that changes no
+instruction the kernels use, gets a call per vload16 / fma / fmax in the innermost loops:
+Zen 1-3 lack haswell's ERMSB (and Zen 1-2 its INVPCID), Alder Lake lacks its ERMSB; measured,
+PoCL ran MobileNetV2 at 8x the numpy path on a Zen 3. PoCL 3.0 takes no build option for the
+target (its option filter allows -cl-*, -D, -I, -w, -g, -Werror only; POCL_EXTRA_BUILD_FLAGS goes
+through the same filter) and no variable for the CPU name, so the kernels say it themselves:
+`kernel_cpu` is the library's CPU, and device.py defines TARGET, which common.cl puts on every
+kernel, as `__attribute__((target("arch=<it>")))`. The work-group function PoCL wraps around a
+kernel inlines it whatever the target, and on a host that LLVM already names the library's CPU,
+or one above it, the attribute changes nothing.
 
-The device keeps the name in a heap string that its `llvm_cpu` field points to, right after the
-target triple's. `fix_target_cpu` finds that pair in the device structure and writes, in place,
-the name of the CPU that PoCL's built-in library for this host was compiled for (PoCL picks the
-library by CPU features; an AVX-512 host gets the one built for skylake-avx512). A CPU unknown to
-LLVM 14 is newer than all of these and has their features. It only ever writes
-over a string that reads "generic" in a PoCL CPU device on x86-64, and only into the bytes that
-malloc gave it. `EDGELITE_POCL_CPU` overrides the name ("off" disables the work-around).
+One case still needs more: LLVM 14 names CPUs newer than itself "generic", which its own front
+end then rejects, so that every program build fails with "unknown target CPU 'generic'" (pocl
+issue #1049; AMD Zen 4/5 hit it) before any attribute is read. The device keeps the name in a
+heap string that its `llvm_cpu` field points to, right after the target triple's.
+`fix_target_cpu` finds that pair in the device structure and writes, in place, the library's
+CPU name (a CPU unknown to LLVM 14 is newer than all of these and has their features). It only
+ever writes over a string that reads "generic" in a PoCL CPU device on x86-64, and only into
+the bytes that malloc gave it. Later PoCL releases read `POCL_LLVM_CPU_NAME`; 3.0 has no such
+switch. `EDGELITE_POCL_CPU` overrides the name for both ("off" disables both).
 """
 from __future__ import annotations
 
@@ -67,6 +78,26 @@ def _readable_ranges() -> list:
                 lo, hi = (int(x, 16) for x in span.split("-"))
                 ranges.append((lo, hi))
     return ranges
+
+
+def is_pocl_cpu(device) -> bool:
+    """PoCL's CPU device on x86-64 (the one whose kernel library `cpu_name` describes)."""
+    try:
+        import pyopencl as cl
+        return "Portable Computing Language" in device.platform.name \
+            and bool(device.type & cl.device_type.CPU) and os.uname().machine == "x86_64"
+    except Exception:
+        return False
+
+
+def kernel_cpu(device) -> str | None:
+    """The CPU that kernels for `device` should be compiled for (the `target("arch=...")` of
+    every kernel): PoCL's library's on PoCL's x86-64 CPU device, None elsewhere or when
+    EDGELITE_POCL_CPU is "off"."""
+    want = os.environ.get("EDGELITE_POCL_CPU") or cpu_name(_host_flags())
+    if want == "off" or not is_pocl_cpu(device):
+        return None
+    return want
 
 
 def needs_fix(device) -> bool:
