@@ -1,0 +1,15 @@
+"""edgelite.distributed: edgelite beyond one process, on Ray.
+
+Install with `pip install 'edgelite[distributed]'`.
+
+- `fit(model, inputs, labels, workers=2, mode="sync"|"async", ...)`: data-parallel fine-tuning,
+  worker actors computing gradients (the `gradients` signature) and a parameter-server actor
+  owning the variables and the optimizer (`apply`); faults healed, updates applied exactly once
+  (training.py).
+
+Ray is imported when one of these runs, never by the runtime (edgelite.interpreter) and not by
+importing this package.
+"""
+from .training import DataParallel, ParameterServer, Result, Worker, fit, training_content
+
+__all__ = ["fit", "DataParallel", "Result", "Worker", "ParameterServer", "training_content"]
