@@ -12,7 +12,7 @@ import pytest
 from tests.cli.helpers import invoke
 from edgelite.schema import Model, Operator, OperatorCode, SignatureDef, Subgraph, Tensor, \
     default_options, save
-from tests.opmodel import In, op_model
+from tests.opmodel import In, Out, op_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIAS = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
@@ -159,7 +159,7 @@ def test_random_inputs_and_profile(model):
 def test_int8_inputs_are_random_within_range(tmp_path):
     path = tmp_path / "int8.tflite"
     path.write_bytes(op_model("RESHAPE", [In((1, 64), "int8"), np.array([64], np.int32)],
-                              outputs=None, options={"new_shape": [64]}))
+                              outputs=[Out((64,), "int8")], options={"new_shape": [64]}))
     from edgelite.interpreter import Interpreter, UnsupportedOpsError
     try:
         Interpreter(model_path=str(path))
