@@ -7,9 +7,15 @@ keys are the `train` signature's input names (the model's inputs and `labels`) o
 `edgelite run --data`, input_K / x and y; a leading sample axis; images in either layout.
 
 Works with the runtime install alone (numpy and flatbuffers): training runs on the device.
+`--workers N` (N > 1) trains data-parallel on Ray instead (edgelite.distributed, the
+`distributed` extra): N worker actors and a parameter server, `--mode sync|async`;
+`--batch-size` is then the global batch, split across the workers.
 """
 from __future__ import annotations
 
+import contextlib
+import enum
+import json
 import sys
 import time
 import zipfile
@@ -22,6 +28,7 @@ from .common import (CliError, check_writable, echo, fail, load_model, positive_
 from .params import Arg, Opt
 
 REFRESH_S = 0.25  # how often the progress line is redrawn on a terminal
+Mode = enum.Enum("Mode", [("sync", "sync"), ("async", "async")], type=str, module=__name__)
 
 
 def train_command(
@@ -63,6 +70,17 @@ def train_command(
     logdir: Annotated[Path | None, Opt(
         "--logdir", help="write TensorBoard scalars here: loss per step, learning rate and "
         "(with --eval) accuracy per epoch")] = None,
+    workers: Annotated[int, Opt(
+        "--workers", min=1, help="data-parallel workers on Ray (edgelite[distributed]); 1: this "
+        "process alone")] = 1,
+    mode: Annotated[Mode, Opt(
+        "--mode", help="with --workers: sync (average every worker's gradients each step) or "
+        "async (apply each as it arrives)")] = Mode.sync,
+    max_staleness: Annotated[int | None, Opt(
+        "--max-staleness", min=0, help="async: refuse (and recompute) gradients computed on "
+        "weights more than this many updates old")] = None,
+    as_json: Annotated[bool, Opt(
+        "--json", help="print one JSON document (losses per step, ...) instead of text")] = False,
 ) -> None:
     """Fine-tune a .tflite model on the device: loss and steps/s as it trains."""
     positive_number(learning_rate, "--learning-rate")
@@ -71,8 +89,18 @@ def train_command(
                                      output=output).items()
                if v is not None}
     try:
-        _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, resume, export,
-               save_training, seed, threads, logdir)
+        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+            if workers > 1:
+                from ._train_distributed import train_distributed
+
+                summary = train_distributed(
+                    model, data, epochs, batch_size, options, evaluate_on, checkpoint, resume,
+                    export, save_training, seed, threads, workers, value(mode), max_staleness)
+            else:
+                summary = _train(model, data, epochs, batch_size, options, evaluate_on,
+                                 checkpoint, resume, export, save_training, seed, threads, logdir)
+        if as_json:
+            echo(json.dumps(summary))
     except CliError:
         raise
     except (ValueError, RuntimeError, OSError) as e:  # GradientError is a ValueError
@@ -142,15 +170,20 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
         _check_labels(holdout[1], classes, evaluate_on, "--eval")
     steps = -(-n // batch_size)
     board = _Board(logdir) if logdir is not None else None
+    summary = {"losses": [], "epoch_losses": [], "steps_per_second": [], "workers": 1}
     for epoch in range(epochs):
         progress = _Progress(epoch, epochs, steps)
         history = fit(it, inputs, target, epochs=1, batch_size=batch_size,
                       seed=seed + epoch, callback=board.step(progress) if board else progress)
         line = (f"epoch {epoch + 1}/{epochs}  loss {history.epoch_losses[0]:.4f}  "
                 f"{history.steps_per_second:.0f} steps/s")
+        summary["losses"] += history.losses
+        summary["epoch_losses"] += history.epoch_losses
+        summary["steps_per_second"].append(history.steps_per_second)
         if holdout is not None:
             accuracy = evaluate(it, *holdout)
             line += f"  accuracy {accuracy:.2%}"
+            summary["accuracy"] = accuracy
         if board:
             board.epoch(epoch + 1, history.epoch_losses[0], opt["learning_rate"],
                         accuracy if holdout is not None else None)
@@ -169,6 +202,8 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
         wrote.append(export)
     for path in wrote:
         echo(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    summary["steps_per_second"] = float(np.median(summary["steps_per_second"]))
+    return summary
 
 
 class _Board:
