@@ -1,13 +1,18 @@
-"""The OpenCL delegate vs edgelite's numpy path vs LiteRT, 1 thread each, and start-up times.
+"""The OpenCL delegate vs edgelite's numpy path vs LiteRT, at 1 (and more) threads, and start-up.
 
     python benchmarks/bench_opencl.py [--only mobilenet] [--precision fp32,fp16] [--seconds 2]
-                                      [--device cpu] [--no-startup] [--json OUT] [--profile]
+                                      [--threads 1,2] [--device cpu] [--no-startup]
+                                      [--json OUT] [--profile]
 
-One thread each: OPENBLAS_NUM_THREADS=1 for numpy, POCL_MAX_PTHREAD_COUNT=1 for PoCL (one
-worker thread runs every work-group), num_threads=1 for LiteRT (XNNPACK). Both variables are
-set before numpy and pyopencl load. Latency: median of single invokes in alternating blocks with a
-pause before each block (as bench_models.py). Accuracy: max abs difference of the delegate's
-outputs from the numpy interpreter's, over max |numpy output|.
+Each thread count T of --threads (default 1), all in one process: the numpy path with
+num_threads=T (OpenBLAS; the first T only), the delegate with "threads": T (on PoCL a sub-device
+of T compute units: T worker threads run its work-groups) and LiteRT with num_threads=T
+(XNNPACK). Latency: median of single invokes, every runner of every T in alternating blocks with
+a pause before each block (as bench_models.py), so load from other processes falls on all of
+them alike; beside it the median CPU time of the process per invoke. Accuracy:
+max abs difference of the delegate's outputs from the numpy interpreter's, over max |numpy
+output|. The CPU, numpy's BLAS (its kernels: OPENBLAS_CORETYPE) and the CPU PoCL compiles
+kernels for (pocl_cpu.py) head the table.
 
 --profile: per kernel launch of the first precision, from OpenCL profiling events (a queue of
 its own; the partition's launches re-enqueued as one batch, median of 20 batches): time by op
@@ -33,9 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", "1")
+# OpenBLAS may use every core: each interpreter holds it to its own num_threads while it runs.
 
 import numpy as np  # noqa: E402
 
@@ -69,9 +72,13 @@ def _input(path: Path) -> np.ndarray:
     return np.random.default_rng(0).uniform(-1, 1, d["shape"]).astype(np.float32)
 
 
-def latency(runners: dict, seconds: float) -> dict:
-    """name -> sorted single-invoke times, blocks of each runner in turn."""
+def latency(runners: dict, seconds: float) -> tuple:
+    """name -> sorted single-invoke wall times, and name -> sorted CPU times of the process
+    (every thread: PoCL's workers, OpenBLAS's and XNNPACK's too) per invoke, blocks of each
+    runner in turn. On a machine that other processes load, the wall time of an invoke is
+    mostly whether it got a core; the CPU time is the work it did (and any spinning)."""
     times = {k: [] for k in runners}
+    cpu = {k: [] for k in runners}
     for it in runners.values():  # warm up
         end = time.perf_counter() + 0.3
         while time.perf_counter() < end:
@@ -83,37 +90,70 @@ def latency(runners: dict, seconds: float) -> dict:
             time.sleep(PAUSE_S)
             stop = time.perf_counter() + BLOCK_S
             while time.perf_counter() < stop:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 it.invoke()
+                cpu[name].append(time.process_time() - c)
                 times[name].append(time.perf_counter() - t)
         blocks += 1
-    return {k: sorted(v) for k, v in times.items()}
+    return {k: sorted(v) for k, v in times.items()}, {k: sorted(v) for k, v in cpu.items()}
 
 
-def bench_model(path: Path, precisions: list, device, seconds: float) -> dict:
+def bench_model(path: Path, precisions: list, device, seconds: float, threads=(1,)) -> dict:
     from edgelite.delegates import load_delegate
     from edgelite.interpreter import Interpreter
     x = _input(path)
-    runners = {"numpy": _prepared(Interpreter(model_path=str(path), num_threads=1), x)}
-    ref = _outputs(runners["numpy"])
-    errors = {}
-    for p in precisions:
-        d = load_delegate("opencl", {"precision": p, "device": device})
-        it = _prepared(Interpreter(model_path=str(path), experimental_delegates=[d]), x)
-        out = _outputs(it)
-        errors[p] = max(float(np.max(np.abs(a.astype(np.float64) - b)) / max(np.max(np.abs(b)),
-                                                                            1e-30))
-                        for a, b in zip(out, ref))
-        runners[f"opencl {p}"] = it
-        device_name = d.dev.name
+    runners, errors, launches = {}, {}, {}
+    # the numpy path at the first count only: OpenBLAS's threads spin while they wait for a
+    # core, and at 2 threads on a loaded 2-core machine an invoke took seconds (interpreter/
+    # threads.py), which would also take the others' time
+    runners[f"numpy {threads[0]}t"] = _prepared(
+        Interpreter(model_path=str(path), num_threads=threads[0]), x)
+    ref = _outputs(runners[f"numpy {threads[0]}t"])
+    device_name = "?"
+    for t in threads:
+        for p in precisions:
+            d = load_delegate("opencl", {"precision": p, "device": device, "threads": t})
+            it = _prepared(Interpreter(model_path=str(path), num_threads=t,
+                                       experimental_delegates=[d]), x)
+            out = _outputs(it)
+            errors[p] = max(float(np.max(np.abs(a.astype(np.float64) - b))
+                                  / max(np.max(np.abs(b)), 1e-30)) for a, b in zip(out, ref))
+            runners[f"opencl {p} {t}t"] = it
+            launches[p] = sum(getattr(run, "launches", 0)
+                              for run, _ in it._runtime.plans[0].steps)
+            device_name = f"{d.dev.name}, kernels for {d.dev.kernel_cpu or 'its own CPU'}"
     try:
         from ai_edge_litert.interpreter import Interpreter as LiteRT
-        runners["LiteRT"] = _prepared(LiteRT(model_path=str(path), num_threads=1), x)
+        for t in threads:
+            runners[f"LiteRT {t}t"] = _prepared(LiteRT(model_path=str(path), num_threads=t), x)
     except ImportError:
         pass
-    times = latency(runners, seconds)
+    times, cpu = latency(runners, seconds)
     med = {k: float(np.median(v)) * 1e3 for k, v in times.items()}
-    return {"model": path.stem, "median_ms": med, "rel_error": errors, "device": device_name}
+    med_cpu = {k: float(np.median(v)) * 1e3 for k, v in cpu.items()}
+    return {"model": path.stem, "median_ms": med, "median_cpu_ms": med_cpu,
+            "rel_error": errors, "device": device_name, "launches": launches,
+            "threads": list(threads)}
+
+
+def machine() -> str:
+    """The CPU and numpy's BLAS, for the table's heading."""
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f
+                       if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    blas = "?"
+    try:
+        cfg = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas = f"{cfg.get('name')} {cfg.get('version')}"
+    except Exception:
+        pass
+    core = os.environ.get("OPENBLAS_CORETYPE")
+    return f"{cpu}, {os.cpu_count()} cores; numpy {np.__version__} with {blas}" + (
+        f" (OPENBLAS_CORETYPE={core})" if core else "")
 
 
 STARTUP = r"""
@@ -207,6 +247,7 @@ def main(argv=None) -> None:
     ap.add_argument("--models")
     ap.add_argument("--only")
     ap.add_argument("--precision", default="fp32,fp16")
+    ap.add_argument("--threads", default="1")
     ap.add_argument("--device", default=None)
     ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--no-startup", action="store_true")
@@ -215,29 +256,42 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     folder = models_dir(args.models)
     precisions = args.precision.split(",")
-    names = [m for m in MODELS if not args.only or args.only in m]
+    threads = [int(t) for t in args.threads.split(",")]
+    names = [m for m in MODELS if not args.only or any(o in m for o in args.only.split(","))]
     results = []
     for name in names:
         print(f"{name} ...", file=sys.stderr, flush=True)
-        r = bench_model(folder / f"{name}.tflite", precisions, args.device, args.seconds)
+        r = bench_model(folder / f"{name}.tflite", precisions, args.device, args.seconds,
+                        threads)
         if not args.no_startup:
             r["startup"] = startup(folder / f"{name}.tflite", precisions[0], args.device)
         results.append(r)
     load = os.getloadavg()[0]
     device = results[0]["device"] if results else "?"
-    print(f"### OpenCL delegate vs numpy vs LiteRT, 1 thread each ({device}; load {load:.1f})\n")
-    cols = ["numpy"] + [f"opencl {p}" for p in precisions] + ["LiteRT"]
-    print("| model | " + " | ".join(cols) + " | numpy / opencl | opencl / LiteRT | "
-          + " | ".join(f"error {p}" for p in precisions) + " |")
-    print("|---" * (len(cols) + 3 + len(precisions)) + "|")
-    for r in results:
-        m = r["median_ms"]
-        ocl = m.get(f"opencl {precisions[0]}")
-        row = [f"{m[c]:.2f} ms" if c in m else "—" for c in cols]
-        speedup = f"{m['numpy'] / ocl:.2f}x" if ocl else "—"
-        vs = f"{ocl / m['LiteRT']:.2f}x" if ocl and "LiteRT" in m else "—"
-        errs = [f"{r['rel_error'][p]:.1e}" for p in precisions]
-        print(f"| {r['model']} | " + " | ".join(row + [speedup, vs] + errs) + " |")
+    print(f"### OpenCL delegate vs numpy vs LiteRT ({device}; {machine()}; load {load:.1f})\n")
+    print("Each cell: median wall time of one invoke / median CPU time of the process per "
+          "invoke (all its threads).\n")
+    for t in threads:
+        cols = [f"numpy {t}t"] + [f"opencl {p} {t}t" for p in precisions] + [f"LiteRT {t}t"]
+        print(f"{t} thread{'s' if t > 1 else ''}:\n")
+        print("| model | " + " | ".join(c.rsplit(" ", 1)[0] for c in cols)
+              + " | numpy / opencl | opencl / LiteRT wall | opencl / LiteRT CPU | launches | "
+              + " | ".join(f"error {p}" for p in precisions) + " |")
+        print("|---" * (len(cols) + 5 + len(precisions)) + "|")
+        for r in results:
+            m, c = r["median_ms"], r["median_cpu_ms"]
+            key = f"opencl {precisions[0]} {t}t"
+            lite = f"LiteRT {t}t"
+            row = [f"{m[k]:.2f} / {c[k]:.2f} ms" if k in m else "—" for k in cols]
+            speedup = f"{m[f'numpy {t}t'] / m[key]:.2f}x" if key in m and f"numpy {t}t" in m \
+                else "—"
+            vs = f"{m[key] / m[lite]:.2f}x" if key in m and lite in m else "—"
+            vs_cpu = f"{c[key] / c[lite]:.2f}x" if key in c and lite in c else "—"
+            errs = [f"{r['rel_error'][p]:.1e}" for p in precisions]
+            print(f"| {r['model']} | " + " | ".join(
+                row + [speedup, vs, vs_cpu, str(r["launches"].get(precisions[0], "—"))]
+                + errs) + " |")
+        print()
     if not args.no_startup:
         print(f"\n### Start-up ({precisions[0]}): load delegate + prepare + first invoke, "
               "fresh process\n")

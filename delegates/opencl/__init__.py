@@ -4,6 +4,7 @@ OpenCL device, PoCL's CPU device included (there it is edgelite's compiled CPU p
     load_delegate("opencl", {"precision": "fp32" | "fp16", "weights": (as precision) | "fp32",
                              "device": None | "gpu" | "cpu" |
                              index | "platform:device" | part of a name,
+                             "threads": None | n,
                              "max_partitions": 0, "min_nodes_per_partition": 1})
 
 Tensors stay on the device inside a partition; weights are packed and uploaded once, when the
@@ -18,6 +19,8 @@ float32 there, as GPU runtimes keep them: biases, a per-output-channel scale of 
 (helpers.half_scales: the weights are stored over it), and a partition input read only by
 convolutions (the model's image, not rounded before the first layer).
 "weights": "fp32" keeps weights in float32 under fp16 activations (see tests/delegates).
+"threads" (CPU devices): the compute units kernels run on, a sub-device of that many (PoCL runs
+a worker thread per compute unit; default all of them, POCL_MAX_PTHREAD_COUNT caps them).
 """
 from __future__ import annotations
 
@@ -38,18 +41,18 @@ class OpenCLDelegate(Delegate):
 
     def __init__(self, options: dict | None = None):
         super().__init__(options)
-        unknown = set(self.options) - {"precision", "weights", "device", "max_partitions",
-                                       "min_nodes_per_partition"}
+        unknown = set(self.options) - {"precision", "weights", "device", "threads",
+                                       "max_partitions", "min_nodes_per_partition"}
         if unknown:
             raise DelegateError(f"unknown option(s) {sorted(unknown)} for the opencl delegate "
-                                "(it takes precision, weights, device, max_partitions, "
-                                "min_nodes_per_partition)")
+                                "(it takes precision, weights, device, threads, "
+                                "max_partitions, min_nodes_per_partition)")
         self.precision = str(self.options.get("precision", "fp32")).lower()
         self.weights = str(self.options.get("weights", self.precision)).lower()
         for what, value in (("precision", self.precision), ("weights", self.weights)):
             if value not in PRECISIONS:
                 raise DelegateError(f"{what} {value!r}: use one of {PRECISIONS}")
-        self.dev = open_device(self.options.get("device"))
+        self.dev = open_device(self.options.get("device"), self.options.get("threads"))
         # interpreter runtime -> its packed weights, reused when prepare runs again (resize)
         self._packed = weakref.WeakKeyDictionary()
 

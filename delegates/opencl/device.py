@@ -176,11 +176,33 @@ def _text(name: str) -> str:
                    for op, code in table.items()) + text
 
 
-def open_device(want=None) -> Device:
+def open_device(want=None, threads=None) -> Device:
+    """The shared `Device` for option `want` (see `choose`). `threads` (a CPU device only): the
+    compute units its kernels run on, as a sub-device of that many (PoCL's CPU device runs a
+    worker thread per compute unit, all of them by default); None or more than it has: all."""
     cl = _import_cl()
     device = choose(cl, want)
-    key = (device.platform.name, device.name, device.int_ptr)
+    if isinstance(threads, str) and threads.strip().isdigit():
+        threads = int(threads)
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise DelegateError(f"threads {threads!r}: use a whole number >= 1 (or None: all "
+                                "of the device's compute units)")
+        if not device.type & cl.device_type.CPU or threads >= device.max_compute_units:
+            threads = None
+    key = (device.platform.name, device.name, device.int_ptr, threads)
     dev = _DEVICES.get(key)
     if dev is None:
+        if threads is not None:
+            from .pocl_cpu import fix_target_cpu
+            fix_target_cpu(device)  # before the sub-device copies the device's CPU name
+            part = cl.device_partition_property
+            try:
+                device = device.create_sub_devices(
+                    [part.BY_COUNTS, threads, part.BY_COUNTS_LIST_END])[0]
+            except cl.Error as e:
+                raise DelegateError(f"threads {threads}: {device.name.strip()} cannot be "
+                                    f"partitioned into {threads} compute units ({e})") from e
         dev = _DEVICES[key] = Device(cl, device)
+        dev.threads = threads or device.max_compute_units
     return dev

@@ -1,0 +1,182 @@
+"""The compiled CPU path (the OpenCL delegate on PoCL's CPU device), timing-free: kernels are
+compiled for the CPU of PoCL's built-in library, so that its functions inline (no call per
+vload16 / fma left in the compiled code); "threads" gives a sub-device of that many compute
+units; a second start with warm caches compiles nothing. Speed itself is benchmarks/
+bench_opencl.py's."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .conftest import opencl_delegate
+from .graphs import Graph
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A kernel of what the delegate's kernels call in their inner loops, through common.cl's KERNEL
+# (which carries the target attribute). PoCL's library names its functions _cl_<name>
+# (_Z11_cl_vload16..., _Z7_cl_fma...): one left in the compiled kernel is a call per use.
+PROBE = r"""
+import os, sys
+import numpy as np
+from edgelite.delegates import load_delegate
+from edgelite.delegates.opencl import device
+src = '''
+__kernel void KERNEL(probe)(__global const float* restrict a, __global float* restrict o, int n)
+{
+    const int i = get_global_id(0);
+    float16 acc = 0.0f;
+    for (int j = 0; j < n; j++)
+        acc = fma(vload16(0, a + (i + j) * 16), (float16)(1.5f), acc);
+    vstore16(fmax(acc, 0.0f), 0, o + i * 16);
+}
+'''
+device._SOURCES["probe"] = src
+dev = load_delegate("opencl", {"device": sys.argv[1] or None}).dev
+k = dev.kernel("probe", "probe", {})
+cl = dev.cl
+a = np.ones(16 * 64, np.float32)
+A = cl.Buffer(dev.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+O = cl.Buffer(dev.context, cl.mem_flags.WRITE_ONLY, 16 * 32 * 4)
+k(dev.queue, (32,), (1,), A, O, np.int32(16))
+out = np.empty(16 * 32, np.float32)
+cl.enqueue_copy(dev.queue, out, O)
+assert np.all(out == 24.0), out[:4]
+print("KERNEL_CPU", dev.kernel_cpu)
+"""
+
+
+def _pocl_cpu():
+    d = opencl_delegate()
+    from edgelite.delegates.opencl.pocl_cpu import is_pocl_cpu
+    if not is_pocl_cpu(d.dev.device):
+        pytest.skip(f"the OpenCL device is {d.dev.name}, not PoCL's x86-64 CPU device")
+    return d
+
+
+def _fresh_env(tmp_path) -> dict:
+    """PoCL's kernel cache and pyopencl's binary cache in `tmp_path`: nothing cached yet."""
+    env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path / "pocl"),
+               XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    env.pop("EDGELITE_POCL_CPU", None)
+    return env
+
+
+def _library_calls(folder: Path) -> set:
+    """Names of PoCL library functions left in the compiled kernels (shared objects) there."""
+    left = set()
+    for so in folder.rglob("*.so"):
+        left |= {m.decode() for m in re.findall(rb"_Z\d+_cl_\w+", so.read_bytes())}
+    return left
+
+
+@pytest.mark.opencl
+def test_kernels_are_compiled_for_the_library_cpu():
+    from edgelite.delegates.opencl.pocl_cpu import _host_flags, cpu_name
+    d = _pocl_cpu()
+    assert d.dev.kernel_cpu == cpu_name(_host_flags())
+    assert f'target("arch={d.dev.kernel_cpu}")' in d.dev.target
+    assert (ROOT / "delegates/opencl/common.cl").read_text().count(
+        "#define KERNEL(name) TARGET CAT(name, SUFFIX)") == 1
+
+
+@pytest.mark.opencl
+def test_pocl_inlines_its_library_into_our_kernels(tmp_path):
+    """The guard of the 8x: compile the probe in a fresh cache and look into the compiled
+    kernel. Without the target attribute, on a host whose LLVM CPU name lacks one of the
+    library CPU's features (Zen 1-3, Alder Lake), _cl_vload16, _cl_fma, _cl_fmax,
+    _cl_vstore16 stay as calls (seen under qemu-x86_64 -cpu EPYC-Milan)."""
+    _pocl_cpu()
+    r = subprocess.run([sys.executable, "-c", PROBE, ""], env=_fresh_env(tmp_path),
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "KERNEL_CPU" in r.stdout
+    sos = list((tmp_path / "pocl").rglob("*.so"))
+    assert sos, "PoCL wrote no compiled kernel into its cache"
+    assert not _library_calls(tmp_path / "pocl")
+
+
+@pytest.mark.opencl
+def test_threads_is_a_sub_device_of_that_many_compute_units():
+    from edgelite.delegates import DelegateError, load_delegate
+    d = _pocl_cpu()
+    total = d.dev.device.max_compute_units
+    one = load_delegate("opencl", {"threads": 1})
+    assert one.dev.threads == 1 and one.dev.device.max_compute_units == 1
+    if total > 1:
+        assert one.dev is not d.dev and one.dev.device.parent_device is not None
+    assert load_delegate("opencl", {"threads": "1"}).dev is one.dev
+    assert load_delegate("opencl", {"threads": total + 3}).dev.threads == total
+    for bad in (0, -1, 1.5, "two", True):
+        with pytest.raises(DelegateError, match="threads"):
+            load_delegate("opencl", {"threads": bad})
+    # same results on one compute unit as on all of them
+    from edgelite.interpreter import Interpreter
+    g = Graph()
+    x = g.input((1, 9, 11, 24))
+    w = np.random.default_rng(0).standard_normal((40, 3, 3, 24)).astype(np.float32)
+    y = g.op("CONV_2D", [x, g.const(w), g.const(np.ones(40, np.float32))], padding=0,
+             stride_h=1, stride_w=1, fused_activation_function=1)
+    g.output(g.op("MEAN", [y, g.const(np.array([1, 2], np.int32))], keep_dims=False))
+    content = g.save()
+    inp = np.random.default_rng(1).standard_normal((1, 9, 11, 24)).astype(np.float32)
+    outs = []
+    for delegate in (d, one):
+        it = Interpreter(model_content=content, experimental_delegates=[delegate])
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], inp)
+        it.invoke()
+        outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+STARTUP = r"""
+import sys, numpy as np
+from edgelite.delegates import load_delegate
+from edgelite.interpreter import Interpreter
+d = load_delegate("opencl", {"device": sys.argv[2] or None})
+it = Interpreter(model_content=open(sys.argv[1], "rb").read(), experimental_delegates=[d])
+it.allocate_tensors()
+det = it.get_input_details()[0]
+it.set_tensor(det["index"], np.ones(det["shape"], np.float32))
+it.invoke()
+print("OUT", float(it.get_tensor(it.get_output_details()[0]["index"]).sum()))
+"""
+
+
+@pytest.mark.opencl
+def test_a_second_start_compiles_nothing(tmp_path):
+    """Two fresh processes on the same caches: the second writes no new cache file (pyopencl
+    found the program binary, PoCL every compiled kernel; its tempfile_* source copies, written
+    on every build call, are not compiled code)."""
+    _pocl_cpu()
+    g = Graph()
+    x = g.input((1, 8, 8, 16))
+    w = np.random.default_rng(0).standard_normal((1, 3, 3, 16)).astype(np.float32)
+    y = g.op("DEPTHWISE_CONV_2D", [x, g.const(w), g.const(np.zeros(16, np.float32))],
+             padding=0, stride_h=1, stride_w=1, depth_multiplier=1)
+    g.output(g.op("ADD", [y, x]))
+    model = tmp_path / "m.tflite"
+    model.write_bytes(g.save())
+    env = _fresh_env(tmp_path)
+
+    def files():
+        return {p for p in tmp_path.rglob("*") if p.is_file()
+                and not p.name.startswith("tempfile_") and p != model}
+
+    outs = []
+    for _ in range(2):
+        before = files()
+        r = subprocess.run([sys.executable, "-c", STARTUP, str(model), ""], env=env,
+                           capture_output=True, text=True, cwd=ROOT, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs.append(r.stdout.split("OUT")[-1].strip())
+        new = files() - before
+    assert outs[0] == outs[1]
+    assert not new, sorted(str(p.relative_to(tmp_path)) for p in new)
