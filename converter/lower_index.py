@@ -1,5 +1,5 @@
 """ONNX ops that pick, place or order elements: TopK, GatherElements, GatherND, ScatterND,
-CumSum."""
+NonZero, CumSum."""
 from __future__ import annotations
 
 import numpy as np
@@ -143,6 +143,17 @@ def scatter_nd(b, n):
     hits = b.op("SCATTER_ND", [indices, ones, target], dtype="int32")
     landed = b.op("GREATER", [hits, b.const(np.array(0, np.int32))], dtype="bool")
     return b.op("SELECT_V2", [landed, scattered, x], dtype=dtype)
+
+
+@lowers("NonZero")
+def non_zero(b, n):
+    """WHERE's coordinates ([count, rank], int64) transposed to ONNX's [rank, count]. Their
+    count follows the values: a constant input folds; a runtime one needs a declared shape."""
+    x = n.input(0)
+    shape = n.out_shape(0)
+    coords = b.op("WHERE", [x], dtype="int64",
+                  shape=None if shape is None else tuple(reversed(shape)))
+    return b.transpose(coords, [1, 0])
 
 
 @lowers("CumSum")

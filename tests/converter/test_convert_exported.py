@@ -106,3 +106,21 @@ def test_is_inf(positive, negative):
                         detect_negative=negative)],
                   [("x", [6])], [("y", np.bool_)])
     check(proto, {"x": np.array([np.inf, -np.inf, np.nan, 0.0, 3.0, -1e38], F)})
+
+
+def test_non_zero_of_a_constant_folds():
+    """NonZero of a constant mask, its coordinates gathered (the indices fold away)."""
+    mask = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
+    nodes = [node("NonZero", ["m"], ["nz"]), node("Transpose", ["nz"], ["coords"], perm=[1, 0]),
+             node("GatherND", ["x", "coords"], ["y"])]
+    proto = model(nodes, [("x", [2, 3])], ["y"], {"m": mask})
+    assert check(proto).ops_out == {"GATHER_ND": 1}
+
+
+def test_non_zero_of_a_runtime_input_says_why():
+    """SSDlite's score filter: how many coordinates there are is known only while running."""
+    from edgelite.converter import ConversionError
+
+    proto = model([node("NonZero", ["x"], ["y"])], [("x", [2, 3])], [("y", np.int64)])
+    with pytest.raises(ConversionError, match="NonZero.*depends on values known only at run"):
+        check(proto)
