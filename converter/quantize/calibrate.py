@@ -32,7 +32,8 @@ def input_specs(model: Model) -> list:
     for k, t in enumerate(sg.inputs):
         tensor = sg.tensors[t]
         names = list(dict.fromkeys([*aliases.get(t, []), tensor.name, f"input_{k}"]))
-        specs.append((t, names, tuple(tensor.shape), tensor.np_dtype))
+        shape = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+        specs.append((t, names, tuple(shape), tensor.np_dtype))   # -1: a dynamic dim
     return specs
 
 
@@ -82,11 +83,16 @@ def _lookup(mapping, names: list, what: str):
 
 
 def _fit(a: np.ndarray, spec) -> np.ndarray:
+    """A sample as the input takes it: its shape (any size where the dim is dynamic, -1), or
+    reshaped to it when the element counts agree."""
     _, names, shape, dtype = spec
-    if a.shape != shape:
-        if a.size != int(np.prod(shape)):
+    fits = a.ndim == len(shape) and all(s in (-1, d) for d, s in zip(a.shape, shape))
+    if not fits:
+        fixed = -1 not in shape
+        if not fixed or a.size != int(np.prod(shape)):
             raise ValueError(f"calibration input {names[0]!r}: a sample has shape "
-                             f"{list(a.shape)}; the model takes {list(shape)}")
+                             f"{list(a.shape)}; the model takes {list(shape)}"
+                             + (" (-1: any size)" if not fixed else ""))
         a = a.reshape(shape)
     return a.astype(dtype, copy=False)
 
@@ -199,6 +205,15 @@ def _kept(it, i: int) -> bool:
 
 
 def _invoke(it, inputs: list, sample: list) -> None:
+    """Run one sample; inputs with dynamic dims are resized to it first."""
+    current = {d["index"]: tuple(d["shape"]) for d in it.get_input_details()}
+    resized = False
+    for t, value in zip(inputs, sample):
+        if current.get(t, value.shape) != value.shape:
+            it.resize_tensor_input(t, list(value.shape))
+            resized = True
+    if resized:
+        it.allocate_tensors()
     for t, value in zip(inputs, sample):
         it.set_tensor(t, value)
     it.invoke()

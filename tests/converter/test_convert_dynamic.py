@@ -134,3 +134,40 @@ def test_shared_model_as_shipped(models_dir, name, sizes):
     conversion = convert(proto)
     assert not conversion.warnings
     check_sizes(proto, conversion, sizes)
+
+
+def test_int8_keeps_dynamic_dims():
+    """Full-int8 quantization of a model with open dims: calibrated on samples of their real
+    size (the interpreter resized to each), the file keeps -1 and equals LiteRT's reference
+    kernels bit for bit at two sizes."""
+    from edgelite.converter import Optimize
+
+    proto, sizes = MODELS["text_detector"]()
+    rng = np.random.default_rng(3)
+    converter = TFLiteConverter.from_onnx(proto)
+    converter.optimizations = [Optimize.DEFAULT]
+    converter.representative_dataset = lambda: (
+        [rng.uniform(-1, 1, shape).astype(np.float32) for shape in size] for size in sizes)
+    content = converter.convert()
+    from edgelite.interpreter import Interpreter, OpResolverType
+    detail = Interpreter(model_content=content).get_input_details()[0]
+    assert list(detail["shape_signature"]) == [1, -1, -1, 3]
+    for shape in ((1, 64, 96, 3), (1, 32, 160, 3)):
+        x = rng.uniform(-1, 1, shape).astype(np.float32)
+        outs = []
+        for make in (lambda: Interpreter(
+                model_content=content, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+                lambda: litert.Interpreter(
+                model_content=content,
+                experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)):
+            with quiet_litert():
+                it = make()
+                it.allocate_tensors()
+                index = it.get_input_details()[0]["index"]
+                it.resize_tensor_input(index, list(shape))
+                it.allocate_tensors()
+                it.set_tensor(index, x)
+                it.invoke()
+                outs.append(np.array(it.get_tensor(it.get_output_details()[0]["index"])))
+        assert outs[0].shape == (1,) + shape[1:3] + (1,)
+        np.testing.assert_array_equal(outs[0], outs[1])
