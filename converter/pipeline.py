@@ -45,6 +45,7 @@ MAX_ROUNDS = 50
 def optimize(model: Model, passes=None) -> None:
     """Run `passes` (default PASSES) until none changes the model."""
     passes = PASSES if passes is None else passes
+    seen = set()
     for _ in range(MAX_ROUNDS):
         changed = False
         for run in passes:
@@ -53,7 +54,17 @@ def optimize(model: Model, passes=None) -> None:
                 validate(model)
         if not changed:
             return
+        shape = _structure(model)
+        if shape in seen:   # two passes undo each other: the graph is valid, keep it
+            return
+        seen.add(shape)
     raise RuntimeError(f"the pass pipeline did not settle in {MAX_ROUNDS} rounds")
+
+
+def _structure(model: Model) -> tuple:
+    """The graph up to tensor numbering: each op and its outputs' shapes, in order."""
+    return tuple(tuple((op.op, tuple(tuple(sg.tensors[t].shape) for t in op.outputs if t >= 0))
+                       for op in sg.operators) for sg in model.subgraphs)
 
 
 def transpose_count(model: Model) -> int:
