@@ -268,3 +268,14 @@ def test_layer_norm_ops(affine):
     if affine == "learned":
         core.update(ADD=2, MUL=2)
     assert ops == core
+
+
+def test_shared_transformer_keeps_two_transposes_per_block(models_dir):
+    """../shared/models/syn_transformer.onnx (torch, 2 encoder layers): 10 transposes before
+    the attention passes, 2 per block now; its outputs are checked in test_convert_models."""
+    from tests.converter.test_convert_models import converted
+
+    conversion = converted(models_dir, "syn_transformer")
+    assert conversion.transposes == 4, conversion.ops_out
+    assert _matmul_flags(conversion) == [(False, True), (False, False)] * 2
+    assert sum(conversion.ops_out.values()) <= 78, conversion.ops_out
