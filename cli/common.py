@@ -70,8 +70,8 @@ def read_npz(path: Path, flag: str = "--data") -> dict:
     except OSError as e:
         fail(f"cannot read {flag} {path}: {e.strerror or e}")
     if head not in ZIP_MAGIC:
-        fail(f"{flag} {path} is not an .npz (a zip of .npy arrays, as numpy.savez writes): "
-             + ("it is empty" if not head else "it does not start as a zip archive"))
+        fail(f"cannot read {flag} {path}: not an .npz (a zip of .npy arrays, as numpy.savez "
+             "writes): " + ("it is empty" if not head else "it does not start as a zip archive"))
     try:
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}

@@ -178,8 +178,9 @@ def test_train_refuses_nonsense_data(digits, tmp_path):
             ("negative.npz", "--data negative.npz: label -1 is not a class of the model's output "
                              "(0..9); 40 of 40 labels are out of range"),
             ("empty.npz", "--data empty.npz has no samples"),
-            ("text.npz", f"--data {tmp_path / 'text.npz'} is not an .npz (a zip of .npy arrays, "
-                         "as numpy.savez writes): it does not start as a zip archive"),
+            ("text.npz", f"cannot read --data {tmp_path / 'text.npz'}: not an .npz (a zip of "
+                         ".npy arrays, as numpy.savez writes): it does not start as a zip "
+                         "archive"),
             ("adir", f"{tmp_path / 'adir'} is a directory, not a file")):
         result = _train(model, "--data", tmp_path / data)
         assert result.exit_code == 1, result.output
