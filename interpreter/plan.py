@@ -193,6 +193,9 @@ def _check_signature(node: Node) -> None:
     data-moving and elementwise ops write their input's type."""
     if not node.outputs and not node.is_custom and node.op not in _NO_OUTPUT_OPS:
         raise node.fail(f"has no outputs; {node.op} writes at least one")
+    k = registry.DATA_INPUT.get(node.op, 0)
+    if not node.is_custom and k < len(node.inputs) and node.inputs[k] is None:
+        raise node.fail(f"its data input {k} is omitted (-1)")
     if node.op in _SAME_TYPE_OPS and node.outputs:
         k = 1 if node.op in ("SELECT", "SELECT_V2") else registry.DATA_INPUT.get(node.op, 0)
         x = node.inputs[k] if k < len(node.inputs) else None

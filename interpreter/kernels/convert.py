@@ -21,6 +21,11 @@ _CAST_TYPES = ("float32", "float16", "float64", "int8", "uint8", "int16", "uint1
 def cast(node):
     """C++ static_cast: floats truncate toward zero, nonzero becomes true."""
     node.expect_inputs(1)
+    from edgelite.schema.model import TENSOR_TYPES
+    for name in ("in_data_type", "out_data_type"):   # LiteRT parses them: a bad code fails
+        code = getattr(node.options, name, 0) if node.options is not None else 0
+        if code not in TENSOR_TYPES:
+            raise node.fail(f"options {name} {code} is not a tensor type code")
     node.outputs[0].shape = node.input(0).shape
     copyto = np.copyto
 

@@ -55,6 +55,7 @@ class Windows:
 
 
 PADDINGS = {0: "SAME", 1: "VALID"}   # the format's Padding enum
+INT16_MAX = 2 ** 15 - 1
 
 
 def check_padding(node, padding) -> int:
@@ -91,9 +92,12 @@ def windows(node, x_shape, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
 def conv_windows(node, x_shape, kh: int, kw: int) -> Windows:
     """CONV_2D's and DEPTHWISE_CONV_2D's windows, from the op's options."""
     o = node.options
-    return windows(node, x_shape, kh, kw, int(o.stride_h), int(o.stride_w),
-                   _option(o, "dilation_h_factor", 1), _option(o, "dilation_w_factor", 1),
-                   _option(o, "padding", 0))
+    sh, sw = int(o.stride_h), int(o.stride_w)
+    dh, dw = _option(o, "dilation_h_factor", 1), _option(o, "dilation_w_factor", 1)
+    if node.op == "DEPTHWISE_CONV_2D" and max(sh, sw, dh, dw) > INT16_MAX:
+        raise node.fail(f"strides {sh}x{sw} and dilations {dh}x{dw} must be at most "
+                        f"{INT16_MAX} (LiteRT's depthwise kernels hold them in 16 bits)")
+    return windows(node, x_shape, kh, kw, sh, sw, dh, dw, _option(o, "padding", 0))
 
 
 def pool_windows(node) -> Windows:
