@@ -366,7 +366,8 @@ def push_gather(ed: Editor, op, perm) -> bool:
     axis = op.options.axis % r
     if len(ed.shape(indices)) == 0:
         out_perm = _reduced_output_perm(perm, [axis], False)
-        if moves_data(out_perm, ed.shape(op.outputs[0])):
+        source_shape = ed.shape(_source(ed, op.inputs[0]))
+        if moves_data(out_perm, source_shape[:perm[axis]] + source_shape[perm[axis] + 1:]):
             return False
     elif len(ed.shape(indices)) == 1 and ed.only_read_by(op.inputs[0], op):
         out_perm = tuple(perm)

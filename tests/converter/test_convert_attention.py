@@ -279,3 +279,28 @@ def test_shared_transformer_keeps_two_transposes_per_block(models_dir):
     assert conversion.transposes == 4, conversion.ops_out
     assert _matmul_flags(conversion) == [(False, True), (False, False)] * 2
     assert sum(conversion.ops_out.values()) <= 78, conversion.ops_out
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_passes_settle_without_undoing_each_other(monkeypatch, batch):
+    """No round of the pipeline brings back an earlier graph (pipeline.optimize would stop
+    there quietly): head merging and transpose pushing do not undo each other, at batch 1
+    (more dims of 1) and 2."""
+    from edgelite.converter import pipeline
+
+    seen, structure = [], pipeline._structure
+
+    def unique(model):
+        s = structure(model)
+        assert s not in seen, "a pass undid another"
+        seen.append(s)
+        return s
+    monkeypatch.setattr(pipeline, "_structure", unique)
+    shape = [S, batch, D]
+    nodes, inits = _torch_mha("x", "y", "t_")
+    inits["t_s3"] = np.array([S, batch, 3, D], I64)
+    inits["t_heads"] = np.array([S, batch * H, HD], I64)
+    inits.update({"t_s4": np.array([batch, H, S, HD], I64),
+                  "t_s4t": np.array([batch, H, HD, S], I64),
+                  "t_s2": np.array([S * batch, D], I64), "t_s3o": np.array([S, batch, D], I64)})
+    check(model(nodes, [("x", shape)], ["y"], inits))
