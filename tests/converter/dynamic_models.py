@@ -2,8 +2,8 @@
 -> Unsqueeze -> Concat -> Reshape; Resize by scales; Range over a length; a transpose per
 attention head): a text detector and a recognizer whose height and width vary, an attention
 encoder, BERT-style embeddings and a mel-spectrogram front end whose length varies, a detector
-head whose grid follows the image size. Weights are random (fixed seed); each builder returns (ModelProto, sizes), the
-input shapes the tests run at."""
+head whose grid follows the image size. Weights are random (fixed seed); each builder returns
+(ModelProto, sizes), the input shapes the tests run at."""
 from __future__ import annotations
 
 import numpy as np
