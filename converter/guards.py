@@ -10,7 +10,8 @@ node, the initializer or the input, never an internal error or a memory blow-up.
 - `before_lowering(b, n)` / `after_lowering(b, n, first_new)`: a node whose output would exceed
   MAX_TENSOR_BYTES (by ONNX's inferred shape, or for ConstantOfShape, Expand, Tile, Range and
   Resize by its constant inputs) is refused before its lowering runs; a tensor a lowering made
-  that is over the limit or has a dim beyond int32 is refused after.
+  that is over the limit or has a dim beyond int32 is refused after. $EDGELITE_CONVERT_TENSOR_LIMIT
+  (bytes) overrides the limit.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .errors import ConversionError
 
 INT32_MAX = 2**31 - 1
 MAX_TENSOR_BYTES = 2**30     # one tensor computed while converting (a folded constant, a shape)
+LIMIT_VARIABLE = "EDGELITE_CONVERT_TENSOR_LIMIT"   # bytes: overrides MAX_TENSOR_BYTES
 MAX_NESTING = 30   # body graphs in body graphs: onnx's shape inference re-parses the model with
                    # protobuf's parser, which stops at 100 message levels (~31 graphs deep)
 # Attributes ONNX defines as positive (1) or non-negative (0), in every op or in the listed ones.
@@ -204,10 +206,22 @@ def _too_big(n, dims, itemsize: int, what: str) -> None:
         raise ConversionError(f"{n.label}: {what} would have shape {dims}: .tflite dims are "
                               f"int32 (at most {INT32_MAX})")
     size = math.prod(dims) * itemsize
-    if size > MAX_TENSOR_BYTES:
+    limit = tensor_limit()
+    if size > limit:
         raise ConversionError(f"{n.label}: {what} would have shape {dims} "
                               f"({_size_text(size)}), over the converter's limit of "
-                              f"{_size_text(MAX_TENSOR_BYTES)} for one tensor")
+                              f"{_size_text(limit)} for one tensor (${LIMIT_VARIABLE} sets it)")
+
+
+def tensor_limit() -> int:
+    """The most bytes one tensor made while converting may have: MAX_TENSOR_BYTES, or
+    $EDGELITE_CONVERT_TENSOR_LIMIT."""
+    text = os.environ.get(LIMIT_VARIABLE, "").strip()
+    try:
+        return int(float(text)) if text else MAX_TENSOR_BYTES
+    except ValueError:
+        raise ConversionError(f"${LIMIT_VARIABLE}={text!r}: expected a number of bytes") \
+            from None
 
 
 def _itemsize(n, k: int) -> int:

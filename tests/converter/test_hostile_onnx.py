@@ -95,6 +95,18 @@ def test_hostile_model_is_one_clear_error(case):
     assert expected in str(e.value)
 
 
+def test_the_tensor_limit_is_a_setting(monkeypatch):
+    """A 4 MB ConstantOfShape converts; under a limit of 10^6 bytes it is refused."""
+    proto = model([helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill")], [],
+                  [vi("y", F, [1000, 1000])], [const("s", np.array([1000, 1000]))])
+    convert_onnx(proto)
+    monkeypatch.setenv("EDGELITE_CONVERT_TENSOR_LIMIT", "1e6")
+    with pytest.raises(ConversionError) as e:
+        convert_onnx(proto)
+    assert "(3.8 MiB), over the converter's limit of 976.6 KiB for one tensor " \
+        "($EDGELITE_CONVERT_TENSOR_LIMIT sets it)" in str(e.value)
+
+
 def test_refused_before_allocating():
     """Under a 512 MiB address-space limit above the process's baseline, ConstantOfShape
     [3e8, 1] (1.2 GB) and Resize x1e6 (698 TiB) are refused by name, not a MemoryError."""
