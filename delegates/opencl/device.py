@@ -9,6 +9,7 @@ nothing.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -111,6 +112,7 @@ class Device:
         self.is_cpu = bool(device.type & cl.device_type.CPU)
         self.programs: dict = {}  # (file, defines) -> (program, kernel name suffix)
         self.builds = 0  # programs built (from source or pyopencl's binary cache) here
+        self.first_launched: set = set()  # (kernel, defines, sizes) launched once already
 
     def build(self, keys) -> None:
         """Build the instances `keys` ((file name, sorted defines) pairs) not built yet, all
@@ -122,23 +124,29 @@ class Device:
         for name, defines in missing:
             shared = tuple((k, v) for k, v in defines if k in GLOBAL)
             groups.setdefault(shared, []).append((name, defines))
-        for shared, instances in groups.items():
-            source = [self.target, "".join(f"#define {k} {v}\n" for k, v in shared),
-                      _text("common")]
-            for i, (name, defines) in enumerate(instances):
-                own = [(k, v) for k, v in defines if k not in GLOBAL]
-                source += ["".join(f"#define {k} {v}\n" for k, v in own),
-                           f"#define SUFFIX _{i}\n", _text("vector"), _text(name),
-                           "".join(f"#undef {k}\n" for k in sorted(RESET | {k for k, _ in own}))]
-            try:
-                prog = self._build_quietly("".join(source))
-            except self.cl.RuntimeError as e:
-                what = "; ".join(f"{n}.cl {dict(d)}" for n, d in instances)
-                raise DelegateError(f"OpenCL program ({what}) failed to build on "
-                                    f"{self.name}: {e}") from e
-            self.builds += 1
-            for i, key in enumerate(instances):
-                self.programs[key] = (prog, f"_{i}")
+        with progress("OpenCL: compiling programs", len(groups)) as bar:
+            for shared, instances in groups.items():
+                self._build_group(shared, instances)
+                bar.advance()
+
+    def _build_group(self, shared: tuple, instances: list) -> None:
+        """One program: `instances` of kernel files under the GLOBAL defines `shared`."""
+        source = [self.target, "".join(f"#define {k} {v}\n" for k, v in shared),
+                  _text("common")]
+        for i, (name, defines) in enumerate(instances):
+            own = [(k, v) for k, v in defines if k not in GLOBAL]
+            source += ["".join(f"#define {k} {v}\n" for k, v in own),
+                       f"#define SUFFIX _{i}\n", _text("vector"), _text(name),
+                       "".join(f"#undef {k}\n" for k in sorted(RESET | {k for k, _ in own}))]
+        try:
+            prog = self._build_quietly("".join(source))
+        except self.cl.RuntimeError as e:
+            what = "; ".join(f"{n}.cl {dict(d)}" for n, d in instances)
+            raise DelegateError(f"OpenCL program ({what}) failed to build on "
+                                f"{self.name}: {e}") from e
+        self.builds += 1
+        for i, key in enumerate(instances):
+            self.programs[key] = (prog, f"_{i}")
 
     def _build_quietly(self, source: str):
         """The built program, without the compiler's chatter: pyopencl's CompilerWarning for a
@@ -158,6 +166,26 @@ class Device:
             self.build([key])
         prog, suffix = self.programs[key]
         return self.cl.Kernel(prog, kernel + suffix)
+
+
+class _NoBar:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def advance(self, n: float = 1) -> None:
+        pass
+
+
+def progress(description: str, total: int):
+    """Progress of a long compilation: a rich bar on a terminal (cli/progress.py), nothing off
+    one (the delegate is a library: its callers' output is theirs)."""
+    if total < 1 or not sys.stderr.isatty():
+        return _NoBar()
+    from edgelite.cli.progress import Progress
+    return Progress(description, total=total, line=False)
 
 
 def define_codes(name: str, prefix: str, codes: dict) -> None:

@@ -146,15 +146,17 @@ it.allocate_tensors()
 det = it.get_input_details()[0]
 it.set_tensor(det["index"], np.ones(det["shape"], np.float32))
 it.invoke()
+print("COMPILED", sum(getattr(run, "compiled", 0) for run, _ in it._runtime.plans[0].steps))
 print("OUT", float(it.get_tensor(it.get_output_details()[0]["index"]).sum()))
 """
 
 
 @pytest.mark.opencl
 def test_a_second_start_compiles_nothing(tmp_path):
-    """Two fresh processes on the same caches: the second writes no new cache file (pyopencl
-    found the program binary, PoCL every compiled kernel; its tempfile_* source copies, written
-    on every build call, are not compiled code)."""
+    """Two fresh processes on the same caches: each launches its kernels once while it
+    prepares (graph._compile_kernels: where PoCL compiles them), and the second writes no new
+    cache file (PoCL found the program and every compiled kernel; its tempfile_* source copies,
+    written on every build call, are not compiled code)."""
     _pocl_cpu()
     g = Graph()
     x = g.input((1, 8, 8, 16))
@@ -170,13 +172,15 @@ def test_a_second_start_compiles_nothing(tmp_path):
         return {p for p in tmp_path.rglob("*") if p.is_file()
                 and not p.name.startswith("tempfile_") and p != model}
 
-    outs = []
+    outs, compiled = [], []
     for _ in range(2):
         before = files()
         r = subprocess.run([sys.executable, "-c", STARTUP, str(model), ""], env=env,
                            capture_output=True, text=True, cwd=ROOT, timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]
         outs.append(r.stdout.split("OUT")[-1].strip())
+        compiled.append(int(r.stdout.split("COMPILED")[1].split()[0]))
         new = files() - before
     assert outs[0] == outs[1]
+    assert compiled[0] == compiled[1] >= 2, compiled
     assert not new, sorted(str(p.relative_to(tmp_path)) for p in new)
