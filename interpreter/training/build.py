@@ -76,7 +76,7 @@ def io_names(model: Model, subgraph: int = 0) -> tuple:
 def make_trainable(model, trainable="last:1", loss: str = "sparse_softmax_cross_entropy",
                    optimizer="adam", learning_rate: float | None = None,
                    output: str | None = None, labels: str = LABELS,
-                   gradients: bool = False) -> Model:
+                   gradients: bool = False, save_input: str | None = None) -> Model:
     """A new Model that trains `model` (a Model, bytes or a path; not modified) on the device.
 
     trainable: "last:N" (the weights and biases of the last N layers with weights), "all", or
@@ -84,7 +84,10 @@ def make_trainable(model, trainable="last:1", loss: str = "sparse_softmax_cross_
     loss: a name from `losses.LOSSES`; output: which model output it scores (default: the
       first); labels: the name of the labels input of `train`.
     optimizer: "adam", "sgd", or an `Adam(...)` / `SGD(...)` instance.
-    gradients: also emit the `gradients` and `apply` signatures (see the module's doc)."""
+    gradients: also emit the `gradients` and `apply` signatures (see the module's doc).
+    save_input: give `save` one unused float32 [1] input of this name (LiteRT's Java/Kotlin
+      `runSignature` refuses a signature without inputs); off by default because LiteRT's
+      Python runner then needs it fed too: `save(unused=np.zeros(1, np.float32))`."""
     src = as_model(model)
     sg = src.subgraphs[0]
     inputs, outputs = io_names(src)
@@ -112,7 +115,8 @@ def make_trainable(model, trainable="last:1", loss: str = "sparse_softmax_cross_
     new.subgraphs[0] = infer.sg
     train, logits = _train(new, src, params, variables, opt, loss_def, index["init"], inputs,
                            outputs[out_name], labels)
-    parts = {"train": train, "infer": infer, "save": _save(new, variables, index["init"]),
+    parts = {"train": train, "infer": infer,
+             "save": _save(new, variables, index["init"], save_input),
              "restore": _restore(new, variables, index["init"])}
     new.subgraphs += [train.sg, parts["save"].sg, parts["restore"].sg]
     if gradients:
@@ -265,12 +269,13 @@ def _apply(new: Model, params: list, variables: list, opt, init: int):
     return _Part(em.sg, {GRAD + p.name: values[p.name] for p in params}, {})
 
 
-def _save(new: Model, variables: list, init: int):
+def _save(new: Model, variables: list, init: int, save_input: str | None = None):
     em = Emitter(new, "save")
+    feeds = {} if save_input is None else {save_input: em.input(save_input, (1,), (1,))}
     handles = _handles(em, [v.name for v in variables], init)
     reads = _reads(em, handles, {v.name: v.shape for v in variables})
     em.sg.outputs = [reads[v.name] for v in variables]
-    return _Part(em.sg, {}, {v.name: reads[v.name] for v in variables})
+    return _Part(em.sg, feeds, {v.name: reads[v.name] for v in variables})
 
 
 def _restore(new: Model, variables: list, init: int):

@@ -100,9 +100,18 @@ def _running(pid: int) -> bool:
     return True
 
 
+def saved(interpreter) -> dict:
+    """Every variable by name, through the `save` signature (its unused input, when the model
+    was built with make_trainable(save_input=...), fed with zeros)."""
+    runner = interpreter.get_signature_runner("save")
+    feeds = {n: np.zeros([int(x) for x in d["shape"]], d["dtype"])
+             for n, d in runner.get_input_details().items()}
+    return {k: np.asarray(v) for k, v in runner(**feeds).items()}
+
+
 def save_checkpoint(interpreter, path) -> dict:
     """Write every variable (run through the `save` signature) to `path` (.npz); returns them."""
-    values = {k: np.asarray(v) for k, v in interpreter.get_signature_runner("save")().items()}
+    values = saved(interpreter)
     atomic_write(path, lambda f: np.savez(f, **values))
     return values
 
@@ -142,7 +151,7 @@ def export_frozen(source, values=None) -> bytes:
     if hasattr(source, "_model") and hasattr(source, "get_signature_runner"):
         model = source._model
         if values is None:
-            values = source.get_signature_runner("save")()
+            values = saved(source)
     else:
         model = as_model(source)
     if isinstance(values, (str, Path)):

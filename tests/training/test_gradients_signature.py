@@ -129,3 +129,29 @@ def test_gradients_then_apply_equal_train_with_adam(digits):
     assert set(a) == set(b) and any(n.endswith("/m") for n in a)
     for n in a:
         np.testing.assert_allclose(b[n], a[n], rtol=1e-6, atol=1e-7)
+
+
+def test_save_input_is_opt_in_and_runs_in_litert(digits, tmp_path):
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+    from edgelite.interpreter.training import export_frozen, save_checkpoint
+
+    source, x, y = digits
+    plain = load(save(make_trainable(source, trainable="last:2")))
+    (sig,) = [s for s in plain.signature_defs if s.signature_key == "save"]
+    assert sig.inputs == {}  # the default: as before (LiteRT's Python runner calls save())
+    content = save(make_trainable(source, trainable="last:2", optimizer="sgd",
+                                  save_input="unused"))
+    ours, theirs = Interpreter(model_content=content), LiteRT(model_content=content)
+    feeds = _feeds(ours, x, y)
+    ours.get_signature_runner("train")(**feeds)
+    theirs.get_signature_runner("train")(**feeds)
+    zero = np.zeros(1, np.float32)
+    a = ours.get_signature_runner("save")(unused=zero)
+    b = theirs.get_signature_runner("save")(unused=zero)
+    assert set(a) == set(b) == set(training_facts(load(content))["variables"])
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-6)
+    values = save_checkpoint(ours, tmp_path / "c.npz")  # feeds the unused input itself
+    assert all(np.array_equal(values[k], a[k]) for k in a)
+    assert export_frozen(ours)
