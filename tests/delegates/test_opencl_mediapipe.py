@@ -40,9 +40,9 @@ def test_convolution_2d_transpose_bias_on_opencl(xs, ws, padding, s, precision, 
 
 def test_selfie_segmentation_in_one_partition(opencl):
     from edgelite.interpreter import Interpreter
-    from tests.interpreter.test_tflite_corpus import _corpus_file
+    from tests.tflite_corpus_files import corpus_file
 
-    content = _corpus_file("mp_selfie_segmentation.tflite").read_bytes()
+    content = corpus_file("mp_selfie_segmentation.tflite").read_bytes()
     delegate = opencl("fp32")
     x = np.random.default_rng(0).random((1, 256, 256, 3), dtype=np.float32)
     it = Interpreter(model_content=content, experimental_delegates=[delegate])

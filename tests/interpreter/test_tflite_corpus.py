@@ -12,30 +12,17 @@ graph inputs) and each custom op by the float64 formulas of test_mediapipe_ops.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import REPO_ROOT, models_dir
+from tests.conftest import models_dir
+from tests.tflite_corpus_files import CORPUS, corpus_file, corpus_tool
 
 pytest.importorskip("ai_edge_litert", reason="LiteRT (ai-edge-litert) is the oracle")
 
 
-def _corpus_module():
-    spec = importlib.util.spec_from_file_location("tflite_corpus",
-                                                  REPO_ROOT / "tools" / "tflite_corpus.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-tc = _corpus_module()
-CORPUS = Path(os.environ.get("EDGELITE_TFLITE_CORPUS", tc.DEFAULT_OUT))
-MISSING = (f"the MediaPipe wheel's models are not in {CORPUS}: run "
-           "`python tools/tflite_corpus.py mediapipe` (or set EDGELITE_TFLITE_CORPUS)")
+tc = corpus_tool()
 
 # Small files that cover what the corpus needs: Convolution2DTransposeBias (selfie
 # segmentation), DENSIFY of sparse float16 weights (full-range face detection), float32 with
@@ -48,18 +35,9 @@ PINNED_SHARED = ["mobilenet_v2.tflite", "mobilenet_v2_int8.tflite", "digits_cnn_
 PASSING = ("ok", "bit-exact")
 
 
-def _corpus_file(name: str) -> Path:
-    path = CORPUS / name
-    if not path.exists():
-        if os.environ.get("EDGELITE_REQUIRE_MODELS") == "1":
-            pytest.fail(MISSING + " (EDGELITE_REQUIRE_MODELS=1)")
-        pytest.skip(MISSING)
-    return path
-
-
 @pytest.mark.parametrize("name", PINNED_MEDIAPIPE)
 def test_mediapipe_file_matches_litert(name):
-    row = tc.check_file(_corpus_file(name), repeat=0)
+    row = tc.check_file(corpus_file(name), repeat=0)
     assert row["result"].startswith(PASSING), row
 
 
@@ -91,7 +69,7 @@ def test_face_landmark_with_attention():
     from tests.interpreter import test_mediapipe_ops as ref
     from flatbuffers import flexbuffers
 
-    content = _corpus_file("mp_face_landmark_with_attention.tflite").read_bytes()
+    content = corpus_file("mp_face_landmark_with_attention.tflite").read_bytes()
     ours = Interpreter(model_content=content, experimental_preserve_all_tensors=True)
     ours.allocate_tensors()
     x = np.random.default_rng(0).random((1, 192, 192, 3), dtype=np.float32)
@@ -142,8 +120,8 @@ def test_face_landmark_with_attention_matches_mediapipe():
     its custom-op resolver, as its face mesh with refined landmarks runs this model):
     `tools/tflite_corpus.py mediapipe-reference` saved its input tensor and outputs."""
     from edgelite.interpreter import Interpreter
-    _corpus_file(tc.ATTENTION)
-    saved = np.load(_corpus_file(tc.ATTENTION_REFERENCE))
+    corpus_file(tc.ATTENTION)
+    saved = np.load(corpus_file(tc.ATTENTION_REFERENCE))
     assert str(saved["mediapipe"]) == "0.10.14"
     it = Interpreter(model_path=str(CORPUS / tc.ATTENTION))
     it.allocate_tensors()
