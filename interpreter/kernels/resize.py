@@ -115,7 +115,7 @@ def _nearest_axis(in_size, out_size, align_corners, half_pixel):
     pos = (np.arange(out_size, dtype=F32) + F32(0.5 if half_pixel else 0.0)) * scale
     # TfLiteRound rounds halves away from zero; the positions are never negative.
     index = np.floor(pos + F32(0.5)) if align_corners else np.floor(pos)
-    index = np.minimum(index.astype(np.int64), in_size - 1)
+    index = np.minimum(index.astype(np.intp), in_size - 1)   # np.take's index type (32-bit Pis)
     return np.maximum(index, 0) if half_pixel else index
 
 

@@ -172,7 +172,7 @@ def sample_inputs(models_dir, tmp_path_factory) -> Path:
 
 # The armhf OCR run fails in the interpreter: RESIZE_NEAREST_NEIGHBOR's np.take gets int64
 # indices, which 32-bit numpy cannot cast to its int32 intp (interpreter/kernels/resize.py).
-KNOWN_FAILURES = {("armhf", "ocr"): "RESIZE_NEAREST_NEIGHBOR: int64 indices on 32-bit numpy"}
+KNOWN_FAILURES: dict = {}   # (arch, sample) -> reason: a strict xfail
 
 
 def _sample_runs(sample: str, models_dir: Path, sample_models: Path, inputs: Path) -> dict:
