@@ -184,3 +184,16 @@ def test_a_second_start_compiles_nothing(tmp_path):
     assert outs[0] == outs[1]
     assert compiled[0] == compiled[1] >= 2, compiled
     assert not new, sorted(str(p.relative_to(tmp_path)) for p in new)
+
+
+def test_importing_the_interpreter_loads_no_opencl():
+    """`import edgelite.interpreter` (its start-up cost) loads none of the delegate's parts:
+    pyopencl, the OpenCL delegate and the CLI's progress bar come with load_delegate("opencl")
+    and with a compilation on a terminal only."""
+    code = ("import sys, edgelite.interpreter; print(' '.join(sorted(m for m in sys.modules if "
+            "m.split('.')[0] in ('pyopencl', 'rich', 'onnx') or m.startswith(("
+            "'edgelite.delegates.opencl', 'edgelite.cli')))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == [], r.stdout
