@@ -16,20 +16,26 @@ from edgelite.converter.editor import Editor
 
 
 def chain(kind: str, n: int):
-    """n Relu nodes in a row, or n Add(constant) -> Relu pairs (each Relu fuses into its Add:
-    n edits of the graph)."""
-    nodes, inits = [], []
+    """n Relu nodes in a row; n Add(constant) -> Relu pairs (each Relu fuses into its Add: n
+    edits of the graph); or n 1x1 Conv -> Relu pairs (the layout pass cancels a transpose pair
+    per conv, the Relu fuses)."""
+    nodes, inits, shape = [], [], [1, 4]
     for i in range(n):
         a, b = f"t{i}", f"t{i + 1}"
         if kind == "relu":
             nodes.append(helper.make_node("Relu", [a], [b]))
-        else:
+        elif kind == "add_relu":
             inits.append(numpy_helper.from_array(np.full([1, 4], i, np.float32), f"c{i}"))
             nodes += [helper.make_node("Add", [a, f"c{i}"], [f"s{i}"]),
                       helper.make_node("Relu", [f"s{i}"], [b])]
+        else:
+            shape = [1, 2, 4, 4]
+            inits.append(numpy_helper.from_array(np.ones([2, 2, 1, 1], np.float32), f"w{i}"))
+            nodes += [helper.make_node("Conv", [a, f"w{i}"], [f"s{i}"]),
+                      helper.make_node("Relu", [f"s{i}"], [b])]
     graph = helper.make_graph(
-        nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [1, 4])], inits)
+        nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, shape)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -53,12 +59,12 @@ def work(model) -> tuple:
     return lines[0], Editor.rebuilds - rebuilds, conversion
 
 
-@pytest.mark.parametrize("kind", ["relu", "add_relu"])
-def test_conversion_work_is_linear_in_chain_length(kind):
-    small_lines, small_rebuilds, _ = work(chain(kind, 100))
-    big_lines, big_rebuilds, conversion = work(chain(kind, 400))
-    if kind == "add_relu":   # every Relu fused: the edits were made
-        assert conversion.ops_out == {"ADD": 400}
+@pytest.mark.parametrize("kind, n", [("relu", 100), ("add_relu", 100), ("conv_relu", 50)])
+def test_conversion_work_is_linear_in_chain_length(kind, n):
+    small_lines, small_rebuilds, _ = work(chain(kind, n))
+    big_lines, big_rebuilds, conversion = work(chain(kind, 4 * n))
+    if kind != "relu":   # every Relu fused, every transpose pair cancelled: the edits were made
+        assert conversion.ops_out == {"ADD" if kind == "add_relu" else "CONV_2D": 4 * n}
     # linear: x4 (plus fixed costs, so a little under); the old passes were x11 to x16
     assert big_lines < 5 * small_lines, (small_lines, big_lines)
     assert big_rebuilds == small_rebuilds, (small_rebuilds, big_rebuilds)
