@@ -32,3 +32,61 @@ def shape_through_transpose(model: Model) -> bool:
             ed.insert_after(op, gather)
             changed = True
     return changed
+
+
+def squeeze_through_transpose(model: Model) -> bool:
+    """A RESHAPE that only drops size-1 dims, its target computed while running (it follows
+    dynamic dims), reading a TRANSPOSE: a SQUEEZE of the transpose's input, then what is left of
+    the permutation (often nothing: NHWC [b, 1, w, c] to a sequence [b, w, c] keeps no TRANSPOSE).
+    In the graphs that compute shapes a dynamic dim is never 1 (a batch starts at 2), so a
+    size-1 dim here is a fixed one."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        for op in list(sg.operators):
+            if op.op != "RESHAPE" or not ed.has(op) or len(op.inputs) < 2 or \
+                    ed.value(op.inputs[1]) is not None:
+                continue
+            producer = ed.producer(op.inputs[0])
+            perm = ed.transpose_perm(producer)
+            if perm is None:
+                continue
+            dropped = _dropped_ones(ed.shape(op.inputs[0]), ed.shape(op.outputs[0]))
+            if not dropped:
+                continue
+            source = producer.inputs[0]
+            gone = sorted(perm[a] for a in dropped)
+            left = [p for a, p in enumerate(perm) if a not in dropped]
+            order = sorted(left)
+            rest = [order.index(p) for p in left]
+            out = op.outputs[0]
+            tensor = sg.tensors[out]
+            squeezed = out if rest == sorted(rest) else ed.tensor(
+                f"{tensor.name}/squeezed", tuple(ed.shape(source)[p] for p in order),
+                tensor.dtype)
+            sg.tensors[squeezed].quantization = sg.tensors[source].quantization
+            new_ops = [ed.new_op("SQUEEZE", [source], [squeezed], {"squeeze_dims": tuple(gone)})]
+            if squeezed != out:
+                new_ops.append(ed.new_op("TRANSPOSE", [squeezed, ed.const(
+                    np.array(rest, np.int32), f"{tensor.name}/perm")], [out]))
+            for new in new_ops:
+                ed.insert_before(op, new)
+            ed.remove(op)
+            for new in new_ops:   # the editor's maps: the new ops write `out` now
+                ed.set_outputs(new, new.outputs)
+            changed = True
+    return changed
+
+
+def _dropped_ones(in_shape, out_shape) -> list:
+    """The axes of `in_shape` a reshape to `out_shape` drops, when it only drops size-1 dims
+    (the others in order); else []."""
+    dropped, j = [], 0
+    for i, d in enumerate(in_shape):
+        if j < len(out_shape) and out_shape[j] == d:
+            j += 1
+        elif d == 1:
+            dropped.append(i)
+        else:
+            return []
+    return dropped if j == len(out_shape) else []
