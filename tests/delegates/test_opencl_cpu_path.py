@@ -6,7 +6,6 @@ bench_opencl.py's."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,41 +15,9 @@ import pytest
 
 from .conftest import opencl_delegate
 from .graphs import Graph
+from .pocl_probe import PROBE, library_calls
 
 ROOT = Path(__file__).resolve().parents[2]
-
-# A kernel of what the delegate's kernels call in their inner loops, through common.cl's KERNEL
-# (which carries the target attribute). PoCL's library names its functions _cl_<name>
-# (_Z11_cl_vload16..., _Z7_cl_fma...): one left in the compiled kernel is a call per use.
-PROBE = r"""
-import os, sys
-import numpy as np
-from edgelite.delegates import load_delegate
-from edgelite.delegates.opencl import device
-src = '''
-__kernel void KERNEL(probe)(__global const float* restrict a, __global float* restrict o, int n)
-{
-    const int i = get_global_id(0);
-    float16 acc = 0.0f;
-    for (int j = 0; j < n; j++)
-        acc = fma(vload16(0, a + (i + j) * 16), (float16)(1.5f), acc);
-    vstore16(fmax(acc, 0.0f), 0, o + i * 16);
-}
-'''
-device._SOURCES["probe"] = src
-dev = load_delegate("opencl", {"device": sys.argv[1] or None}).dev
-k = dev.kernel("probe", "probe", {})
-cl = dev.cl
-a = np.ones(16 * 64, np.float32)
-A = cl.Buffer(dev.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
-O = cl.Buffer(dev.context, cl.mem_flags.WRITE_ONLY, 16 * 32 * 4)
-k(dev.queue, (32,), (1,), A, O, np.int32(16))
-out = np.empty(16 * 32, np.float32)
-cl.enqueue_copy(dev.queue, out, O)
-assert np.all(out == 24.0), out[:4]
-print("KERNEL_CPU", dev.kernel_cpu)
-"""
-
 
 def _pocl_cpu():
     d = opencl_delegate()
@@ -66,14 +33,6 @@ def _fresh_env(tmp_path) -> dict:
                XDG_CACHE_HOME=str(tmp_path / "xdg"))
     env.pop("EDGELITE_POCL_CPU", None)
     return env
-
-
-def _library_calls(folder: Path) -> set:
-    """Names of PoCL library functions left in the compiled kernels (shared objects) there."""
-    left = set()
-    for so in folder.rglob("*.so"):
-        left |= {m.decode() for m in re.findall(rb"_Z\d+_cl_\w+", so.read_bytes())}
-    return left
 
 
 @pytest.mark.opencl
@@ -99,7 +58,7 @@ def test_pocl_inlines_its_library_into_our_kernels(tmp_path):
     assert "KERNEL_CPU" in r.stdout
     sos = list((tmp_path / "pocl").rglob("*.so"))
     assert sos, "PoCL wrote no compiled kernel into its cache"
-    assert not _library_calls(tmp_path / "pocl")
+    assert not library_calls(tmp_path / "pocl")
 
 
 @pytest.mark.opencl
