@@ -76,21 +76,18 @@ def _fold_input(ed: Editor, op, k: int, flag: str) -> bool:
 # -- parallel projections ------------------------------------------------------------------------
 
 def _head_split(ed: Editor, t: int):
-    """(reshape target, perm) when t is read only by a RESHAPE read only by a TRANSPOSE."""
+    """(reshape target, perm) when t is read only by a RESHAPE whose output reaches a TRANSPOSE
+    through scalar elementwise ops only (a branch `merge_head_transposes` takes)."""
     readers = ed.readers(t)
     if len(readers) != 1 or ed.is_output(t) or readers[0].op != "RESHAPE":
         return None
     reshape = readers[0]
     if len(reshape.inputs) > 1 and ed.value(reshape.inputs[1]) is None:
         return None   # a shape computed at run time: merge_head_transposes cannot follow it
-    z = reshape.outputs[0]
-    after = ed.readers(z)
-    if len(after) != 1 or ed.is_output(z):
+    branch = _branch(ed, t)
+    if branch is None or branch[0] is not reshape:
         return None
-    perm = ed.transpose_perm(after[0])
-    if perm is None or not moves_data(perm, ed.shape(z)):
-        return None
-    return ed.shape(z), perm
+    return ed.shape(reshape.outputs[0]), ed.transpose_perm(branch[2])
 
 
 def _projection(ed: Editor, op):

@@ -66,7 +66,14 @@ def _bert_attention(x: str, out: str, p: str, key_perm: str = "two_step"):
         else:
             nodes.append(node("Transpose", [f"{p}{part}2"], [f"{p}{part}3"], perm=[0, 2, 1, 3]))
         inits.update({f"{p}W{part}": w(D, D), f"{p}b{part}": w(D)})
-    if key_perm == "two_step":
+    if key_perm == "sdpa":   # torch's scaled_dot_product_attention: q and k scaled first
+        for part in "qk":
+            nodes.append(node("Mul", [f"{p}{part}3", f"{p}root_scale"], [f"{p}{part}s"]))
+            nodes[[n.output[0] for n in nodes].index(f"{p}{part}3")].output[0] = f"{p}{part}3u"
+            nodes[-1].input[0] = f"{p}{part}3u"
+            nodes[-1].output[0] = f"{p}{part}3"
+        inits[f"{p}root_scale"] = np.array(HD ** -0.25, F)
+    if key_perm in ("two_step", "sdpa"):
         nodes.append(node("Transpose", [f"{p}k3"], [f"{p}kt"], perm=[0, 1, 3, 2]))
     nodes += [node("MatMul", [f"{p}q3", f"{p}kt"], [f"{p}scores0"]),
               node("Div", [f"{p}scores0", f"{p}sqrt_d"], [f"{p}scores1"]),
@@ -148,7 +155,7 @@ def test_torch_multihead_attention(layers):
     assert conversion.ops_out["MUL"] == 2 * layers     # LayerNorm's: q and k's scales folded
 
 
-@pytest.mark.parametrize("key_perm", ["two_step", "one_step"])
+@pytest.mark.parametrize("key_perm", ["two_step", "one_step", "sdpa"])
 def test_bert_self_attention(key_perm):
     block = lambda x, out, p: _bert_attention(x, out, p, key_perm)  # noqa: E731
     conversion = check(_encoder(block, 2, [1, S, D]))
