@@ -7,6 +7,8 @@ weights equal an uninterrupted run's (<= 1e-6), every update applied exactly onc
 """
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -66,10 +68,10 @@ def test_a_killed_worker_is_replaced_and_its_shard_resumes(uninterrupted, digits
 
     pids = []
 
-    def kill(trainer, step, loss):
+    def kill(trainer, step, loss):  # SIGKILL the process of worker 1 after step 7
         if step == 7:
             pids.append(ray.get(trainer.workers[1].pid.remote()))
-            ray.kill(trainer.workers[1])
+            os.kill(pids[-1], signal.SIGKILL)
 
     result = fit(digits.content, {"image": digits.x}, digits.y, workers=2, mode="sync",
                  batch_size=BATCH, max_steps=STEPS, callback=kill)
