@@ -133,7 +133,7 @@ class IRBuilder:
 
     def const(self, value, name: str | None = None, dtype=None) -> int:
         """A constant tensor holding `value`."""
-        value = np.array(value, dtype=dtype, order="C")  # keeps 0-d arrays 0-d
+        value = _contiguous(value, dtype)
         name = self.unique(name or f"{self.where or 'const'}/const")
         t = self.sg.add_tensor(Tensor(name, value.shape, dtype_name(value.dtype)))
         self._set_value(t, value)
@@ -416,7 +416,7 @@ class IRBuilder:
 
     def _set_value(self, t: int, value: np.ndarray) -> None:
         tensor = self.sg.tensors[t]
-        value = np.array(value, dtype=numpy_dtype(tensor.dtype), order="C")
+        value = _contiguous(value, numpy_dtype(tensor.dtype))
         tensor.shape = value.shape
         tensor.buffer = self.model.add_buffer(value if value.size else None)
         if not value.size:
@@ -473,6 +473,13 @@ class IRBuilder:
             return t
         return self.op("CAST", [t], {"in_data_type": _type_code(self.dtype(t)),
                                      "out_data_type": _type_code(dtype)}, dtype=dtype)
+
+
+def _contiguous(value, dtype=None) -> np.ndarray:
+    """`value` as a C-contiguous array of `dtype`, copied only when it is not one already (a
+    folded weight of hundreds of MB is not copied again); 0-d arrays stay 0-d."""
+    value = np.asarray(value, dtype=dtype)
+    return value if value.flags.c_contiguous else np.array(value, order="C")
 
 
 def regroup(in_shape, out_shape):

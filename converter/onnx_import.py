@@ -109,15 +109,10 @@ def unsupported_nodes(proto, opset: int) -> list:
     return problems
 
 
-def import_onnx(proto, input_shapes: dict | None = None, dynamic_size=1,
-                loops: bool = False, shadow_size=None) -> Imported:
-    """Lower `proto` into the IR. `input_shapes` maps input names to shapes (-1 marks a dim that
-    stays dynamic); open dims take `dynamic_size` for the import (an int, or a function of the
-    input's name and the dim's position). `loops`: recurrent ops as WHILE loops rather than
-    unrolled (their step count may then change while running). `shadow_size` (like
-    `dynamic_size`): other sizes of the open dims, followed beside the import (the builder's
-    shadow), so that the shapes of tensors whose dims follow them are computed in the graph
-    rather than folded into constants."""
+def checked(proto):
+    """(proto at opset MIN_OPSET or newer, its opset) after every check that does not depend on
+    the input sizes (the guards, onnx's checker, the unsupported nodes): a conversion that
+    imports the model several times checks it once."""
     opset = opset_of(proto)
     if opset < MIN_OPSET:
         proto, opset = upgrade(proto, opset), MIN_OPSET
@@ -126,6 +121,20 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size=1,
     problems = unsupported_nodes(proto, opset)
     if problems:
         raise UnsupportedOpsError(problems)
+    return proto, opset
+
+
+def import_onnx(proto, input_shapes: dict | None = None, dynamic_size=1,
+                loops: bool = False, shadow_size=None, prepared=None) -> Imported:
+    """Lower `proto` into the IR. `input_shapes` maps input names to shapes (-1 marks a dim that
+    stays dynamic); open dims take `dynamic_size` for the import (an int, or a function of the
+    input's name and the dim's position). `loops`: recurrent ops as WHILE loops rather than
+    unrolled (their step count may then change while running). `shadow_size` (like
+    `dynamic_size`): other sizes of the open dims, followed beside the import (the builder's
+    shadow), so that the shapes of tensors whose dims follow them are computed in the graph
+    rather than folded into constants. `prepared`: what `checked(proto)` gave, when the caller
+    ran it already."""
+    proto, opset = prepared if prepared is not None else checked(proto)
     inputs = resolve_inputs(proto, input_shapes or {}, dynamic_size)
     shadow = None if shadow_size is None else \
         [spec.shape for spec, _ in resolve_inputs(proto, input_shapes or {}, shadow_size)]
