@@ -120,3 +120,25 @@ def test_the_gradients_are_the_model_gradients_named_by_weight(digits):
     rank, step, n, loss, grads = w.compute(0, {})
     assert (rank, step, n) == (0, 0, BATCH) and loss > 0
     assert sorted(grads) == sorted(GRAD + k for k in trainable)
+
+
+def test_an_update_applied_but_not_acknowledged_is_not_applied_twice(digits, tmp_path):
+    """The server applies and checkpoints an update, then dies before its reply: the retry
+    reaches the restarted server, which knows the update and does not apply it again."""
+    path = tmp_path / "ps.npz"
+    server, workers = _server(digits, "sync", checkpoint=str(path)), _workers(digits)
+    parts = [w.compute(0, server.weights()) for w in workers]
+    server.push_sync(0, parts)          # applied and checkpointed; the reply is lost
+    again = _server(digits, "sync", checkpoint=str(path))
+    before = again.variables()
+    assert again.push_sync(0, parts) == 1 and again.duplicates == 1   # the driver's retry
+    assert all(np.array_equal(v, before[k]) for k, v in again.variables().items())
+
+    path = tmp_path / "async.npz"
+    server = _server(digits, "async", checkpoint=str(path))
+    version, weights = server.pull()
+    pushed = workers[1].compute(0, weights)[2:]
+    server.push_async(1, 0, version, *pushed)
+    again = _server(digits, "async", checkpoint=str(path))
+    status, version, _, nxt = again.push_async(1, 0, version, *pushed)  # the worker's retry
+    assert (status, version, nxt) == ("duplicate", 1, 1) and again.log == [(1, 0)]
