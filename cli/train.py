@@ -93,6 +93,9 @@ def train_command(
             if workers > 1:
                 from ._train_distributed import train_distributed
 
+                if logdir is not None:
+                    fail("--logdir is for single-process training (drop it, or --workers 1)")
+
                 summary = train_distributed(
                     model, data, epochs, batch_size, options, evaluate_on, checkpoint, resume,
                     export, save_training, seed, threads, workers, value(mode), max_staleness)

@@ -2,6 +2,8 @@
 in-process (no Ray): what the Ray runs rely on, checked step by step."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -33,7 +35,16 @@ def test_parts_cover_each_global_batch_once():
         assert np.array_equal(joined, order[b * BATCH:(b + 1) * BATCH])
 
 
-def test_in_process_sync_equals_training_on_the_combined_batch(digits):
+@pytest.mark.parametrize("optimizer", ["adam", "sgd-momentum"])
+def test_in_process_sync_equals_training_on_the_combined_batch(digits, optimizer):
+    if optimizer != "adam":
+        from edgelite.interpreter.training import SGD, make_trainable
+        from edgelite.schema import save
+
+        digits = copy.copy(digits)
+        digits.content = save(make_trainable(digits.source, trainable="last:2",
+                                             optimizer=SGD(0.05, momentum=0.9),
+                                             gradients=True))
     server, workers = _server(digits), _workers(digits)
     single = Interpreter(model_content=digits.content)
     train = single.get_signature_runner("train")
