@@ -156,3 +156,24 @@ def test_importing_the_interpreter_loads_no_opencl():
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == [], r.stdout
+
+
+# Kernel launches per invoke on PoCL's CPU device (fuse.py folds depthwise convolutions, ReLUs,
+# residual ADDs and zero PADs into the convolutions): each launch is a command PoCL's workers
+# take up and finish, on every invoke. More than these is a lost fusion.
+LAUNCHES = {"mobilenet_v2": 38, "mp_face_detection": 28, "mp_hand_landmark": 40}
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", sorted(LAUNCHES))
+def test_kernel_launches_per_invoke_on_the_cpu_path(name, models_dir):
+    from edgelite.interpreter import Interpreter
+    d = _pocl_cpu()
+    it = Interpreter(model_path=str(models_dir / f"{name}.tflite"), experimental_delegates=[d])
+    it.allocate_tensors()
+    runs = [run for run, _ in it._runtime.plans[0].steps if getattr(run, "launches", 0)]
+    assert len(runs) == 1  # one partition
+    assert runs[0].launches == LAUNCHES[name]
+    invokes = d.stats.invokes
+    it.invoke()
+    assert d.stats.invokes == invokes + 1
