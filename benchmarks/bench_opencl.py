@@ -121,7 +121,8 @@ def bench_model(path: Path, precisions: list, device, seconds: float, threads=(1
             runners[f"opencl {p} {t}t"] = it
             launches[p] = sum(getattr(run, "launches", 0)
                               for run, _ in it._runtime.plans[0].steps)
-            device_name = f"{d.dev.name}, kernels for {d.dev.kernel_cpu or 'its own CPU'}"
+            device_name = d.dev.name + (f", kernels for {d.dev.kernel_cpu}"
+                                        if d.dev.kernel_cpu else "")
     try:
         from ai_edge_litert.interpreter import Interpreter as LiteRT
         for t in threads:
