@@ -187,6 +187,13 @@ def _mean_run(dtype, plan, ordered=False):
             # (A, R, B) over R: numpy adds whole B-rows one after another, in R's order
             def total(x, out):
                 reduce(x.reshape(view), axis=axes, out=out.reshape(out_view))
+        elif ordered and axes == (len(view) - 1,):
+            # (A, R) over R (LayerNorm's MEAN): R's values as rows, added in order
+            rows = (count, int(np.prod(out_view)))
+
+            def total(x, out):
+                reduce(np.ascontiguousarray(x.reshape(rows[::-1]).T), axis=0,
+                       out=out.reshape(-1))
 
         def run(x, _, out):
             total(x, out)

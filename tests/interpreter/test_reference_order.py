@@ -77,3 +77,12 @@ def test_logistic_bit_exact_under_builtin_ref():
                         np.array([np.inf, -np.inf, 1e30, -1e30, 0.0, -0.0], np.float32)])
     ours, theirs = run_both(op_model("LOGISTIC", [In(x.shape)]), [x])
     np.testing.assert_array_equal(ours[0], theirs[0])
+
+
+@pytest.mark.parametrize("shape", [(1, 56, 56, 96), (2, 10, 33)])
+def test_last_axis_mean_bit_exact_under_builtin_ref(shape):
+    """MEAN over the channels (LayerNorm's, ConvNeXt's) adds in order under BUILTIN_REF."""
+    x = (np.random.default_rng(1).standard_normal(shape) * 3 + 1).astype(np.float32)
+    model = op_model("MEAN", [In(shape), np.array([-1], np.int32)], options=dict(keep_dims=True))
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
