@@ -56,6 +56,9 @@ class Windows:
 
 PADDINGS = {0: "SAME", 1: "VALID"}   # the format's Padding enum
 INT16_MAX = 2 ** 15 - 1
+# A pool's window is bounded by nothing in the file (a convolution's by its weights); its taps
+# are combined one view at a time, so a window of 16M taps would take minutes and gigabytes.
+MAX_POOL_TAPS = 1 << 16
 
 
 def check_padding(node, padding) -> int:
@@ -111,6 +114,10 @@ def pool_windows(node) -> Windows:
     sh, sw = int(o.stride_h or 0), int(o.stride_w or 0)
     if min(fh, fw, sh, sw) <= 0:
         raise node.fail(f"filter {fh}x{fw} and strides {sh}x{sw} must be positive")
+    if fh * fw > MAX_POOL_TAPS:
+        raise node.fail(f"a {fh}x{fw} window has {fh * fw} taps, more than edgelite pools "
+                        f"({MAX_POOL_TAPS}: a 256x256 window; a pool has no weights to bound "
+                        "its window, so only a hostile file has more)")
     win = windows(node, x.shape, fh, fw, sh, sw, 1, 1, _option(o, "padding", 0))
     node.outputs[0].shape = (x.shape[0], win.oh, win.ow, x.shape[3])
     return win

@@ -279,3 +279,12 @@ def test_a_version_below_litert_lowest_is_a_deliberate_leniency():
     with pytest.raises(UnsupportedVersionError, match=r"'BROADCAST_TO' version '5'.*versions "
                                                       r"2\.\.4"):
         _edgelite(model(5))
+
+
+def test_a_pool_window_of_millions_of_taps_is_refused():
+    """AVERAGE_POOL_2D with a 65536x99 window on an 8x8 input (a 464-byte file): LiteRT's
+    builtin kernel runs it; edgelite took 8 s of CPU (16M taps: minutes and gigabytes) and now
+    refuses it at prepare, naming the window."""
+    with pytest.raises(KernelError, match=r"AVERAGE_POOL_2D\): a 65536x99 window has 6488064 "
+                                          r"taps, more than edgelite pools \(65536"):
+        _edgelite(hostile.conv("AVERAGE_POOL_2D", filter_height=65536, filter_width=99))

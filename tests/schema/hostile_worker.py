@@ -68,6 +68,9 @@ def run(runtime: str, content: bytes) -> tuple:
         return "blowup", f"{type(e).__name__}: {e}"[:300]
     except Exception as e:  # noqa: BLE001 - classified below
         detail = f"{type(e).__name__}: {e}"[:300]
+        if isinstance(e.__cause__, MemoryError) and runtime == "edgelite" and \
+                type(e.__cause__).__name__ != "MemoryBudgetError":
+            return "blowup", detail          # an allocation past the limit, wrapped
         if runtime == "edgelite" and _is_internal(e):
             return "internal", detail
         return "refused", detail
