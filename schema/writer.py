@@ -139,7 +139,8 @@ def _build(model: Model, offsets, data_bytes: int) -> bytes:
         md.name, md.buffer = name, index
         m.metadata.append(md)
     m.signatureDefs = [_signature(s) for s in model.signature_defs]
-    builder = _SharingBuilder(data_bytes + 65536)
+    # room for the tables too (a copy of everything each time the builder grows)
+    builder = _SharingBuilder(data_bytes + data_bytes // 32 + (1 << 20))
     builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
 
