@@ -482,30 +482,35 @@ def _contiguous(value, dtype=None) -> np.ndarray:
     return value if value.flags.c_contiguous else np.array(value, order="C")
 
 
-def regroup(in_shape, out_shape):
-    """The dims of a reshape in groups whose products match: [(input axes, output axes)] in
-    order, every output axis in one group (a size-1 output dim alone, with no input axes; a
-    size-1 input dim in no group). None when the element counts differ."""
-    ins = [i for i, d in enumerate(in_shape) if d != 1]
-    outs = [j for j, d in enumerate(out_shape) if d != 1]
+def reshape_groups(in_shape, out_shape):
+    """[(in axes, out axes)]: the smallest runs of non-1 dims with equal products that a
+    reshape from in_shape to out_shape maps onto each other, in order; None when there are none
+    (the element counts differ)."""
+    a = [i for i, d in enumerate(in_shape) if d != 1]
+    b = [j for j, d in enumerate(out_shape) if d != 1]
     groups, i, j = [], 0, 0
-    while i < len(ins) and j < len(outs):
-        gi, gj = [ins[i]], [outs[j]]
-        pi, pj = in_shape[ins[i]], out_shape[outs[j]]
+    while i < len(a) and j < len(b):
+        gi, gj = [a[i]], [b[j]]
+        pi, pj = in_shape[a[i]], out_shape[b[j]]
         i, j = i + 1, j + 1
         while pi != pj:
-            if pi < pj and i < len(ins):
-                gi.append(ins[i])
-                pi *= in_shape[ins[i]]
-                i += 1
-            elif pj < pi and j < len(outs):
-                gj.append(outs[j])
-                pj *= out_shape[outs[j]]
-                j += 1
+            if pi < pj and i < len(a):
+                gi.append(a[i])
+                pi, i = pi * in_shape[a[i]], i + 1
+            elif pj < pi and j < len(b):
+                gj.append(b[j])
+                pj, j = pj * out_shape[b[j]], j + 1
             else:
                 return None
         groups.append((gi, gj))
-    if i != len(ins) or j != len(outs):
+    return groups if i == len(a) and j == len(b) else None
+
+
+def regroup(in_shape, out_shape):
+    """`reshape_groups` with every output axis in one group: a size-1 output dim alone, with no
+    input axes (a size-1 input dim is in no group)."""
+    groups = reshape_groups(in_shape, out_shape)
+    if groups is None:
         return None
     groups += [([], [j]) for j, d in enumerate(out_shape) if d == 1]
     return sorted(groups, key=lambda g: g[1][0])

@@ -14,6 +14,7 @@ import numpy as np
 
 from edgelite.schema import Model, remove_dead
 
+from .builder import reshape_groups
 from .editor import Editor
 
 # Ops that apply to each element on its own (outputs have the inputs' broadcast shape).
@@ -234,35 +235,12 @@ def push_reshape(ed: Editor, op, perm) -> bool:
     return _flatten_into_fc(ed, op, perm, source) or _split_for_reshape(ed, op, perm, source)
 
 
-def _groups(in_shape, out_shape):
-    """[(in axes, out axes)]: the smallest runs of non-1 dims with equal products that a
-    reshape from in_shape to out_shape maps onto each other, or None."""
-    a = [i for i, d in enumerate(in_shape) if d != 1]
-    b = [j for j, d in enumerate(out_shape) if d != 1]
-    groups, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        gi, gj = [a[i]], [b[j]]
-        pi, pj = in_shape[a[i]], out_shape[b[j]]
-        i, j = i + 1, j + 1
-        while pi != pj:
-            if pi < pj and i < len(a):
-                gi.append(a[i])
-                pi, i = pi * in_shape[a[i]], i + 1
-            elif pj < pi and j < len(b):
-                gj.append(b[j])
-                pj, j = pj * out_shape[b[j]], j + 1
-            else:
-                return None
-        groups.append((gi, gj))
-    return groups if i == len(a) and j == len(b) else None
-
-
 def reshape_through(x_shape, perm, z_shape):
     """(new shape, out perm) with reshape(transpose(x, perm), z_shape) ==
     transpose(reshape(x, new shape), out perm), or None when the reshape splits or merges
     dims that the transpose does not keep together and in order."""
     y_shape = tuple(x_shape[p] for p in perm)
-    groups = _groups(y_shape, z_shape)
+    groups = reshape_groups(y_shape, z_shape)
     if groups is None:
         return None
     rank = {a: k for k, a in enumerate(i for i, d in enumerate(x_shape) if d != 1)}
@@ -287,7 +265,7 @@ def _split_for_reshape(ed: Editor, op, perm, source) -> bool:
     """TRANSPOSE(perm) = TRANSPOSE(q) then TRANSPOSE(rest), where q orders each group of dims
     the reshape merges and rest passes the reshape as a transpose to channels-first."""
     x_shape, y_shape, z_shape = ed.shape(source), ed.shape(op.inputs[0]), ed.shape(op.outputs[0])
-    groups = _groups(y_shape, z_shape)
+    groups = reshape_groups(y_shape, z_shape)
     if groups is None or len(z_shape) not in _TO_CHANNELS_FIRST:
         return False
     x_dims = [i for i, d in enumerate(x_shape) if d != 1]
