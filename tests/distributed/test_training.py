@@ -45,15 +45,18 @@ def test_sync_equals_single_process_on_the_combined_batch(uninterrupted, digits)
     assert want[-1] < 0.8 * want[0]
 
 
+ASYNC_EPOCHS = 8   # arrival order varies run to run: 4 epochs gave 96.7-98.1 %
+
+
 def test_async_converges_with_bounded_staleness(ray_cluster, digits):
     result = fit(digits.content, {"image": digits.x}, digits.y, workers=2, mode="async",
-                 epochs=4, batch_size=BATCH, max_staleness=1)
+                 epochs=ASYNC_EPOCHS, batch_size=BATCH, max_staleness=1)
     accuracy = evaluate(result.interpreter(), {"image": digits.x_test}, digits.y_test)
     print(f"\nasync: {result.steps} updates, staleness {result.staleness}, {result.refused} "
           f"refused, accuracy {accuracy:.2%}, {result.steps_per_second:.1f} updates/s")
     assert accuracy >= 0.97
     assert set(result.staleness) <= {0, 1} and sum(result.staleness.values()) == result.steps
-    per_worker = 4 * -(-len(digits.y) // BATCH)
+    per_worker = ASYNC_EPOCHS * -(-len(digits.y) // BATCH)
     assert sorted(result.log) == sorted((k, s) for k in range(2) for s in range(per_worker))
 
 
@@ -117,11 +120,13 @@ def test_async_worker_killed_every_update_applied_once(ray_cluster, digits, tmp_
             killed.append(applied)
             ray.kill(trainer.workers[0])
 
+    steps = 150   # long enough that the kill lands while worker 0 still has steps to run
     result = fit(digits.content, {"image": digits.x}, digits.y, workers=2, mode="async",
-                 batch_size=BATCH, max_steps=30, callback=kill, checkpoint=tmp_path / "a.npz")
-    assert killed and result.replaced_workers == 1
-    assert len(result.log) == len(set(result.log)) == 60
-    assert sorted(result.log) == [(k, s) for k in range(2) for s in range(30)]
+                 epochs=4, batch_size=BATCH, max_steps=steps, callback=kill,
+                 checkpoint=tmp_path / "a.npz")
+    assert killed and killed[0] < steps and result.replaced_workers == 1
+    assert len(result.log) == len(set(result.log)) == 2 * steps
+    assert sorted(result.log) == [(k, s) for k in range(2) for s in range(steps)]
 
 
 def test_the_runtime_never_imports_ray():
