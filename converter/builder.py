@@ -119,6 +119,7 @@ class IRBuilder:
         self.shadow_shapes: dict | None = None   # tensor -> shape at the shadow sizes
         self.shadow_world: dict = {}              # tensor -> world value at the shadow sizes
         self.shadow_problems: list = []           # (where, message)
+        self._followed = None                     # the op whose shadow was followed last
         # Loops over a dim as WHILE ops instead of unrolled (set when that dim is dynamic).
         self.prefer_loops = False
         for t in sg.tensors:
@@ -293,12 +294,13 @@ class IRBuilder:
             return self._add_static(operator, node, run, worldly)
         finally:
             if self.shadow_shapes is not None and operator.outputs and \
-                    self.value(operator.outputs[0]) is None:
+                    self.value(operator.outputs[0]) is None and self._followed is not operator:
                 self._follow_shadow(operator, index)
 
     def _follow_shadow(self, operator: Operator, index: int) -> None:
         """Prepare `operator` again at the shadow sizes: its outputs' shadow shapes (and world
         values), or a shadow problem where the kernel refuses those sizes."""
+        self._followed = operator
         ins = [t for t in operator.inputs if t >= 0]
         if not any(t in self.shadow_shapes or t in self.shadow_world for t in ins):
             return
@@ -307,18 +309,9 @@ class IRBuilder:
             node = kernel_node(self.model, self.sg, operator, index, world=self.shadow_world,
                                shapes=self.shadow_shapes)
             run = registry.lookup(node)(node)
-            if node.dynamic and all(i is None or i.data is not None for i in node.inputs):
-                values = run(*[None if i is None else i.data for i in node.inputs])
-            elif node.dynamic:
+            values = known_values(node, run, any(t in self.world for t in operator.outputs))
+            if node.dynamic and values is None:
                 raise ValueError("its output shape depends on values known only while running")
-            elif all(o.data is not None for o in node.outputs):
-                values = [o.data for o in node.outputs]
-            elif any(t in self.world for t in operator.outputs) and \
-                    all(i is None or i.data is not None for i in node.inputs):
-                values = [np.empty(o.shape, o.dtype) for o in node.outputs]
-                run(*[None if i is None else i.data for i in node.inputs], *values)
-            else:
-                values = None
         except Exception as e:  # noqa: BLE001  any refusal of the kernel at the other sizes
             self.shadow_problems.append((self.where, f"{operator.op}: {e}"))
             return
@@ -473,6 +466,23 @@ class IRBuilder:
             return t
         return self.op("CAST", [t], {"in_data_type": _type_code(self.dtype(t)),
                                      "out_data_type": _type_code(dtype)}, dtype=dtype)
+
+
+def known_values(node, run, compute: bool) -> list | None:
+    """A prepared kernel node's output values where they are known without running the graph:
+    a dynamic kernel's (which returns them) or what prepare knew, else, when `compute`, the
+    kernel run on its inputs' values; None when an input's value is missing."""
+    ins = [None if i is None else i.data for i in node.inputs]
+    have = all(i is None or i.data is not None for i in node.inputs)
+    if node.dynamic:
+        return list(run(*ins)) if have else None
+    if all(o.data is not None for o in node.outputs):
+        return [o.data for o in node.outputs]
+    if not (compute and have):
+        return None
+    values = [np.empty(o.shape, o.dtype) for o in node.outputs]
+    run(*ins, *values)
+    return values
 
 
 def _contiguous(value, dtype=None) -> np.ndarray:

@@ -257,7 +257,7 @@ def reinfer_shapes(model: Model) -> None:
     """Every op's output shapes in the main subgraph inferred again by its kernel, in order
     (after its inputs' shapes changed), shape arithmetic computed on the way; stops at an op the
     kernels cannot prepare alone (control flow), whose outputs keep the shapes they have."""
-    from .builder import WORLD_ELEMENTS, kernel_node
+    from .builder import WORLD_ELEMENTS, kernel_node, known_values
     from edgelite.interpreter.kernels import registry
 
     sg = model.subgraphs[0]
@@ -269,18 +269,11 @@ def reinfer_shapes(model: Model) -> None:
             return
         try:
             run = prepare(node)
-            known = all(i is None or i.data is not None for i in node.inputs)
-            values = None
-            if node.dynamic and known:
-                values = run(*[None if i is None else i.data for i in node.inputs])
-            elif node.dynamic:
-                return
-            elif all(o.data is not None for o in node.outputs):
-                values = [o.data for o in node.outputs]
-            elif known and sum(int(np.prod(o.shape)) for o in node.outputs) <= WORLD_ELEMENTS:
-                values = [np.empty(o.shape, o.dtype) for o in node.outputs]
-                run(*[None if i is None else i.data for i in node.inputs], *values)
+            small = sum(int(np.prod(o.shape)) for o in node.outputs) <= WORLD_ELEMENTS
+            values = known_values(node, run, small)
         except Exception:  # noqa: BLE001  the file's shapes stay; the runtimes infer again
+            return
+        if node.dynamic and values is None:
             return
         for k, (t, out) in enumerate(zip(op.outputs, node.outputs)):
             if model.constant(sg, t) is None:
