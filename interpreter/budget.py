@@ -152,10 +152,31 @@ def check(node, nbytes_: int, what: str) -> None:
                                 f"({node.op}): {e}") from None
 
 
+# TFLite's dimensions are C ints: a dimension past this is refused (LiteRT: "Output shape
+# dimensions must be in range [0, INT32_MAX]"), also when another dimension is 0 (0 bytes, but
+# numpy cannot make the array: "array is too big", or an OverflowError past int64).
+MAX_DIM = 2 ** 31 - 1
+
+
+def check_dims(node, shape, what: str) -> None:
+    """Refuse, naming the op, a shape with a dimension past MAX_DIM."""
+    if any(isinstance(d, (int, np.integer)) and int(d) > MAX_DIM for d in shape):
+        raise node.fail(f"{what} {[int(d) for d in shape]} has a dimension past 2^31-1 "
+                        "(TFLite's dimensions are int32)")
+
+
+def check_outputs(node) -> None:
+    """After prepare: every output shape the kernel set is within MAX_DIM."""
+    if not node.dynamic:
+        for k, o in enumerate(node.outputs):
+            check_dims(node, o.shape, f"output {k}'s shape")
+
+
 def empty(node, shape, dtype, fill=None) -> np.ndarray:
     """An output a kernel allocates while running (a shape known from values only): checked
     against the budget first (`check`), then np.empty, or np.full with `fill`."""
     shape = tuple(int(d) for d in shape)
+    check_dims(node, shape, "an output")
     check(node, nbytes(shape, dtype), f"an output {list(shape)} of {np.dtype(dtype).name}")
     return np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
 

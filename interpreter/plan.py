@@ -236,6 +236,7 @@ def _prepare_node(node: Node):
     try:
         run = prepare(node)
         _check_arity(node, run)
+        budget.check_outputs(node)
         return run
     except budget.MemoryBudgetError as e:
         if str(e).startswith("subgraph "):

@@ -50,6 +50,9 @@ def random_uniform(node):
     shape_t = node.input(0)
     if node.outputs[0].type_name != "float32":
         raise node.fail(f"the output must be float32, got {node.outputs[0].type_name}")
+    if len(shape_t.shape) != 1:   # as LiteRT (a 0-d shape reached iteration while running)
+        raise node.fail(f"the shape (input 0) must be a vector, got a tensor of rank "
+                        f"{len(shape_t.shape)}")
     seed, seed2 = _tflite_seed(node.options.seed), _tflite_seed(node.options.seed2)
     if seed == 0 and seed2 == 0:  # unseeded: a different sequence each time, as TFLite
         seed, seed2 = (int(v) for v in np.random.SeedSequence().generate_state(2, np.uint64))

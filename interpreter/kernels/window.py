@@ -11,10 +11,13 @@ WINDOW_TYPES = ("float32", "float64", "float16", "int8", "uint8", "int16", "uint
                 "uint32", "int64", "uint64", "bool")
 
 
-def _int_vector(node, k: int, rank: int, what: str) -> list:
+def _int_vector(node, k: int, rank: int, what: str, dtype: str) -> list:
+    """A constant vector of `dtype` (the one type LiteRT takes: a float's inf reached int())."""
     t = node.input(k)
     if t.data is None:
         raise node.fail(f"{what} (input {k}) must be a constant")
+    if t.type_name != dtype:
+        raise node.fail(f"{what} (input {k}) must be {dtype}, got {t.type_name}")
     values = [int(v) for v in np.asarray(t.data).reshape(-1)]
     if len(values) != rank:
         raise node.fail(f"{what} must hold {rank} values (the input's rank), got {len(values)}")
@@ -28,7 +31,7 @@ def dilate(node):
     node.expect_inputs(3)
     x, pad = node.input(0), node.input(2)
     rank = len(x.shape)
-    dilations = _int_vector(node, 1, rank, "the dilations")
+    dilations = _int_vector(node, 1, rank, "the dilations", "int32")
     if any(d < 1 for d in dilations):
         raise node.fail(f"dilations must be >= 1, got {dilations}")
     if pad.dtype != x.dtype or int(np.prod(pad.shape)) != 1:
@@ -61,9 +64,9 @@ def reduce_window(node):
         raise node.fail(f"reduce_function {fn} does not apply to {x.type_name}")
     if init.dtype != x.dtype or int(np.prod(init.shape)) != 1:
         raise node.fail(f"init_value must be one {x.type_name} value")
-    window = _int_vector(node, 2, rank, "window_shape")
-    strides = _int_vector(node, 3, rank, "window_strides")
-    dilations = _int_vector(node, 4, rank, "window_dilations")
+    window = _int_vector(node, 2, rank, "window_shape", "int64")
+    strides = _int_vector(node, 3, rank, "window_strides", "int64")
+    dilations = _int_vector(node, 4, rank, "window_dilations", "int64")
     if min(window + strides + dilations, default=1) < 1:
         raise node.fail("window_shape, window_strides and window_dilations must be >= 1")
     extent = [(w - 1) * d + 1 for w, d in zip(window, dilations)]
