@@ -63,6 +63,28 @@ def dynamic_axes_of(dynamic_shapes, names: list) -> dict:
     return axes
 
 
+def _dynamic_kwargs(exporter: str, module, dynamic_shapes, axes: dict, names: list) -> dict:
+    """The exporter's argument for the dynamic axes. The TorchScript exporter takes
+    `dynamic_axes`; the dynamo exporter wants torch.export's `dynamic_shapes` (it refuses to
+    convert `dynamic_axes` for most models): one entry per positional input in order, under the
+    name of forward's *args where it has one. Dims named by a string become Dim.DYNAMIC there;
+    a torch.export.Dim (its bounds) is passed as given."""
+    if exporter == "torchscript":
+        return {"dynamic_axes": axes}
+    if isinstance(dynamic_shapes, dict):
+        given = [dynamic_shapes.get(n) for n in names]
+    else:
+        given = list(dynamic_shapes)
+    per_input = tuple(spec if isinstance(spec, dict) or spec is None else axes.get(name)
+                      for name, spec in zip(names, given))
+    try:
+        params = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):
+        params = []
+    star = [p.name for p in params if p.kind is p.VAR_POSITIONAL]
+    return {"dynamic_shapes": {star[0]: per_input} if star else per_input}
+
+
 def export_onnx(module, example_inputs, dynamic_shapes=None, input_names=None,
                 exporter: str = "torchscript", opset: int = OPSET):
     """`module` (a torch.nn.Module) exported at `example_inputs` (a tensor or a tuple of them)
@@ -87,7 +109,7 @@ def export_onnx(module, example_inputs, dynamic_shapes=None, input_names=None,
     kwargs = dict(input_names=names, opset_version=opset)
     axes = dynamic_axes_of(dynamic_shapes, names)
     if axes:
-        kwargs["dynamic_axes"] = axes
+        kwargs.update(_dynamic_kwargs(exporter, module, dynamic_shapes, axes, names))
     was_training = module.training
     module.eval()
     try:

@@ -66,12 +66,13 @@ def test_two_inputs_named(exporter):
     assert [e["name"] for e in conversion.io_layout["inputs"]] == ["left", "right"]
 
 
-def test_dynamic_batch_runs_at_other_sizes():
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_dynamic_batch_runs_at_other_sizes(exporter):
     torch = require("torch")
     from edgelite.interpreter import Interpreter
 
     net, x = _convnet()
-    conversion = check_torch(net, x, dynamic_shapes={"image": {0: "batch"}})
+    conversion = check_torch(net, x, _exporter(exporter), dynamic_shapes={"image": {0: "batch"}})
     sg = conversion.model.subgraphs[0]
     assert sg.tensors[sg.inputs[0]].shape_signature[0] == -1
     litert = require("ai_edge_litert.interpreter")
