@@ -331,8 +331,11 @@ class Interpreter:
                 raise RuntimeError("Invoke called on model that is not ready: call "
                                    "allocate_tensors() first (and again after "
                                    "resize_tensor_input)")
-            with threads.limit(self._num_threads):
+            entered = threads.enter(self._num_threads)
+            try:
                 self._main.invoke()
+            finally:
+                threads.leave(entered)
         finally:
             self._busy_with = outer
             self._busy.release()

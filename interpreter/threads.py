@@ -84,39 +84,55 @@ def resolve(num_threads: int | None) -> int:
 def limit(num_threads: int | None):
     """Within the block, BLAS uses at most `num_threads` threads (None or -1: DEFAULT). Safe
     to enter from several threads at once (see the module's docstring)."""
-    global _active, _current, _saved
-    api = _find()
-    if not api:
-        yield
-        return
-    want = resolve(num_threads)
-    setter, get = api
-    depth = getattr(_inside, "depth", 0)
-    if depth:   # nested in this thread's own block (a signature runner's invoke): as it is
-        _inside.depth = depth + 1
-        try:
-            yield
-        finally:
-            _inside.depth = depth
-        return
-    with _state:
-        while _active and _current != want:
-            _state.wait()
-        if _active == 0:
-            _saved = get()
-            if _saved != want:
-                setter(want)
-            _current = want
-        _active += 1
-    _inside.depth = 1
+    entered = enter(num_threads)
     try:
         yield
     finally:
-        _inside.depth = 0
+        leave(entered)
+
+
+def enter(num_threads: int | None) -> int:
+    """`limit`'s entry as a plain call (an invoke's hot path: no generator): returns what
+    `leave` needs, this thread's depth of nested blocks before it (-1: no OpenBLAS)."""
+    global _active, _current, _saved
+    api = _api if _api is not None else _find()
+    if not api:
+        return -1
+    depth = getattr(_inside, "depth", 0)
+    _inside.depth = depth + 1
+    if depth:   # nested in this thread's own block (a signature runner's invoke): as it is
+        return depth
+    want = DEFAULT if num_threads is None or num_threads < 1 else int(num_threads)
+    setter, get = api
+    try:
         with _state:
-            _active -= 1
+            while _active and _current != want:
+                _state.wait()
             if _active == 0:
-                if get() != _saved:
-                    setter(_saved)
-                _current = None
-                _state.notify_all()
+                _saved = get()
+                if _saved != want:
+                    setter(want)
+                _current = want
+            _active += 1
+    except BaseException:
+        _inside.depth = 0
+        raise
+    return 0
+
+
+def leave(entered: int) -> None:
+    """Ends the block `enter` began (with what it returned)."""
+    global _active, _current
+    if entered < 0:
+        return
+    _inside.depth = entered
+    if entered:
+        return
+    _, get = _api
+    with _state:
+        _active -= 1
+        if _active == 0:
+            if get() != _saved:
+                _api[0](_saved)
+            _current = None
+            _state.notify_all()
