@@ -1,0 +1,159 @@
+"""WHILE with the loop state swapped by reference (interpreter/kernels/while_loop.py): results
+equal to the loop in numpy (and LiteRT's) for even and odd iteration counts, the copying
+fallback where the state cannot be swapped, and a timing-free check of the per-iteration work: Python frames and array copies per
+iteration, counted with a profile hook over two loop lengths."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from edgelite.schema import (Model, Operator, OperatorCode, Subgraph, Tensor, default_options,
+                             save)
+
+litert = pytest.importorskip("ai_edge_litert.interpreter",
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
+from edgelite import interpreter as edgelite_interpreter  # noqa: E402
+
+
+def _op(name, ins, outs, **options):
+    return Operator(OperatorCode(name, 0), list(ins), list(outs), default_options(name, **options))
+
+
+def _const(model, sg, name, value):
+    value = np.asarray(value)
+    return sg.add_tensor(Tensor(name, value.shape, str(value.dtype), model.add_buffer(value)))
+
+
+def _loop_model(body_kind: str, limit: int = 1000) -> bytes:
+    """Loop variables (i int32, x float32[3], w float32[3]) while i < limit:
+    - "plain": i + 1, x * 0.5 + w, w unchanged (passed through);
+    - "swap": i + 1, then x and w exchanged (each output is the other variable's input);
+    - "constant": i + 1, x * 0.5 + w, and w's output a constant tensor."""
+    model = Model()
+    main = Subgraph(name="main")
+    ins = [main.add_tensor(Tensor("i", (), "int32")), main.add_tensor(Tensor("x", (3,))),
+           main.add_tensor(Tensor("w", (3,)))]
+    outs = [main.add_tensor(Tensor("i_out", (), "int32")), main.add_tensor(Tensor("x_out", (3,))),
+            main.add_tensor(Tensor("w_out", (3,)))]
+    main.inputs, main.outputs = ins, outs
+    main.operators = [_op("WHILE", ins, outs, cond_subgraph_index=1, body_subgraph_index=2)]
+    cond = Subgraph(name="cond")
+    c_ins = [cond.add_tensor(Tensor("i", (), "int32")), cond.add_tensor(Tensor("x", (3,))),
+             cond.add_tensor(Tensor("w", (3,)))]
+    n = _const(model, cond, "n", np.int32(limit))
+    c = cond.add_tensor(Tensor("c", (), "bool"))
+    cond.inputs, cond.outputs = c_ins, [c]
+    cond.operators = [_op("LESS", [c_ins[0], n], [c])]
+    body = Subgraph(name="body")
+    i, x, w = (body.add_tensor(Tensor("i", (), "int32")), body.add_tensor(Tensor("x", (3,))),
+               body.add_tensor(Tensor("w", (3,))))
+    one = _const(model, body, "one", np.int32(1))
+    half = _const(model, body, "half", np.float32(0.5))
+    i2 = body.add_tensor(Tensor("i2", (), "int32"))
+    ops = [_op("ADD", [i, one], [i2])]
+    if body_kind == "swap":
+        body.outputs = [i2, w, x]
+    else:
+        xh, x2 = body.add_tensor(Tensor("xh", (3,))), body.add_tensor(Tensor("x2", (3,)))
+        ops += [_op("MUL", [x, half], [xh]), _op("ADD", [xh, w], [x2])]
+        w_out = w if body_kind == "plain" else \
+            _const(model, body, "w_const", np.array([1, -2, 3], np.float32))
+        body.outputs = [i2, x2, w_out]
+    body.inputs, body.operators = [i, x, w], ops
+    model.subgraphs = [main, cond, body]
+    return save(model)
+
+
+def _run(module, content: bytes, start: int):
+    it = module.Interpreter(model_content=content)
+    it.allocate_tensors()
+    feeds = [np.int32(start), np.array([1.0, 2.0, -3.0], np.float32),
+             np.array([0.25, -1.0, 4.0], np.float32)]
+    results = []
+    for _ in range(2):   # twice: the second invoke starts from the inputs again
+        for d, f in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], f)
+        it.invoke()
+        results.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
+    return results
+
+
+def _expected(kind: str, start: int, limit: int = 1000) -> list:
+    i, x, w = start, np.array([1.0, 2.0, -3.0], np.float32), np.array([0.25, -1.0, 4.0],
+                                                                       np.float32)
+    while i < limit:
+        i += 1
+        if kind == "swap":
+            x, w = w, x
+        else:
+            x = x * np.float32(0.5) + w
+            w = w if kind == "plain" else np.array([1, -2, 3], np.float32)
+    return [np.int32(i), x, w]
+
+
+@pytest.mark.parametrize("kind", ["plain", "swap", "constant"])
+@pytest.mark.parametrize("iterations", [0, 1, 2, 3, 10])
+def test_while_state(kind, iterations):
+    """Against the loop in numpy, and LiteRT where it agrees: LiteRT's WHILE shares the body's
+    output buffers with its inputs, so a body that exchanges two variables gives both the same
+    value there (x = w = the initial w after one iteration); edgelite exchanges them."""
+    content = _loop_model(kind, limit=1000)
+    ours = _run(edgelite_interpreter, content, 1000 - iterations)
+    want = _expected(kind, 1000 - iterations)
+    for result in ours:
+        for x, y in zip(result, want):
+            np.testing.assert_array_equal(x, y)
+    if kind != "swap":
+        for result in _run(litert, content, 1000 - iterations):
+            for x, y in zip(result, want):
+                np.testing.assert_array_equal(x, y)
+
+
+def _loop_of(it):
+    """The Loop of the model's one WHILE op (its run closure holds it)."""
+    from edgelite.interpreter.kernels.while_loop import Loop
+    run = it._runtime.subgraph(0).steps[0][0]
+    cells = [c.cell_contents for c in run.__closure__ or ()]
+    return next(c for c in cells if isinstance(c, Loop))
+
+
+def _work(it, start: int) -> tuple:
+    """(Python frames, array copies) that one invoke of the loop from `start` runs."""
+    it.set_tensor(it.get_input_details()[0]["index"], np.int32(start))
+    counts = {"frames": 0, "copies": 0}
+
+    def hook(frame, event, arg):
+        if event == "call":
+            counts["frames"] += 1
+        elif event == "c_call" and getattr(arg, "__name__", "") in ("copyto", "array", "copy"):
+            counts["copies"] += 1
+    sys.setprofile(hook)
+    try:
+        it.invoke()
+    finally:
+        sys.setprofile(None)
+    return counts["frames"], counts["copies"]
+
+
+@pytest.mark.parametrize("kind, mode", [("plain", "swap"), ("swap", "copy"),
+                                        ("constant", "copy")])
+def test_while_work_per_iteration(kind, mode):
+    """The guard of issue 17's WHILE speed, without a clock: a swapped loop runs one Python frame
+    per op per iteration (the kernels' own) and copies nothing per iteration."""
+    it = edgelite_interpreter.Interpreter(model_content=_loop_model(kind, limit=1000))
+    it.allocate_tensors()
+    for d, f in zip(it.get_input_details()[1:], [np.ones(3, np.float32)] * 2):
+        it.set_tensor(d["index"], f)
+    _work(it, 0)
+    assert _loop_of(it).mode.startswith(mode), _loop_of(it).mode
+    short, long = _work(it, 800), _work(it, 400)
+    frames, copies = ((b - a) / 400 for a, b in zip(short, long))
+    if mode == "swap":
+        # cond LESS, body ADD, MUL, ADD: each kernel's run is one frame; nothing else runs.
+        assert frames <= 4, f"{frames} Python frames per iteration for 4 ops"
+        assert copies == 0, f"{copies} array copies per iteration"
+    else:
+        assert copies >= 3   # the fallback copies each variable: what the swap saves
