@@ -1,7 +1,8 @@
 """WHILE with the loop state swapped by reference (interpreter/kernels/while_loop.py): results
 equal to the loop in numpy (and LiteRT's) for even and odd iteration counts, the copying
-fallback where the state cannot be swapped, and a timing-free check of the per-iteration work: Python frames and array copies per
-iteration, counted with a profile hook over two loop lengths."""
+fallback where the state cannot be swapped, and a timing-free check of the per-iteration work:
+Python frames and array copies per iteration, counted with a profile hook over two loop
+lengths."""
 from __future__ import annotations
 
 import sys
