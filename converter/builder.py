@@ -517,13 +517,18 @@ def reshape_groups(in_shape, out_shape):
 
 
 def regroup(in_shape, out_shape):
-    """`reshape_groups` with every output axis in one group: a size-1 output dim alone, with no
-    input axes (a size-1 input dim is in no group)."""
+    """`reshape_groups` with every output axis in one group, each group's output axes one run
+    (a size-1 output dim inside a group's run joins it), in output order: a target built group
+    by group is then in axis order ([b, s, 24] -> [b, s, 3, 1, 8] has [3, 1, 8] as one group).
+    A size-1 output dim outside every run is alone, with no input axes (a size-1 input dim is in
+    no group)."""
     groups = reshape_groups(in_shape, out_shape)
     if groups is None:
         return None
-    groups += [([], [j]) for j, d in enumerate(out_shape) if d == 1]
-    return sorted(groups, key=lambda g: g[1][0])
+    runs = [(ins, list(range(outs[0], outs[-1] + 1))) for ins, outs in groups]
+    inside = {j for _, outs in runs for j in outs}
+    runs += [([], [j]) for j, d in enumerate(out_shape) if d == 1 and j not in inside]
+    return sorted(runs, key=lambda g: g[1][0])
 
 
 def shadow_target(shadow_in, out_shape, groups):

@@ -287,21 +287,12 @@ def _slice_part(ed: Editor, op):
     return cut[0] if len(cut) == 1 and cut[0][2] > 0 else None
 
 
-def _shaped_while_running(ed: Editor, x: int) -> bool:
-    """x is a RESHAPE's output whose target the graph computes (dynamic dims): merging its
-    slices gave wrong numbers there (PP-OCRv4's recognizer with an open width, 0.47 x max|ref|
-    off in both runtimes), so those are left as they are."""
-    op = ed.producer(x)
-    return op is not None and op.op == "RESHAPE" and len(op.inputs) > 1 and \
-        ed.value(op.inputs[1]) is None
-
-
 def _merge_slices(ed: Editor, x: int, slices) -> bool:
     """STRIDED_SLICEs of x, each one run of `size` along one axis at a multiple of `size`:
     parts of x reshaped to [..., d / size, size, ...]."""
     parts = [_slice_part(ed, op) for op in slices]
     if len(slices) < 2 or len(ed.readers(x)) != len(slices) or None in parts or \
-            len({(axis, size) for axis, _, size in parts}) != 1 or _shaped_while_running(ed, x):
+            len({(axis, size) for axis, _, size in parts}) != 1:
         return False
     axis, _, size = parts[0]
     d = ed.shape(x)[axis]
