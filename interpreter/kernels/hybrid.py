@@ -173,16 +173,34 @@ def _sum_bound(w: np.ndarray, reduce_axes: tuple) -> float:
 
 class _IntegerConv:
     """sum(w * xc) over each window for int8 weights and integer float32 input xc (|xc| <=
-    x_max), exactly, with the float32 kernel of `node.op` (one kernel per weight digit)."""
+    x_max), exactly, with the float32 kernel of `node.op`.
+
+    Sums past float32's exact range split a CONV_2D's input channels into the fewest equal
+    groups whose partial sums stay exact: one grouped float convolution (the FLOPs of one
+    convolution, one im2col) gives every group's sums, added exactly (two groups: one float32
+    addition rounds the exact sum once, as C's int -> float does; more: in float64). Other
+    kernels, or channels that do not split, run one float kernel per balanced weight digit."""
 
     def __init__(self, node, w: np.ndarray, x_max: int, reduce_axes: tuple):
         parts = [(1, w)]
+        self.groups = 1
+        shape = node.outputs[0].shape
         if _sum_bound(w, reduce_axes) * x_max >= EXACT_F32:
+            groups = _channel_groups(node, w, x_max)
+            if groups:
+                self.groups = groups
+                cout, kh, kw, cin = w.shape
+                split = w.reshape(cout, kh, kw, groups, cin // groups).transpose(3, 0, 1, 2, 4)
+                run = _float_kernel(node, split.reshape(groups * cout, kh, kw, cin // groups)
+                                    .astype(F32), tuple(shape[:3]) + (groups * cout,))
+                self.runs = [(1.0, run)]
+                self.single = False
+                self.part = np.empty(tuple(shape[:3]) + (groups, cout), F32)
+                return
             parts = _balanced_digits(w)
             if max(_sum_bound(d, reduce_axes) for _, d in parts) * x_max >= EXACT_F32:
                 parts = _balanced_digits(w, 2)
         self.runs = [(float(p), _float_kernel(node, d.astype(F32))) for p, d in parts]
-        shape = node.outputs[0].shape
         self.single = len(self.runs) == 1
         self.part = None if self.single else np.empty(shape, F32)
         self.total = None if self.single else np.empty(shape, np.float64)
@@ -192,6 +210,14 @@ class _IntegerConv:
         if self.single:
             self.runs[0][1](xc, None, acc)
             return
+        if self.groups > 1:
+            part = self.part
+            self.runs[0][1](xc, None, part)
+            if self.groups == 2:
+                np.add(part[..., 0, :], part[..., 1, :], out=acc)
+            else:
+                np.copyto(acc, part.sum(axis=-2, dtype=np.float64), casting="unsafe")
+            return
         self.total[...] = 0
         for power, run in self.runs:
             run(xc, None, self.part)
@@ -199,21 +225,40 @@ class _IntegerConv:
         np.copyto(acc, self.total, casting="unsafe")
 
 
-def _float_kernel(node, weights: np.ndarray):
+MAX_CHANNEL_GROUPS = 16   # beyond, the digits' runs cost less than adding the groups' sums
+
+
+def _channel_groups(node, w: np.ndarray, x_max: int):
+    """The fewest equal groups of a CONV_2D's input channels (ungrouped weights [O, kh, kw, C])
+    whose sums stay float32-exact, or None (another op, grouped weights, no such split)."""
+    if node.op != "CONV_2D" or w.shape[3] != node.input(0).shape[3]:
+        return None
+    cout, kh, kw, cin = w.shape
+    a = np.abs(w.astype(np.int64)).sum(axis=(1, 2))                    # [O, C]
+    for groups in range(2, min(cin, MAX_CHANNEL_GROUPS) + 1):
+        if cin % groups == 0 and \
+                a.reshape(cout, groups, -1).sum(axis=2).max(initial=0) * x_max < EXACT_F32:
+            return groups
+    return None
+
+
+def _float_kernel(node, weights: np.ndarray, out_shape=None):
     """The float32 kernel of node.op on float weights `weights`, without bias or activation:
-    run(x, None, out)."""
+    run(x, None, out); `out_shape`: its output's when it differs from the node's (channel
+    groups)."""
     x, w = node.input(0), node.input(1)
     out = node.outputs[0]
+    shape = tuple(out.shape) if out_shape is None else tuple(out_shape)
     sub = Node(op=node.op, index=node.index,
                inputs=[TensorInfo(x.index, x.name, tuple(x.shape), F32, "float32"),
-                       TensorInfo(w.index, w.name, tuple(w.shape), F32, "float32", data=weights)],
-               outputs=[TensorInfo(out.index, out.name, tuple(out.shape), F32, "float32")],
+                       TensorInfo(w.index, w.name, tuple(weights.shape), F32, "float32",
+                                  data=weights)],
+               outputs=[TensorInfo(out.index, out.name, shape, F32, "float32")],
                options=node.options.replace(fused_activation_function=0),
                subgraph=node.subgraph, runtime=node.runtime)
     run = KERNELS[node.op]["float32"](sub)
-    if tuple(sub.outputs[0].shape) != tuple(out.shape):
-        raise node.fail(f"output shape {list(sub.outputs[0].shape)} differs from "
-                        f"{list(out.shape)}")
+    if tuple(sub.outputs[0].shape) != shape:
+        raise node.fail(f"output shape {list(sub.outputs[0].shape)} differs from {list(shape)}")
     return lambda x, _w, o: run(x, weights, o)
 
 

@@ -50,8 +50,16 @@ CASES = [
                 conv_options(stride=2), same_scales=True),
     hybrid_case("conv_2d_positive_input", "CONV_2D", (1, 6, 6, 3), (4, 3, 3, 3),
                 conv_options(), x_shift=3.0),
-    # Sums past float32's exact range: the weights run as base-16 digits.
+    # Sums past float32's exact range: the input channels split into groups whose sums are
+    # exact (two: added in float32; seven: in float64), or the weights run as base-16 digits
+    # (701 channels: no equal split).
     hybrid_case("conv_2d_deep", "CONV_2D", (1, 3, 3, 700), (3, 3, 3, 700), conv_options()),
+    hybrid_case("conv_2d_deep_two_groups", "CONV_2D", (1, 5, 4, 128), (6, 3, 3, 128),
+                conv_options()),
+    hybrid_case("conv_2d_deep_1x1_two_groups", "CONV_2D", (1, 4, 4, 1200), (5, 1, 1, 1200),
+                conv_options(), x_shift=0.5),
+    hybrid_case("conv_2d_deep_digits", "CONV_2D", (1, 3, 3, 701), (3, 3, 3, 701),
+                conv_options()),
     # DEPTHWISE_CONV_2D: per-channel, asymmetric inputs, channel multiplier, strides, dilation.
     hybrid_case("depthwise_conv_2d", "DEPTHWISE_CONV_2D", (1, 8, 8, 6), (1, 3, 3, 6),
                 conv_options(depth_multiplier=1), axis=3),
