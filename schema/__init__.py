@@ -2,6 +2,8 @@
 
 Needs only numpy and flatbuffers.
 """
+from __future__ import annotations
+
 from .errors import ModelError
 from .graph import (consumers, drop_unused_buffers, has_side_effects, order, producers,
                     remove_dead, replace_uses)
@@ -12,7 +14,6 @@ from .model import (Buffer, DimensionMetadata, Metadata, Model, Operator, Operat
                     numpy_dtype)
 from .options import default_options, options_kind
 from .validate import validate
-from .writer import save
 
 __all__ = [
     "ModelError", "load", "save", "validate", "Model", "Subgraph", "Tensor", "Operator",
@@ -21,3 +22,11 @@ __all__ = [
     "default_options", "options_kind", "numpy_dtype", "dtype_name", "producers", "consumers",
     "replace_uses", "remove_dead", "order", "has_side_effects", "drop_unused_buffers",
 ]
+
+
+def save(model: Model, large: bool | None = None) -> bytes:
+    """Serialize `model` to `.tflite` bytes (`edgelite.schema.writer.save`). The writer is
+    imported on first use: it builds with the whole generated module, which loading does not
+    need."""
+    from .writer import save as _save
+    return _save(model, large)

@@ -13,7 +13,7 @@ import struct
 import flatbuffers
 import numpy as np
 
-from . import tflite_generated as fb
+from . import bindings as fb   # the generated bindings, compiled as used
 from .errors import ModelError
 from .model import (TENSOR_TYPES, Buffer, DimensionMetadata, Metadata, Model, Operator,
                     OperatorCode, QuantizationParameters, SignatureDef, SparsityParameters,
@@ -31,7 +31,7 @@ MAX_RANK = 16
 # Where low-level read errors come from: the FlatBuffers runtime and the generated bindings read
 # through offsets they do not check (no verifier in Python), so on a corrupt file they raise these.
 _READ_ERRORS = (IndexError, struct.error, ValueError, TypeError, OverflowError)
-_READER_FILES = (os.path.dirname(flatbuffers.__file__), os.path.abspath(fb.__file__))
+_READER_FILES = (os.path.dirname(flatbuffers.__file__), os.path.abspath(fb.SOURCE))
 
 
 class _Budget:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from .tflite_generated import ActivationFunctionType
+from .bindings import ActivationFunctionType
 
 # The format's codes as the generated module has them (from the .fbs), and TFLite's internal
 # SIGMOID, which no file holds.

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import tflite_generated as fb
+from . import bindings as fb
 from .model import Options
 
 
