@@ -43,18 +43,40 @@ F32 = np.dtype(np.float32)
 # rmax - rmin is a float32 difference; rounding in blocks of 8 values is trunc(y +- 0.5) in
 # float32 (std::round for the last size % 8 values); the zero point is added after rounding.
 
-def _round_litert(q: np.ndarray, half: np.ndarray) -> None:
+def _round_litert(q: np.ndarray, half: np.ndarray, signs=None) -> None:
     """q (rows, size) float32, in place: NEON's RoundToNearest, trunc(y + (y < 0 ? -0.5 : 0.5))
     in float32, for the first size // 8 * 8 columns (for y = -0.0 copysign's -0.5 gives the
-    same 0); halves away from zero, exactly, for the rest. `half`: a work buffer like q."""
+    same 0); halves away from zero, exactly, for the rest. `half`: a work buffer like q.
+    `signs`: +1 / -1 where every value of that row has that sign (zeros of either sign round
+    alike), 0 for mixed rows; a signed row adds its constant half (one pass fewer)."""
     v = q.shape[1] // 8 * 8
     if v < q.shape[1]:
         q[:, v:] = round_half_away(q[:, v:])
-    if v:
-        head, h = q[:, :v], half[:, :v]
+    if not v:
+        return
+    head = q[:, :v]
+    if signs is not None and np.all(signs != 0):
+        if q.shape[0] == 1:
+            np.add(head, np.float32(0.5) * signs[0], out=head)
+        else:
+            np.add(head, (np.float32(0.5) * signs)[:, None], out=head)
+    else:
+        h = half[:, :v]
         np.copysign(np.float32(0.5), head, out=h)
         np.add(head, h, out=head)
-        np.trunc(head, out=head)
+    np.trunc(head, out=head)
+
+
+def _row_signs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per row of values in [lo, hi]: +1 (none negative), -1 (none positive), else 0, float32."""
+    return np.where(lo >= 0, np.float32(1), np.where(hi <= 0, np.float32(-1), np.float32(0)))
+
+
+def _rounded(y: np.ndarray) -> tuple:
+    """The least and greatest of both of _round_litert's roundings of float32 values y."""
+    neon = np.trunc(y + np.copysign(np.float32(0.5), y))
+    exact = round_half_away(y)
+    return np.minimum(neon, exact), np.maximum(neon, exact)
 
 
 def quantize_rows_symmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
@@ -62,14 +84,15 @@ def quantize_rows_symmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
     """SymmetricQuantizeFloats per row of x (rows, size) float32: q (float32 holding integers in
     [-127, 127]) = round(x * (127 / r)), scales = r / 127 with r = max|x| (1 for zero rows).
     |x * (127 / r)| <= 127 (1 + 2^-23) rounds to at most 127: no clamp needed."""
-    rng = np.maximum(np.abs(x.min(axis=1)), np.abs(x.max(axis=1)))
+    lo, hi = x.min(axis=1), x.max(axis=1)
+    rng = np.maximum(np.abs(lo), np.abs(hi))
     zero = rng == 0
     safe = np.where(zero, np.float32(1), rng)
     np.divide(safe, np.float32(127), out=scales)
     scales[zero] = 1
     inv = (np.float32(127) / safe).astype(F32)
     np.multiply(x, inv[:, None], out=q)
-    _round_litert(q, half)
+    _round_litert(q, half, _row_signs(lo, hi))
 
 
 def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
@@ -77,9 +100,12 @@ def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
                              centered: bool = False) -> None:
     """AsymmetricQuantizeFloats per row: the range [min(x, 0), max(x, 0)] onto [-128, 127] with a
     nudged zero point (offsets, float32 integers); q = round(x / scale) + offset, clamped, or
-    with `centered` q - offset (what the integer sums take). All-zero rows get scale 1."""
-    rmin = np.minimum(x.min(axis=1), np.float32(0))
-    rmax = np.maximum(x.max(axis=1), np.float32(0))
+    with `centered` q - offset (what the integer sums take). All-zero rows get scale 1. The
+    clamp is skipped where the rounded row bounds show it moves nothing (rounding is
+    monotonic)."""
+    lo, hi = x.min(axis=1), x.max(axis=1)
+    rmin = np.minimum(lo, np.float32(0))
+    rmax = np.maximum(hi, np.float32(0))
     flat = rmin == rmax
     scale = np.where(flat, 1.0, (rmax - rmin).astype(np.float64) / 255.0)
     rmin, rmax = rmin.astype(np.float64), rmax.astype(np.float64)
@@ -93,13 +119,18 @@ def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
     offsets[...] = zp
     inv = (1.0 / scales.astype(np.float64)).astype(F32)
     np.multiply(x, inv[:, None], out=q)
-    _round_litert(q, half)
+    low, _ = _rounded(lo * inv)
+    _, high = _rounded(hi * inv)
+    clamps = (low + offsets < -128) | (high + offsets > 127)
+    _round_litert(q, half, _row_signs(lo, hi))
     if centered:      # clamp(round + zp, -128, 127) - zp, row by row
-        for r, z in enumerate(offsets.tolist()):
+        for r in np.flatnonzero(clamps).tolist():
+            z = float(offsets[r])
             clip_(q[r], -128.0 - z, 127.0 - z)
     else:
         np.add(q, offsets[:, None], out=q)
-        clip_(q, -128.0, 127.0)
+        if np.any(clamps):
+            clip_(q, -128.0, 127.0)
 
 
 def _activation(node, code: int, allow_curves: bool):

@@ -1,0 +1,73 @@
+"""Timing-free guards of the int8 and hybrid hot paths (issue 17): how many numpy passes and
+kernel runs a step costs, counted, never timed; and the shortcuts they take checked against the
+plain arithmetic they replace."""
+import numpy as np
+import pytest
+
+from edgelite.interpreter.kernels import hybrid
+from edgelite.interpreter.kernels.fixed_point import round_half_away
+
+
+def _neon_round(y: np.ndarray) -> np.ndarray:
+    """tensor_utils' NEON rounding as LiteRT's x86 build runs it: trunc(y +- 0.5) in float32 for
+    blocks of 8 values, std::round for the rest."""
+    v = y.shape[1] // 8 * 8
+    out = y.copy()
+    head = y[:, :v]
+    out[:, :v] = np.trunc(head + np.copysign(np.float32(0.5), head))
+    out[:, v:] = round_half_away(y[:, v:])
+    return out
+
+
+def _rows(kind: str, rng, size: int = 29) -> np.ndarray:
+    x = rng.normal(0, 2, (4, size)).astype(np.float32)
+    x[:, 3] = 0.0
+    x[:, 5] = -0.0
+    if kind == "nonnegative":
+        x = np.abs(x)
+    elif kind == "nonpositive":
+        x = -np.abs(x)
+    return x
+
+
+@pytest.mark.parametrize("kind", ["mixed", "nonnegative", "nonpositive"])
+def test_symmetric_quantization_equals_neon_rounding(kind):
+    rng = np.random.default_rng(3)
+    x = _rows(kind, rng)
+    q, half, scales = np.empty_like(x), np.empty_like(x), np.empty(4, np.float32)
+    hybrid.quantize_rows_symmetric(x, q, scales, half)
+    r = np.maximum(np.abs(x.min(1)), np.abs(x.max(1)))
+    inv = (np.float32(127) / r).astype(np.float32)
+    want = _neon_round(x * inv[:, None])
+    assert np.array_equal(q, want)
+    assert np.array_equal(scales, (r / np.float32(127)).astype(np.float32))
+
+
+@pytest.mark.parametrize("kind", ["mixed", "nonnegative", "nonpositive"])
+@pytest.mark.parametrize("centered", [False, True])
+def test_asymmetric_quantization_equals_clamped_neon_rounding(kind, centered):
+    rng = np.random.default_rng(4)
+    x = _rows(kind, rng, 45)
+    q, half = np.empty_like(x), np.empty_like(x)
+    scales, offsets = np.empty(4, np.float32), np.empty(4, np.float32)
+    hybrid.quantize_rows_asymmetric(x, q, scales, offsets, half, centered=centered)
+    inv = (1.0 / scales.astype(np.float64)).astype(np.float32)
+    full = np.clip(_neon_round(x * inv[:, None]) + offsets[:, None], -128, 127)
+    assert np.array_equal(q, full - offsets[:, None] if centered else full)
+    assert full.min() >= -128 and full.max() <= 127
+
+
+def test_hybrid_deep_conv_runs_one_grouped_kernel(monkeypatch):
+    """A hybrid CONV_2D whose sums pass float32's exact range (DenseNet's 3x3 over 128 channels)
+    builds one float kernel (two channel groups), not one per weight digit."""
+    from edgelite.interpreter.kernels import registry
+    from tests.interpreter.cases_hybrid import CASES
+    built = []
+    real = hybrid._float_kernel
+    monkeypatch.setattr(hybrid, "_float_kernel",
+                        lambda node, w, *a: built.append(w.shape) or real(node, w, *a))
+    case = next(c for c in CASES if c.id == "conv_2d_deep_two_groups")
+    from tests.opmodel import run_edgelite
+    run_edgelite(case.model, case.feeds)
+    assert built == [(12, 3, 3, 64)], built
+    assert registry.KERNELS["CONV_2D"]["hybrid"] is hybrid.conv_2d
