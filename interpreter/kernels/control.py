@@ -10,6 +10,7 @@ import dataclasses
 import numpy as np
 
 from .registry import register
+from . import while_rnn
 from .while_loop import Loop
 
 ANY = ("none", "float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool",
@@ -195,7 +196,19 @@ def while_(node):
     shapes = _output_shapes(body)
     n = len(node.inputs)
     loop = Loop(cond, body)
-    node.loop = loop   # for profiles and the CI check (Loop.mode)
+    try:
+        sequence = while_rnn.match(cond, body)
+    except while_rnn.NoMatch:
+        sequence = None
+    if sequence is not None:   # a Keras LSTM/GRU layer: one fused sequence kernel
+        for out, info in zip(node.outputs, node.inputs):
+            out.shape = tuple(info.shape)
+
+        def fused(*arrays):
+            values = list(arrays[:n])
+            final = sequence.run(values)
+            _copy_out(loop.copying(values) if final is None else final, arrays[n:])
+        return fused
 
     if shapes is None or shapes != [tuple(t.shape) for t in node.inputs]:
         # The loop variables change shape: the outputs' shapes are known only at the end.
