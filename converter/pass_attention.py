@@ -78,12 +78,9 @@ def _fold_input(ed: Editor, op, k: int, flag: str) -> bool:
 def _head_split(ed: Editor, t: int):
     """(reshape target, perm) when t is read only by a RESHAPE whose output reaches a TRANSPOSE
     through scalar elementwise ops only (a branch `merge_head_transposes` takes)."""
-    readers = ed.readers(t)
-    if len(readers) != 1 or ed.is_output(t) or readers[0].op != "RESHAPE":
+    reshape = _sole_reader(ed, t)
+    if reshape is None or reshape.op != "RESHAPE":
         return None
-    reshape = readers[0]
-    if len(reshape.inputs) > 1 and ed.value(reshape.inputs[1]) is None:
-        return None   # a shape computed at run time: merge_head_transposes cannot follow it
     branch = _branch(ed, t)
     if branch is None or branch[0] is not reshape:
         return None
@@ -164,17 +161,45 @@ def _scalar_elementwise(ed: Editor, op, t: int) -> bool:
     return op.inputs.count(t) == 1
 
 
+def _sole_reader(ed: Editor, t: int):
+    """The one op that reads t (t not an output), or None. With dynamic dims a RESHAPE's target
+    is computed from the SHAPE of its own input: SHAPE readers of t whose values reach only that
+    RESHAPE's target do not count (they go with the reshape)."""
+    readers = ed.readers(t)
+    if ed.is_output(t) or not readers:
+        return None
+    main = [op for op in readers if op.op != "SHAPE"]
+    if len(main) != 1:
+        return None
+    op = main[0]
+    if len(main) < len(readers) and not (
+            op.op == "RESHAPE" and len(op.inputs) > 1 and ed.value(op.inputs[1]) is None and
+            all(_reaches_only(ed, s.outputs[0], op.inputs[1], 8)
+                for s in readers if s.op == "SHAPE")):
+        return None
+    return op
+
+
+def _reaches_only(ed: Editor, t: int, target: int, depth: int) -> bool:
+    """Every use of t's value is on the way to tensor `target` (a few ops of shape arithmetic)."""
+    if t == target:
+        return True
+    readers = ed.readers(t)
+    if depth == 0 or ed.is_output(t) or not readers:
+        return False
+    return all(len(op.outputs) == 1 and _reaches_only(ed, op.outputs[0], target, depth - 1)
+               for op in readers)
+
+
 def _branch(ed: Editor, t: int):
     """(reshape or None, [elementwise ops], transpose) reading slice t, each op the one reader
     of the one before."""
     reshape, chain = None, []
     while True:
-        readers = ed.readers(t)
-        if len(readers) != 1 or ed.is_output(t):
+        op = _sole_reader(ed, t)
+        if op is None:
             return None
-        op = readers[0]
-        if op.op == "RESHAPE" and reshape is None and not chain and \
-                (len(op.inputs) < 2 or ed.value(op.inputs[1]) is not None):
+        if op.op == "RESHAPE" and reshape is None and not chain:
             reshape = op
         elif _scalar_elementwise(ed, op, t):
             chain.append(op)

@@ -220,10 +220,10 @@ def push_reshape(ed: Editor, op, perm) -> bool:
     through = reshape_through(ed.shape(source), perm, ed.shape(z))
     if through is not None:
         new_shape, out_perm = through
-        if len(op.inputs) > 1 and op.inputs[1] >= 0 and ed.value(op.inputs[1]) is None:
-            if out_perm != tuple(range(len(out_perm))):
-                return False   # a shape computed at run time: only the data input can change
-            ed.set_input(op, 0, source)
+        if _computed_target(ed, op):
+            ed.set_inputs(op, [source, _permuted_target(ed, op, inverse(out_perm))])
+            if not _identity(out_perm):
+                ed.transpose_after(op, 0, out_perm)
             return True
         ed.set_inputs(op, [source, ed.const(np.array(new_shape, np.int32),
                                             f"{ed.sg.tensors[z].name}/shape")])
@@ -233,6 +233,34 @@ def push_reshape(ed: Editor, op, perm) -> bool:
             ed.transpose_after(op, 0, out_perm)
         return True
     return _flatten_into_fc(ed, op, perm, source) or _split_for_reshape(ed, op, perm, source)
+
+
+def _computed_target(ed: Editor, op) -> bool:
+    """A RESHAPE whose target the graph computes while running (it follows dynamic dims)."""
+    return len(op.inputs) > 1 and op.inputs[1] >= 0 and ed.value(op.inputs[1]) is None
+
+
+def _permuted_target(ed: Editor, op, order) -> int:
+    """The computed target of RESHAPE `op` with its entries in `order` (new[i] = old[order[i]]):
+    the CONCATENATION of one-entry parts that makes it rebuilt in that order when the reshape is
+    its one reader, else a GATHER of it."""
+    target = op.inputs[1]
+    order = tuple(int(i) for i in order)
+    if _identity(order):
+        return target
+    concat = ed.producer(target)
+    tensor = ed.sg.tensors[target]
+    if concat is not None and concat.op == "CONCATENATION" and ed.only_read_by(target, op) and \
+            concat.options.fused_activation_function == 0 and \
+            [ed.shape(t) for t in concat.inputs] == [(1,)] * len(order):
+        parts = [concat.inputs[i] for i in order]
+        out = ed.tensor(f"{tensor.name}/permuted", tensor.shape, tensor.dtype)
+        ed.insert_before(op, ed.new_op("CONCATENATION", parts, [out], {"axis": 0}))
+        return out
+    out = ed.tensor(f"{tensor.name}/permuted", tensor.shape, tensor.dtype)
+    ed.insert_before(op, ed.new_op("GATHER", [target, ed.const(
+        np.array(order, np.int32), f"{tensor.name}/order")], [out], {"axis": 0}))
+    return out
 
 
 def reshape_through(x_shape, perm, z_shape):
@@ -282,16 +310,17 @@ def _split_for_reshape(ed: Editor, op, perm, source) -> bool:
     through = reshape_through(tuple(x_shape[i] for i in q), rest, z_shape)
     if through is None or through[1] != _TO_CHANNELS_FIRST[len(z_shape)]:
         return False
-    if len(op.inputs) > 1 and op.inputs[1] >= 0 and ed.value(op.inputs[1]) is None:
-        return False   # a shape computed at run time
     t, z = op.inputs[0], op.outputs[0]
     name = ed.sg.tensors[t].name
     ordered = ed.tensor(f"{name}/ordered", tuple(x_shape[i] for i in q), ed.sg.tensors[t].dtype)
     ed.insert_before(op, ed.new_op("TRANSPOSE", [source, ed.const(np.array(q, np.int32),
                                                                   f"{name}/perm_q")], [ordered]))
     new_shape, out_perm = through
-    ed.set_inputs(op, [ordered, ed.const(np.array(new_shape, np.int32),
-                                         f"{ed.sg.tensors[z].name}/shape")])
+    if _computed_target(ed, op):
+        ed.set_inputs(op, [ordered, _permuted_target(ed, op, inverse(out_perm))])
+    else:
+        ed.set_inputs(op, [ordered, ed.const(np.array(new_shape, np.int32),
+                                             f"{ed.sg.tensors[z].name}/shape")])
     if op.options is not None and "new_shape" in op.options.fields:
         op.options = op.options.replace(new_shape=tuple(new_shape))
     ed.transpose_after(op, 0, out_perm)

@@ -10,23 +10,30 @@ import pytest
 from onnx import helper
 
 from edgelite.converter.builder import regroup
-from tests.converter.dynamic_models import F, _graph, _Net
+from tests.converter.dynamic_models import MODELS, F, _graph, _Net
 from tests.converter.test_convert_dynamic import check_sizes, convert
 
 pytest.importorskip("ai_edge_litert.interpreter")
 
 
-def svtr_attention(heads: int = 2, dh: int = 4):
+def svtr_attention(heads: int = 2, dh: int = 4, image: bool = False):
     """SVTR's attention as paddle2onnx writes it (PP-OCRv4's recognizer): one qkv projection,
     Reshape to [0, seq, 3, heads, dh] with seq from Shape, Transpose to [3, b, h, s, dh], a
     Slice + Squeeze each for q, k, v, q scaled, k transposed, softmax attention, heads merged by
-    Transpose + Reshape to [0, seq, d]; x [batch, seq, d]."""
+    Transpose + Reshape to [0, seq, d]; x [batch, seq, d]. With `image`, x is a conv's NCHW
+    output flattened (Reshape [b, c, -1] from Shape, Transpose to [b, h * w, c]) of an image
+    [batch, 3, 8, width]."""
     d = heads * dh
     net = _Net(7)
-    seq = net.op("Slice", [net.op("Shape", ["x"]), net.const(np.array([1], np.int64)),
+    x = "x"
+    if image:
+        x = net.conv("image", 3, d, stride=2)                            # [b, d, 4, w / 2]
+        x = net.op("Reshape", [x, net.vec(net.dim(x, 0), net.dim(x, 1), -1)])
+        x = net.op("Transpose", [x], perm=[0, 2, 1])                     # [b, 2 w, d]
+    seq = net.op("Slice", [net.op("Shape", [x]), net.const(np.array([1], np.int64)),
                            net.const(np.array([2], np.int64)),
                            net.const(np.array([0], np.int64))])
-    qkv = net.op("Reshape", [net.linear("x", d, 3 * d), net.vec(0, seq, 3, heads, dh)])
+    qkv = net.op("Reshape", [net.linear(x, d, 3 * d), net.vec(0, seq, 3, heads, dh)])
     qkv = net.op("Transpose", [qkv], perm=[2, 0, 3, 1, 4])
 
     def part(i):
@@ -43,9 +50,35 @@ def svtr_attention(heads: int = 2, dh: int = 4):
     merged = net.op("Reshape", [net.op("Transpose", [attn], perm=[0, 2, 1, 3]),
                                 net.vec(0, seq, d)])
     net.nodes.append(helper.make_node("Identity", [net.linear(merged, d, d)], ["y"]))
+    if image:
+        proto = _graph("svtr_attention", net.nodes, [("image", ["batch", 3, 8, "width"], F)],
+                       ["y"], net.inits)
+        return proto, [[(1, 3, 8, 32)], [(2, 3, 8, 48)], [(3, 3, 8, 96)]]
     proto = _graph("svtr_attention", net.nodes, [("x", ["batch", "seq", d], F)], ["y"],
                    net.inits)
     return proto, [[(1, 7, d)], [(2, 33, d)], [(3, 64, d)]]
+
+
+def shufflenet_units(units: int = 3, c: int = 8):
+    """ShuffleNetV2 stride-1 units as torchvision exports them with open batch, height and
+    width: Split, a branch of convs, Concat, the channel shuffle as Reshape [b, 2, c / 2, h, w]
+    from Shape, Transpose, Reshape [b, -1, h, w]."""
+    net = _Net(8)
+    x = net.conv("image", 3, c, k=1)
+    for _ in range(units):
+        a, b = net.op("Split", [x, net.const(np.array([c // 2, c // 2], np.int64))], n_out=2,
+                      axis=1)
+        b = net.conv(net.conv(b, c // 2, c // 2, k=1), c // 2, c // 2, groups=c // 2,
+                     relu=False)
+        cat = net.op("Concat", [a, b], axis=1)
+        n, h, w = net.dim(cat, 0), net.dim(cat, 2), net.dim(cat, 3)
+        y = net.op("Transpose", [net.op("Reshape", [cat, net.vec(n, 2, c // 2, h, w)])],
+                   perm=[0, 2, 1, 3, 4])
+        x = net.op("Reshape", [y, net.vec(n, -1, h, w)])
+    net.nodes.append(helper.make_node("Identity", [net.conv(x, c, 4, k=1, relu=False)], ["y"]))
+    proto = _graph("shufflenet_units", net.nodes,
+                   [("image", ["batch", 3, "height", "width"], F)], ["y"], net.inits)
+    return proto, [[(1, 3, 8, 12)], [(2, 3, 16, 16)], [(3, 3, 5, 7)]]
 
 
 def test_regroup_keeps_output_order():
@@ -57,11 +90,36 @@ def test_regroup_keeps_output_order():
     assert regroup((1, 6), (1, 2, 1, 3, 1)) == [([], [0]), ([1], [1, 2, 3]), ([], [4])]
 
 
-def test_svtr_head_slices_merge_and_match():
+@pytest.mark.parametrize("image", [False, True])
+def test_svtr_head_slices_merge_and_match(image):
     """q, k and v sliced from one run-time reshape merge into one RESHAPE + TRANSPOSE (2 per
-    block with the context's), and match onnxruntime at three sizes in both runtimes."""
-    proto, sizes = svtr_attention()
+    block with the context's; an NCHW conv's output flattened to a sequence by a run-time
+    reshape adds none), and match onnxruntime at three sizes in both runtimes."""
+    proto, sizes = svtr_attention(image=image)
     conversion = convert(proto)
     assert not conversion.warnings
-    assert conversion.transposes <= 2
+    assert conversion.transposes <= 2, conversion.ops_out
+    check_sizes(proto, conversion, sizes)
+
+
+def test_dynamic_attention_keeps_two_transposes():
+    """torch's per-head Reshape [b, s, h, d] from Shape for q, k and v: the projections merge
+    and one TRANSPOSE splits the heads of all three, one merges the context's."""
+    proto, sizes = MODELS["attention_encoder"]()
+    conversion = convert(proto)
+    assert not conversion.warnings
+    assert conversion.transposes <= 2, conversion.ops_out
+    assert conversion.ops_out["FULLY_CONNECTED"] == 4    # q, k and v as one
+    check_sizes(proto, conversion, sizes)
+
+
+def test_dynamic_channel_shuffle_keeps_one_transpose():
+    """The shuffle's run-time reshapes take the NHWC layout (their targets permuted), so each
+    shuffle keeps one TRANSPOSE, on NHWC data, as with fixed shapes."""
+    units = 3
+    proto, sizes = shufflenet_units(units)
+    conversion = convert(proto)
+    assert not conversion.warnings
+    assert conversion.transposes <= units, conversion.ops_out
+    assert conversion.io_layout["inputs"][0]["perm"] == [0, 2, 3, 1]
     check_sizes(proto, conversion, sizes)
