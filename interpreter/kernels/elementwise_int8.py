@@ -5,17 +5,23 @@ An 8-bit binary op has only 65536 input pairs, so prepare evaluates TFLite's int
 ADD and SUB rescale both inputs to a common scale with 20 bits of headroom (left_shift = 20),
 sum, then rescale to the output (add.cc, sub.cc); MUL multiplies the zero-point-corrected values
 and rescales once, with a multiplier computed in float32 (mul.cc).
+
+Under the default resolver (not BUILTIN_REF) ADD and SUB run in float32 instead, a few
+vectorized passes cheaper than the table's gather: both the table and floor(x ra + y rb + c)
+round nearly the same real value, and prepare checks the float arithmetic on all 65536 pairs
+against the table (at most 1 apart, as LiteRT's optimized kernels), keeping the table otherwise.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .common import broadcast_shape
+from .common import broadcast_shape, clip
 from .elementwise import binary
 from .fixed_point import f32, mbqm, quantize_multiplier, rdbpot, srdhm, wrap32
-from .lut import pair_lookup, pair_table
+from .lut import all_values, pair_lookup, pair_table
 from .quant_params import activation_range, quant_params
 from .registry import register
+from .requantize import exact_rounding
 
 LEFT_SHIFT = 20  # 8-bit ADD/SUB headroom
 
@@ -81,8 +87,50 @@ def _add_sub(sign: int):
             return np.clip(out + zo, lo, hi)
 
         table = pair_table(key, key, f, np.dtype(key))
+        if not exact_rounding(node):
+            ra = f32(s1) / f32(so)
+            rb = f32(sign * f32(s2) / f32(so))
+            run = _float_add(key, shape, node.input(0).shape, node.input(1).shape, ra, rb,
+                             zo - z1 * float(ra) - z2 * float(rb), lo, hi, table)
+            if run is not None:
+                return run
         return pair_lookup(table, shape)
     return prepare
+
+
+def _float_add(key, shape, a_shape, b_shape, ra, rb, c: float, lo: int, hi: int, table):
+    """run(a, b, out) = clip(floor(a ra + b rb + c + 1/2)) in float32 passes (lifted by 128
+    for int8, so that the cast truncates a non-negative value: a floor), or None where that
+    differs from `table` by more than 1 for some pair of values."""
+    lift = 128 if key == "int8" else 0
+    offset = np.float32(c + 0.5 + lift)
+    bounds = np.float32(lo + lift), np.float32(hi + lift + 0.5)
+    lift8 = np.uint8(lift)
+
+    def compute(a, b, fa, fb, s, raw):
+        np.multiply(a, ra, out=fa, dtype=np.float32)
+        np.multiply(b, rb, out=fb, dtype=np.float32)
+        np.add(fa, fb, out=s)
+        np.add(s, offset, out=s)
+        clip(s, *bounds, out=raw, casting="unsafe")
+        if lift:
+            np.bitwise_xor(raw, lift8, out=raw)
+
+    values = all_values(key)
+    pairs = np.empty((256, 256), np.dtype(key))
+    compute(values[:, None].astype(key), values[None, :].astype(key),
+            np.empty((256, 1), np.float32), np.empty((1, 256), np.float32),
+            np.empty((256, 256), np.float32), pairs.view(np.uint8))
+    if np.abs(pairs.reshape(-1).astype(np.int64) - table).max() > 1:
+        return None
+    same_a = tuple(a_shape) == tuple(shape)
+    fa = np.empty(a_shape, np.float32)
+    fb = np.empty(b_shape, np.float32)
+    s = fa if same_a else np.empty(shape, np.float32)
+
+    def run(a, b, out):
+        compute(a, b, fa, fb, s, out.view(np.uint8))
+    return run
 
 
 register("ADD", "int8", "uint8")(_add_sub(+1))
