@@ -1,0 +1,100 @@
+"""Keras LSTM/GRU layers as WHILE loops (tests/interpreter/keras_while.py) against LiteRT: the
+fused sequence kernel (interpreter/kernels/while_rnn.py) where the body is a cell, the loop op by
+op where it is not, and a timing-free check that the fused kernel is what runs: the Python frames
+one more time step costs (a handful, where the op-by-op loop runs ~30)."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from tests.interpreter.keras_while import keras_while
+from tests.opmodel import assert_close
+
+litert = pytest.importorskip("ai_edge_litert.interpreter",
+                             reason="LiteRT (ai-edge-litert) is the oracle: "
+                                    "pip install -e '.[dev]'")
+from edgelite import interpreter as edgelite_interpreter  # noqa: E402
+
+CASES = {
+    "lstm-sequences": dict(kind="lstm"),
+    "lstm-batch2-last": dict(kind="lstm", batch=2, sequences=False),
+    "lstm-no-bias": dict(kind="lstm", bias=False, units=8, n_in=3),
+    "gru-sequences-batch3": dict(kind="gru", batch=3),
+    "gru-last": dict(kind="gru", sequences=False),
+    "gru-no-bias": dict(kind="gru", bias=False, steps=9),
+    "lstm-relu-cell": dict(kind="lstm", variant="relu"),
+    "gru-extra-op": dict(kind="gru", variant="extra"),
+}
+FUSED = {k for k, v in CASES.items() if not v.get("variant")}
+
+
+def _feeds(it, seed=1):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(tuple(d["shape"])).astype(np.float32)
+            for d in it.get_input_details()]
+
+
+def _run(module, content, invokes=2):
+    it = module.Interpreter(model_content=content)
+    it.allocate_tensors()
+    results = []
+    for seed in range(invokes):
+        for d, f in zip(it.get_input_details(), _feeds(it, seed)):
+            it.set_tensor(d["index"], f)
+        it.invoke()
+        results.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
+    return results
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_keras_while_matches_litert(case):
+    content = keras_while(**CASES[case])
+    for ours, theirs in zip(_run(edgelite_interpreter, content), _run(litert, content)):
+        assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def _frames(content) -> int:
+    it = edgelite_interpreter.Interpreter(model_content=content)
+    it.allocate_tensors()
+    for d, f in zip(it.get_input_details(), _feeds(it)):
+        it.set_tensor(d["index"], f)
+    it.invoke()
+    count = [0]
+
+    def hook(frame, event, arg):
+        if event == "call":
+            count[0] += 1
+    sys.setprofile(hook)
+    try:
+        it.invoke()
+    finally:
+        sys.setprofile(None)
+    return count[0]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_keras_while_frames_per_step(case):
+    """The guard of issue 17's recurrent speed, without a clock."""
+    kw = {k: v for k, v in CASES[case].items() if k != "steps"}
+    per_step = (_frames(keras_while(steps=16, **kw)) - _frames(keras_while(steps=8, **kw))) / 8
+    if case in FUSED:
+        assert per_step <= 3, f"{per_step} Python frames per time step (the fused kernel: 2)"
+    else:
+        assert per_step >= 15, f"{per_step} frames per step: the fused kernel took a body " \
+                               "that is not a Keras cell"
+
+
+def test_keras_while_under_builtin_ref_runs_op_by_op():
+    """BUILTIN_REF is the spec: no fused kernel there, and the same results."""
+    content = keras_while(kind="gru", batch=2)
+    resolver = edgelite_interpreter.OpResolverType.BUILTIN_REF
+    it = edgelite_interpreter.Interpreter(model_content=content,
+                                          experimental_op_resolver_type=resolver)
+    it.allocate_tensors()
+    for d, f in zip(it.get_input_details(), _feeds(it, 0)):
+        it.set_tensor(d["index"], f)
+    it.invoke()
+    ours = [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+    assert_close(ours, _run(litert, content, invokes=1)[0], rtol=1e-5, atol=1e-6)
