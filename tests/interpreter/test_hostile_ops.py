@@ -69,6 +69,9 @@ CASES = {
     "RANDOM_UNIFORM 2-d shape": (lambda: _random_uniform((1, 2), [3, 1]),
                                  r"the shape \(input 0\) must be a vector, got a tensor of "
                                  r"rank 2"),
+    "TILE [1, 2] by [0, 2^31-1]": (lambda: _tile((1, 2), "int32", [0, BIG]),   # seed 13813
+                                   r"TILE\): output 0's shape \[0, 4294967294\] has a "
+                                   r"dimension past 2\^31-1"),
     "TILE past int32 beside 0": (lambda: _tile((0, 5), "int32", [BIG, BIG]),
                                  r"TILE\): output 0's shape \[0, 10737418235\] has a dimension "
                                  r"past 2\^31-1"),
