@@ -9,16 +9,14 @@ recognized op by op (every op of the body must belong to the cell, else the loop
 and the loop runs as: the input projection for all time steps in one GEMM, then per step one
 matmul with the recurrent weights and the gates in a few whole-array ufuncs.
 
-Arithmetic: the same products and sums as the body's ops, regrouped (the bias is added to the
-input projection before the recurrent term, not after), and LOGISTIC as 0.5 + 0.5 tanh(x / 2)
-(an identity; at most ~3e-8 absolute from the LOGISTIC kernel's 1 / (1 + exp(-x))): within an ulp
-or so of the op-by-op loop, as LiteRT's own kernels differ. Dynamic-range weights keep the body's
-own prepared FULLY_CONNECTED kernel (its input quantization per row). Under BUILTIN_REF the loop
-always runs op by op.
+The kernel itself (and its arithmetic) is rnn_loop.py's. Under BUILTIN_REF the loop always
+runs op by op.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from .rnn_loop import Sequence
 
 F32 = np.float32
 
@@ -474,135 +472,3 @@ def match(cond, body):
                 continue
             return Sequence(cell, dict(g.proj), bounds, body)
     raise NoMatch("not a Keras LSTM/GRU loop")
-
-
-class Sequence:
-    """The fused loop. `run(values)` gives the final loop variables, or None when the steps do
-    not fit the sequence (the WHILE then runs op by op and reports what goes wrong)."""
-
-    def __init__(self, cell, proj, bounds, body):
-        self.cell, self.bounds = cell, bounds
-        c = cell
-        self.shapes = shapes = [tuple(body.infos[t].shape) for t in body.sg.inputs]
-        self.batch, self.units = shapes[c.h]
-        w_x, b_x, self.fc_x = proj["x"]
-        w_h, b_h, self.fc_h = proj["h"]
-        width_x = len(b_x)
-        width_h = len(b_h)
-        # LOGISTIC as 0.5 + 0.5 tanh(x / 2): the sigmoid columns of both projections are scaled
-        # by 0.5 (exact) before the sum, the tanh after it by `mul` and `add`.
-        self.scale_x, self.scale_h = np.ones(width_x, F32), np.ones(width_h, F32)
-        for name, (lo, hi) in c.gates.items():
-            if name[0] in "ifozr":
-                if c.kind == "lstm" or name[1] == "x":
-                    self.scale_x[lo:hi] = 0.5
-                if c.kind == "lstm" or name[1] == "h":
-                    self.scale_h[lo:hi] = 0.5
-        self.mul = self.scale_x.copy()
-        self.add = np.where(self.scale_x == 0.5, F32(0.5), F32(0)).astype(F32)
-        if c.kind == "lstm":
-            b_x = b_x + c.extra_bias
-        self.w_x = None if w_x is None else np.ascontiguousarray(w_x.T, F32)
-        self.w_h = None if w_h is None else \
-            np.ascontiguousarray(w_h.T.astype(F32) * self.scale_h, F32)
-        self.b_x = b_x.astype(F32)
-        self.b_h = b_h.astype(F32) * (self.scale_h if w_h is not None else 1)
-        self.has_b_h = bool(self.b_h.any())
-        steps = shapes[c.x][0]
-        self.xp = np.empty((steps, self.batch, width_x), F32)
-        self.hp = np.empty((self.batch, width_h), F32)
-        self.z = self.hp if c.kind == "lstm" else np.zeros((self.batch, width_x), F32)
-        self.tmp = np.empty((self.batch, self.units), F32)
-        self.tmp2 = np.empty((self.batch, self.units), F32)
-
-    def run(self, values: list):
-        c = self.cell
-        start = {k: int(np.asarray(values[k]).reshape(-1)[0]) for k in c.counters}
-        n = max(0, min(limit - start[k] for k, limit in self.bounds))
-        t0 = start[c.t]
-        if n and (t0 < 0 or t0 + n > self.shapes[c.x][0]
-                  or (c.acc_mode == "sequence" and t0 + n > self.shapes[c.acc][0])):
-            return None
-        out = [np.array(v) for v in values]
-        for k in c.counters:
-            out[k] = np.asarray(start[k] + n, out[k].dtype).reshape(out[k].shape)
-        if n == 0:
-            return out
-        self._input_projection(np.asarray(values[c.x], F32), t0, n)
-        h, acc = out[c.h], out[c.acc]
-        rows = acc if c.acc_mode == "sequence" else None
-        if c.kind == "lstm":
-            cs = out[c.c]
-            for j in range(n):
-                self._lstm_step(j, h, cs)
-                if rows is not None:
-                    rows[t0 + j] = h
-        else:
-            for j in range(n):
-                self._gru_step(j, h)
-                if rows is not None:
-                    rows[t0 + j] = h
-        if rows is None:
-            acc.reshape(h.shape)[...] = h
-        return out
-
-    def _input_projection(self, x, t0, n):
-        xs, xp = x[t0:t0 + n], self.xp[:n]
-        if self.w_x is not None:
-            np.matmul(xs.reshape(-1, xs.shape[-1]), self.w_x, out=xp.reshape(-1, xp.shape[-1]))
-        else:
-            run, args = self.fc_x
-            for j in range(n):
-                run(np.ascontiguousarray(xs[j]), *args[1:-1], xp[j])
-        xp += self.b_x
-        xp *= self.scale_x
-
-    def _recurrent(self, h, out):
-        if self.w_h is not None:
-            np.matmul(h, self.w_h, out=out)
-            if self.has_b_h:
-                out += self.b_h
-        else:
-            run, args = self.fc_h
-            run(h, *args[1:-1], out)
-            if self.has_b_h:
-                out += self.b_h
-            out *= self.scale_h
-
-    def _lstm_step(self, j, h, cs):
-        g = self.cell.gates
-        z = self.hp
-        self._recurrent(h, z)
-        z += self.xp[j]
-        np.tanh(z, out=z)
-        z *= self.mul
-        z += self.add
-        (il, ih), (fl, fh), (gl, gh), (ol, oh) = g["i"], g["f"], g["g"], g["o"]
-        np.multiply(z[:, fl:fh], cs, out=cs)
-        np.multiply(z[:, il:ih], z[:, gl:gh], out=self.tmp)
-        cs += self.tmp
-        np.tanh(cs, out=self.tmp)
-        np.multiply(z[:, ol:oh], self.tmp, out=h)
-
-    def _gru_step(self, j, h):
-        g = self.cell.gates
-        hp, z = self.hp, self.z
-        self._recurrent(h, hp)
-        xp = self.xp[j]
-        for name in ("z", "r"):
-            xl, xh = g[name + "x"]
-            hl, hh = g[name + "h"]
-            np.add(xp[:, xl:xh], hp[:, hl:hh], out=z[:, xl:xh])
-        np.tanh(z, out=z)      # the candidate's columns hold stale values: not read
-        z *= self.mul
-        z += self.add
-        (zl, zh), (rl, rh), (cl, ch), (hl, hh) = g["zx"], g["rx"], g["hx"], g["hh"]
-        cand = self.tmp
-        np.multiply(z[:, rl:rh], hp[:, hl:hh], out=cand)
-        cand += xp[:, cl:ch]
-        np.tanh(cand, out=cand)
-        zz = z[:, zl:zh]
-        np.multiply(zz, h, out=self.tmp2)       # z * h
-        np.subtract(1.0, zz, out=zz)            # 1 - z
-        np.multiply(zz, cand, out=cand)
-        np.add(self.tmp2, cand, out=h)

@@ -1,0 +1,161 @@
+"""The fused sequence kernel of a Keras LSTM/GRU WHILE loop (matched by while_rnn.py).
+
+Per run: the input projection of all the steps the loop takes in one GEMM (or, with
+dynamic-range weights, the body's own FULLY_CONNECTED kernel a step at a time); per step: one
+matmul with the recurrent weights, then the gates in whole-array ufuncs on views made once.
+
+LOGISTIC is 0.5 + 0.5 tanh(x / 2) (an identity; at most ~3e-8 absolute from the LOGISTIC kernel):
+the sigmoid columns of both projections are scaled by 0.5 (exact) before the sum, one tanh covers
+every gate, and `mul`/`add` map the sigmoid columns back. The cell's products and sums are the
+body's (the bias joins the input projection before the recurrent term is added): within an ulp
+or so of the op-by-op loop.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+F32 = np.float32
+
+
+class Sequence:
+    """`run(values)` gives the final loop variables, or None when the steps do not fit the
+    sequence (the WHILE then runs op by op and reports what goes wrong)."""
+
+    def __init__(self, cell, proj, bounds, body):
+        self.cell, self.bounds = cell, bounds
+        c = cell
+        self.shapes = shapes = [tuple(body.infos[t].shape) for t in body.sg.inputs]
+        batch, units = shapes[c.h]
+        w_x, b_x, self.fc_x = proj["x"]
+        w_h, b_h, self.fc_h = proj["h"]
+        self.scale_x, self.scale_h = np.ones(len(b_x), F32), np.ones(len(b_h), F32)
+        for name, (lo, hi) in c.gates.items():
+            if name[0] in "ifozr":
+                if c.kind == "lstm" or name[1] == "x":
+                    self.scale_x[lo:hi] = 0.5
+                if c.kind == "lstm" or name[1] == "h":
+                    self.scale_h[lo:hi] = 0.5
+        if c.kind == "lstm":
+            b_x = b_x + c.extra_bias
+        self.w_x = None if w_x is None else np.ascontiguousarray(w_x.T, F32)
+        self.w_h = None if w_h is None else \
+            np.ascontiguousarray(w_h.T.astype(F32) * self.scale_h, F32)
+        self.b_x = b_x.astype(F32)
+        self.b_h = (b_h * (self.scale_h if w_h is not None else 1)).astype(F32)
+        self.has_b_h = bool(self.b_h.any())
+        steps = shapes[c.x][0]
+        self.xp = np.zeros((steps, batch, len(b_x)), F32)
+        self.hp = np.zeros((batch, len(b_h)), F32)
+        self.tmp = np.zeros((batch, units), F32)
+        # The h buffers of a loop that keeps only the last step: two, alternating.
+        self.pair = (np.zeros((batch, units), F32), np.zeros((batch, units), F32))
+        g = c.gates
+        if c.kind == "lstm":   # z = hp (one sum of both projections, one layout)
+            self.mul = self.scale_x.copy()
+            self.add = np.where(self.scale_x == 0.5, F32(0.5), F32(0)).astype(F32)
+            self.views = tuple(self.hp[:, lo:hi] for lo, hi in (g["i"], g["f"], g["g"], g["o"]))
+            self.xp_rows = list(self.xp)
+            self.step = self._lstm_step
+        else:
+            self.z = np.zeros((batch, len(b_x)), F32)
+            zr_x, zr_h = _span(g["zx"], g["rx"]), _span(g["zh"], g["rh"])
+            if zr_x is None or zr_h is None or (g["zx"] < g["rx"]) != (g["zh"] < g["rh"]):
+                pairs = [(g["zx"], g["zh"]), (g["rx"], g["rh"])]
+            else:
+                pairs = [(zr_x, zr_h)]
+            self.zr = [(self.z[:, xl:xh], self.hp[:, hl:hh]) for (xl, xh), (hl, hh) in pairs]
+            self.z_z, self.z_r = self.z[:, slice(*g["zx"])], self.z[:, slice(*g["rx"])]
+            self.hp_c = self.hp[:, slice(*g["hh"])]
+            self.xp_rows = [(tuple(row[:, xl:xh] for (xl, xh), _ in pairs),
+                             row[:, slice(*g["hx"])]) for row in self.xp]
+            self.step = self._gru_step
+
+    def run(self, values: list):
+        c = self.cell
+        start = {k: int(np.asarray(values[k]).reshape(-1)[0]) for k in c.counters}
+        n = max(0, min(limit - start[k] for k, limit in self.bounds))
+        t0 = start[c.t]
+        if n and (t0 < 0 or t0 + n > self.shapes[c.x][0]
+                  or (c.acc_mode == "sequence" and t0 + n > self.shapes[c.acc][0])):
+            return None
+        out = [np.array(v) for v in values]
+        for k in c.counters:
+            out[k] = np.asarray(start[k] + n, out[k].dtype).reshape(out[k].shape)
+        if n == 0:
+            return out
+        self._input_projection(np.asarray(values[c.x], F32), t0, n)
+        h, acc = out[c.h], out[c.acc]
+        # Each step writes h into its output row (a view), the next reads it from there.
+        rows = list(acc[t0:t0 + n]) if c.acc_mode == "sequence" else \
+            [self.pair[j % 2] for j in range(n)]
+        cs = out[c.c] if c.kind == "lstm" else None
+        step = self.step
+        prev = h
+        for j in range(n):
+            step(j, prev, rows[j], cs)
+            prev = rows[j]
+        np.copyto(h, prev)
+        if c.acc_mode == "last":
+            acc.reshape(h.shape)[...] = h
+        return out
+
+    def _input_projection(self, x, t0, n):
+        xs, xp = x[t0:t0 + n], self.xp[:n]
+        if self.w_x is not None:
+            np.matmul(xs.reshape(-1, xs.shape[-1]), self.w_x, out=xp.reshape(-1, xp.shape[-1]))
+        else:
+            run, args = self.fc_x
+            for j in range(n):
+                run(np.ascontiguousarray(xs[j]), *args[1:-1], xp[j])
+        xp += self.b_x
+        xp *= self.scale_x
+
+    def _recurrent(self, h):
+        hp = self.hp
+        if self.w_h is not None:
+            np.matmul(h, self.w_h, out=hp)
+            if self.has_b_h:
+                hp += self.b_h
+        else:
+            run, args = self.fc_h
+            run(np.ascontiguousarray(h), *args[1:-1], hp)
+            if self.has_b_h:
+                hp += self.b_h
+            hp *= self.scale_h
+
+    def _lstm_step(self, j, h, h_next, cs):
+        z, tmp = self.hp, self.tmp
+        self._recurrent(h)
+        z += self.xp_rows[j]
+        np.tanh(z, out=z)
+        z *= self.mul
+        z += self.add
+        i, f, g, o = self.views
+        np.multiply(f, cs, out=cs)
+        np.multiply(i, g, out=tmp)
+        cs += tmp
+        np.tanh(cs, out=tmp)
+        np.multiply(o, tmp, out=h_next)
+
+    def _gru_step(self, j, h, h_next, _):
+        tmp = self.tmp
+        self._recurrent(h)
+        xzr, xc = self.xp_rows[j]
+        for (z, hp), x in zip(self.zr, xzr):
+            np.add(x, hp, out=z)
+            np.tanh(z, out=z)
+            z *= 0.5
+            z += 0.5
+        np.multiply(self.z_r, self.hp_c, out=h_next)
+        h_next += xc
+        np.tanh(h_next, out=h_next)                # the candidate c
+        np.multiply(self.z_z, h, out=tmp)          # z * h
+        np.subtract(1.0, self.z_z, out=self.z_z)   # 1 - z
+        h_next *= self.z_z
+        h_next += tmp                              # z * h + (1 - z) * c
+
+
+def _span(a, b):
+    """The columns of two adjacent pieces as one range, or None."""
+    (al, ah), (bl, bh) = sorted([a, b])
+    return (al, bh) if ah == bl else None
