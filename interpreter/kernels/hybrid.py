@@ -32,6 +32,7 @@ from .common import SIGMOID, TANH, bias_epilogue, clip_, matmul_shape, sigmoid_,
 from .fixed_point import EXACT_F32, round_half_away
 from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, fully_connected_shape
 from .registry import KERNELS, Node, TensorInfo, register
+from .requantize import exact_rounding
 
 F32 = np.dtype(np.float32)
 
@@ -73,17 +74,27 @@ def _row_signs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _rounded(y: np.ndarray) -> tuple:
-    """The least and greatest of both of _round_litert's roundings of float32 values y."""
+    """The least and greatest of _round_litert's two roundings and rint's of float32 values y."""
     neon = np.trunc(y + np.copysign(np.float32(0.5), y))
-    exact = round_half_away(y)
-    return np.minimum(neon, exact), np.maximum(neon, exact)
+    exact, even = round_half_away(y), np.rint(y)
+    return np.minimum(np.minimum(neon, exact), even), np.maximum(np.maximum(neon, exact), even)
+
+
+def _round(q: np.ndarray, half: np.ndarray, signs, fast: bool) -> None:
+    """LiteRT's rounding (_round_litert), or with `fast` (the default resolver) rint: halves to
+    even, one pass; it differs only on exact halves, by one step, as optimized kernels may."""
+    if fast:
+        np.rint(q, out=q)
+    else:
+        _round_litert(q, half, signs)
 
 
 def quantize_rows_symmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
-                            half: np.ndarray) -> None:
+                            half: np.ndarray, fast: bool = False) -> None:
     """SymmetricQuantizeFloats per row of x (rows, size) float32: q (float32 holding integers in
     [-127, 127]) = round(x * (127 / r)), scales = r / 127 with r = max|x| (1 for zero rows).
-    |x * (127 / r)| <= 127 (1 + 2^-23) rounds to at most 127: no clamp needed."""
+    |x * (127 / r)| <= 127 (1 + 2^-23) rounds to at most 127: no clamp needed. `fast`: rint's
+    rounding (see _round)."""
     lo, hi = x.min(axis=1), x.max(axis=1)
     rng = np.maximum(np.abs(lo), np.abs(hi))
     zero = rng == 0
@@ -92,17 +103,17 @@ def quantize_rows_symmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
     scales[zero] = 1
     inv = (np.float32(127) / safe).astype(F32)
     np.multiply(x, inv[:, None], out=q)
-    _round_litert(q, half, _row_signs(lo, hi))
+    _round(q, half, _row_signs(lo, hi), fast)
 
 
 def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
                              offsets: np.ndarray, half: np.ndarray,
-                             centered: bool = False) -> None:
+                             centered: bool = False, fast: bool = False) -> None:
     """AsymmetricQuantizeFloats per row: the range [min(x, 0), max(x, 0)] onto [-128, 127] with a
     nudged zero point (offsets, float32 integers); q = round(x / scale) + offset, clamped, or
     with `centered` q - offset (what the integer sums take). All-zero rows get scale 1. The
     clamp is skipped where the rounded row bounds show it moves nothing (rounding is
-    monotonic)."""
+    monotonic). `fast`: rint's rounding (see _round)."""
     lo, hi = x.min(axis=1), x.max(axis=1)
     rmin = np.minimum(lo, np.float32(0))
     rmax = np.maximum(hi, np.float32(0))
@@ -122,7 +133,7 @@ def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
     low, _ = _rounded(lo * inv)
     _, high = _rounded(hi * inv)
     clamps = (low + offsets < -128) | (high + offsets > 127)
-    _round_litert(q, half, _row_signs(lo, hi))
+    _round(q, half, _row_signs(lo, hi), fast)
     if centered:      # clamp(round + zp, -128, 127) - zp, row by row
         for r in np.flatnonzero(clamps).tolist():
             z = float(offsets[r])
@@ -273,23 +284,28 @@ def _channel_groups(node, w: np.ndarray, x_max: int):
     return None
 
 
-def _float_kernel(node, weights: np.ndarray, out_shape=None):
-    """The float32 kernel of node.op on float weights `weights`, without bias or activation:
-    run(x, None, out); `out_shape`: its output's when it differs from the node's (channel
-    groups)."""
+def _float_kernel(node, weights: np.ndarray, out_shape=None, bias=None, fused: bool = False):
+    """The float32 kernel of node.op on float weights `weights`: run(x, None, out), without bias
+    or activation unless given (`bias` a float32 vector; `fused`: the node's activation);
+    `out_shape`: its output's when it differs from the node's (channel groups)."""
     x, w = node.input(0), node.input(1)
     out = node.outputs[0]
     shape = tuple(out.shape) if out_shape is None else tuple(out_shape)
-    sub = Node(op=node.op, index=node.index,
-               inputs=[TensorInfo(x.index, x.name, tuple(x.shape), F32, "float32"),
-                       TensorInfo(w.index, w.name, tuple(weights.shape), F32, "float32",
-                                  data=weights)],
+    inputs = [TensorInfo(x.index, x.name, tuple(x.shape), F32, "float32"),
+              TensorInfo(w.index, w.name, tuple(weights.shape), F32, "float32", data=weights)]
+    if bias is not None:
+        b = node.input(2)
+        inputs.append(TensorInfo(b.index, b.name, tuple(bias.shape), F32, "float32", data=bias))
+    act = node.options.fused_activation_function if fused else 0
+    sub = Node(op=node.op, index=node.index, inputs=inputs,
                outputs=[TensorInfo(out.index, out.name, shape, F32, "float32")],
-               options=node.options.replace(fused_activation_function=0),
+               options=node.options.replace(fused_activation_function=act),
                subgraph=node.subgraph, runtime=node.runtime)
     run = KERNELS[node.op]["float32"](sub)
     if tuple(sub.outputs[0].shape) != shape:
         raise node.fail(f"output shape {list(sub.outputs[0].shape)} differs from {list(shape)}")
+    if bias is not None:
+        return lambda x, _w, o: run(x, weights, bias, o)
     return lambda x, _w, o: run(x, weights, o)
 
 
@@ -329,7 +345,10 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
     n = x.shape[0]
     out_shape = node.outputs[0].shape
     cout = out_shape[3]
-    _float_bias(node, 2, cout)
+    bias = _float_bias(node, 2, cout)
+    code = int(node.options.fused_activation_function or 0)
+    if not exact_rounding(node) and (code == 0 or code in ACTIVATION_BOUNDS):
+        return _dequantized_conv_run(node, w, channel, asymmetric, kind, bias)
     tail = bias_epilogue(node.optional_input(2),
                          _activation(node, node.options.fused_activation_function, False),
                          (n * out_shape[1], out_shape[2] * cout), out_shape[2])
@@ -360,6 +379,40 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
             np.multiply(acc3, channel[None, None, :] * row_scales[:, None, None], out=o3)
         if tail is not None:
             tail(out, None)
+    return run
+
+
+def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
+    """The default resolver's hybrid convolution: the input quantized on the fly as LiteRT's
+    (rint's rounding, see _round) and dequantized again, q * row_scale, then the float kernel
+    on the dequantized weights w * channel_scale with the op's bias and activation fused (its
+    ones column, its clamp). The products and sums are float32's instead of exact integers
+    scaled twice: within float32 rounding of the reference, as LiteRT's optimized kernels
+    (which differ from its reference kernels in the same way), and no pass over the output."""
+    x = node.input(0)
+    n = x.shape[0]
+    x_rows = int(np.prod(x.shape[1:]))
+    axis = 0 if kind == "conv" else 3
+    shape = [1, 1, 1, 1]
+    shape[axis] = -1
+    weights = (w.astype(F32) * channel.reshape(shape)).astype(F32)
+    run_float = _float_kernel(node, weights, bias=bias, fused=True)
+    xq = np.empty((n, x_rows), F32)
+    row_scales = np.empty(n, F32)
+    offsets = np.zeros(n, F32)
+
+    def run(x, w_, b_, out):
+        x2 = x.reshape(n, x_rows)
+        if asymmetric:
+            quantize_rows_asymmetric(x2, xq, row_scales, offsets, None, centered=True,
+                                     fast=True)
+        else:
+            quantize_rows_symmetric(x2, xq, row_scales, None, fast=True)
+        if n == 1:
+            np.multiply(xq, row_scales[0], out=xq)
+        else:
+            np.multiply(xq, row_scales[:, None], out=xq)
+        run_float(xq.reshape(x.shape), None, out)
     return run
 
 

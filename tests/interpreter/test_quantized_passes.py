@@ -57,17 +57,41 @@ def test_asymmetric_quantization_equals_clamped_neon_rounding(kind, centered):
     assert full.min() >= -128 and full.max() <= 127
 
 
-def test_hybrid_deep_conv_runs_one_grouped_kernel(monkeypatch):
-    """A hybrid CONV_2D whose sums pass float32's exact range (DenseNet's 3x3 over 128 channels)
-    builds one float kernel (two channel groups), not one per weight digit."""
-    from edgelite.interpreter.kernels import registry
+def _hybrid_conv_cases():
     from tests.interpreter.cases_hybrid import CASES
+    return [c for c in CASES if c.id.startswith(("conv_2d", "depthwise_conv_2d"))]
+
+
+def _built_kernels(monkeypatch) -> list:
     built = []
     real = hybrid._float_kernel
     monkeypatch.setattr(hybrid, "_float_kernel",
-                        lambda node, w, *a: built.append(w.shape) or real(node, w, *a))
-    case = next(c for c in CASES if c.id == "conv_2d_deep_two_groups")
+                        lambda node, w, *a, **k: built.append(w.shape) or real(node, w, *a, **k))
+    return built
+
+
+def test_hybrid_deep_conv_runs_one_grouped_kernel(monkeypatch):
+    """Under BUILTIN_REF a hybrid CONV_2D whose sums pass float32's exact range (DenseNet's 3x3
+    over 128 channels) builds one float kernel (two channel groups), not one per weight digit."""
+    from edgelite.interpreter import OpResolverType
     from tests.opmodel import run_edgelite
-    run_edgelite(case.model, case.feeds)
+    built = _built_kernels(monkeypatch)
+    case = next(c for c in _hybrid_conv_cases() if c.id == "conv_2d_deep_two_groups")
+    run_edgelite(case.model, case.feeds,
+                 experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     assert built == [(12, 3, 3, 64)], built
-    assert registry.KERNELS["CONV_2D"]["hybrid"] is hybrid.conv_2d
+
+
+@pytest.mark.parametrize("case", _hybrid_conv_cases(), ids=lambda c: c.id)
+def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkeypatch):
+    """The default resolver's hybrid convolution is one float kernel on dequantized weights
+    (bias and activation fused: no pass of its own over the output), within float32 rounding
+    of the exact integer sums of BUILTIN_REF."""
+    from edgelite.interpreter import OpResolverType
+    from tests.opmodel import run_edgelite
+    want = run_edgelite(case.model, case.feeds,
+                        experimental_op_resolver_type=OpResolverType.BUILTIN_REF)[0]
+    built = _built_kernels(monkeypatch)
+    got = run_edgelite(case.model, case.feeds)[0]
+    assert len(built) == 1, built
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
