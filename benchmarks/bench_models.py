@@ -1,17 +1,23 @@
-"""edgelite vs LiteRT on real models: a loop over `edgelite benchmark --compare litert
+"""edgelite vs LiteRT on the benchmark set: a loop over `edgelite benchmark --compare litert
 --op-profile` (edgelite.cli.benchmark), with markdown tables at the end.
 
-    python benchmarks/bench_models.py [--threads 1] [--seconds 4] [--models DIR] [--only NAME]
-                                      [--json OUT] [--openblas-core native|Haswell|...]
+    python benchmarks/bench_models.py [--threads 1] [--seconds 4] [--set shared|all] [--only NAME]
+                                      [--models DIR] [--corpus DIR] [--json OUT]
+                                      [--openblas-core native|Haswell|...]
 
-For every `.tflite` in the shared models folder ($EDGELITE_MODELS, else ../shared/models from the
-repository root) and the sample model (samples/default.tflite, from samples/make_default_model.py),
-`benchmark` runs edgelite and LiteRT in one process, same thread count, in alternating blocks
-(medians, p5-p95, the ratio), checks that both give the same outputs on the same inputs (the
-reference inputs of the manifest's refs/*.npz where they fit, else seeded random ones), times
-each step of edgelite's plan (summed by op type) and reports the arena and the peak RSS of the
-benchmark. A model edgelite cannot run gets the interpreter's one-line refusal and LiteRT's
-latency alone.
+The benchmark set (benchmarks/README.md): every `.tflite` in the shared models folder
+($EDGELITE_MODELS, else ../shared/models from the repository root), the sample model
+(samples/default.tflite, from samples/make_default_model.py) and, with `--set all` (the default),
+the models of CORPUS_SET that we build into the third-party corpus (--corpus, else
+$EDGELITE_TFLITE_CORPUS, else ~/.cache/edgelite-tflite-corpus; tools/tflite_corpus.py writes
+them): a tiny keyword-spotting head, the Keras LSTM/GRU text models and dynamic-range convnets
+made by TensorFlow's converter, MediaPipe's palm detector and selfie segmenter. A corpus file
+that is missing is listed with the command that builds it. For each model, `benchmark` runs
+edgelite and LiteRT in one process, same thread count, in alternating blocks (medians, p5-p95,
+the ratio), checks that both give the same outputs on the same inputs (the reference inputs of
+the manifest's refs/*.npz where they fit, else seeded random ones), times each step of
+edgelite's plan (summed by op type) and reports the arena and the peak RSS of the benchmark. A
+model edgelite cannot run gets the interpreter's one-line refusal and LiteRT's latency alone.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -53,6 +60,30 @@ SAMPLE = REPO_ROOT / "samples" / "default.tflite"
 TOP_OPS = 3            # op types per model in the profile table
 
 
+# The models we build into the corpus (tools/tflite_corpus.py): file stem -> why it is in the set.
+CORPUS_SET = {
+    "keras_kws_head.float32": "tiny keyword-spotting head (openWakeWord's shape), per-invoke cost",
+    "keras_lstm.float32": "Keras LSTM text model (TensorFlow's converter), recurrent",
+    "keras_gru.float32": "Keras GRU text model (TensorFlow's converter), GRU as WHILE",
+    "keras_lstm.dynamic": "the LSTM model, dynamic-range (hybrid) weights",
+    "mp_palm_detection_lite": "MediaPipe palm detector (mediapipe 0.10.14 wheel)",
+    "mp_selfie_segmentation": "MediaPipe selfie segmentation, the 2-thread outlier",
+    "keras_efficientnet_b0.dynamic": "dynamic-range (hybrid) convolutions",
+    "keras_densenet121.dynamic": "dynamic-range (hybrid) convolutions, many concatenations",
+}
+# How to build a missing corpus file, by its name's prefix.
+BUILD = {"keras_": "/work/venv-tf/bin/python tools/tflite_corpus.py keras --only NAME",
+         "mp_": "python tools/tflite_corpus.py mediapipe"}
+
+
+@dataclass
+class Entry:
+    name: str                  # file name
+    path: Path
+    ref: Path | None = None    # reference inputs (.npz with input_K), where the folder has them
+    missing: str | None = None  # how to build it, when the file is not there
+
+
 def models_dir(given: str | None) -> Path:
     path = Path(given or os.environ.get("EDGELITE_MODELS")
                 or REPO_ROOT.parent / "shared" / "models")
@@ -61,8 +92,16 @@ def models_dir(given: str | None) -> Path:
     return path
 
 
-def model_list(folder: Path, only: str | None) -> list:
-    """(path, reference .npz or None) for each model to run."""
+def corpus_dir(given: str | None) -> Path:
+    return Path(given or os.environ.get("EDGELITE_TFLITE_CORPUS")
+                or Path("~/.cache/edgelite-tflite-corpus").expanduser())
+
+
+def benchmark_set(models: str | None = None, corpus: str | None = None, only=None,
+                  which: str = "all") -> list:
+    """The set's entries, in table order: shared models, the sample, then CORPUS_SET.
+    `only`: a substring or a list of substrings of file names."""
+    folder = models_dir(models)
     refs = {}
     manifest = folder / "manifest.json"
     if manifest.exists():
@@ -70,13 +109,21 @@ def model_list(folder: Path, only: str | None) -> list:
             ref = (entry.get("reference") or {}).get("ref_io")
             if ref:
                 refs[entry["path"]] = folder / ref
-    found = [(p, refs.get(p.name)) for p in sorted(folder.glob("*.tflite"))]
+    found = [Entry(p.name, p, refs.get(p.name)) for p in sorted(folder.glob("*.tflite"))]
     if SAMPLE.exists():
-        found.append((SAMPLE, None))
+        found.append(Entry(SAMPLE.name, SAMPLE))
     else:
         print(f"note: {SAMPLE} is missing: run python samples/make_default_model.py",
               file=sys.stderr)
-    return [(p, r) for p, r in found if not only or only in p.name]
+    if which == "all":
+        cdir = corpus_dir(corpus)
+        for stem in CORPUS_SET:
+            path = cdir / f"{stem}.tflite"
+            how = next(cmd for prefix, cmd in BUILD.items() if stem.startswith(prefix))
+            found.append(Entry(path.name, path, None, None if path.exists() else
+                               how.replace("NAME", stem.split(".")[0][len("keras_"):])))
+    wanted = [only] if isinstance(only, str) else only
+    return [e for e in found if not wanted or any(w in e.name for w in wanted)]
 
 
 def reference_inputs(ref: Path | None) -> dict:
@@ -126,6 +173,9 @@ def tables(results: list, meta: dict) -> list:
              "| model | ops | edgelite | LiteRT | edgelite/LiteRT | max abs diff | arena / live "
              "| peak RSS MiB |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
+        if "missing" in r:
+            lines.append(f"| {r['model']} | | missing: `{r['missing']}` | | | | | |")
+            continue
         if "error" in r:
             t = r["litert"]
             lines.append(f"| {r['model']} | {r['ops']} | {r['error']} | "
@@ -167,7 +217,13 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", type=int, default=20, help="invokes per runtime at least")
     parser.add_argument("--models", help="models folder (default $EDGELITE_MODELS or "
                                          "../shared/models)")
-    parser.add_argument("--only", help="only models whose file name contains this")
+    parser.add_argument("--only", help="only models whose file name contains this (or one of "
+                                       "these, comma-separated)")
+    parser.add_argument("--set", choices=("shared", "all"), default="all",
+                        help="shared: the shared models and the sample; all (default): and the "
+                             "corpus models of CORPUS_SET")
+    parser.add_argument("--corpus", help="corpus folder (default $EDGELITE_TFLITE_CORPUS or "
+                                         "~/.cache/edgelite-tflite-corpus)")
     parser.add_argument("--json", type=Path, help="write all numbers to this file")
     parser.add_argument("--openblas-core", metavar="NAME",
                         help="numpy's OpenBLAS kernels: a core name (Haswell, SkylakeX...) or "
@@ -176,9 +232,14 @@ def main(argv=None) -> None:
     meta = {"threads": args.threads, "numpy": np.__version__, "cpus": os.cpu_count(),
             "load_before": os.getloadavg()[0]}
     results = []
-    for path, ref in model_list(models_dir(args.models), args.only):
-        print(f"{path.name} ...", file=sys.stderr, flush=True)
-        results.append(bench_model(path, ref, args))
+    only = args.only.split(",") if args.only else None
+    for entry in benchmark_set(args.models, args.corpus, only, args.set):
+        if entry.missing:
+            print(f"{entry.name}: missing; build it with: {entry.missing}", file=sys.stderr)
+            results.append({"model": entry.name, "ops": "", "missing": entry.missing})
+            continue
+        print(f"{entry.name} ...", file=sys.stderr, flush=True)
+        results.append(bench_model(entry.path, entry.ref, args))
     meta["load_after"] = os.getloadavg()[0]
     print("\n".join(tables(results, meta)))
     if args.json:

@@ -10,6 +10,17 @@ fewer than 2 threads). More threads are used only when asked for: a default of "
 collapses on a loaded machine (OpenBLAS's threads spin waiting for cores that other processes
 hold: 10-100x slower on a busy 2-core machine than one thread).
 
+**More than one thread only on cores that are free.** OpenBLAS's threads wait for each other by
+spinning (its server threads between calls, the caller for its workers, the workers for each
+other's packed panels inside a GEMM): when other processes hold the cores, a GEMM split in two
+waits for the half whose thread is not running, up to a scheduler period, at every GEMM. On this
+project's 2-core development machine under a load average of ~10, MobileNetV2 went from 120 ms at
+one thread to 1.6 s at two (and 13 -> 255 ms of CPU). So a block that asks for N > 1 threads
+gets at most the cores other processes left idle over the last half second (/proc/stat's busy
+time less this process's own), at least one: `cores_free()`. On an idle machine that is N. Set
+`ADAPTIVE = False` (or EDGELITE_BLAS_THREADS=fixed in the environment) to hand OpenBLAS N
+threads whatever the load.
+
 OpenBLAS's thread count is one setting of the whole process. Interpreters in several threads
 share it without racing: the first block to enter sets it and the last to leave restores what
 the process had; a block that wants another count waits until the blocks running with the
@@ -20,9 +31,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
+import time
 
 DEFAULT = 1   # num_threads None or -1: as LiteRT's CPU kernels and XNNPACK (see above)
+ADAPTIVE = os.environ.get("EDGELITE_BLAS_THREADS", "").lower() != "fixed"
+SAMPLE_S = 0.5        # how often the idle cores are measured again (at a block's entry)
+FREE_SHARE = 0.7      # a core counts as free when other processes leave this much of it idle
 
 _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
             "openblas_set_num_threads64_", "openblas_set_num_threads")
@@ -75,6 +91,75 @@ def blas_threads() -> int | None:
     return api[1]() if api else None
 
 
+def _cpu_ticks():
+    """(busy, total) ticks of all CPUs from /proc/stat, or None where there is none."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()[1:9]
+    except OSError:
+        return None
+    ticks = [int(v) for v in fields]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)   # idle and iowait are not busy
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class _Sampler:
+    """Cores other processes leave idle: busy CPU time of the machine less this process's own,
+    over the time since the last sample (taken at most every SAMPLE_S seconds)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.last = None       # (monotonic, process CPU seconds, busy ticks, total ticks)
+        self.free = None
+
+    def __call__(self) -> float:
+        now = time.monotonic()
+        last = self.last
+        if last is not None and now - last[0] < SAMPLE_S and self.free is not None:
+            return self.free
+        with self.lock:
+            ticks = _cpu_ticks()
+            cores = _cores()
+            if ticks is None:   # no /proc/stat: the load average, where there is one
+                try:
+                    self.free = max(0.0, cores - os.getloadavg()[0])
+                except (AttributeError, OSError):
+                    self.free = float(cores)
+                self.last = (now, 0.0, 0, 0)
+                return self.free
+            mine = time.process_time()
+            if last is not None and ticks[1] > last[3]:
+                busy = (ticks[0] - last[2]) / (ticks[1] - last[3]) * cores   # cores in use
+                ours = (mine - last[1]) / max(now - last[0], 1e-9)
+                self.free = min(float(cores), max(0.0, cores - max(0.0, busy - ours)))
+            elif self.free is None:   # the first sample: the load average, less this thread
+                self.free = min(float(cores), max(0.0, cores + 1 - os.getloadavg()[0]))
+            self.last = (now, mine, ticks[0], ticks[1])
+            return self.free
+
+
+_sampler = _Sampler()
+
+
+def cores_free() -> float:
+    """How many cores other processes left idle lately (fractional; see the module's doc)."""
+    return _sampler()
+
+
+def effective(want: int) -> int:
+    """The BLAS threads a block asking for `want` gets: `want`, or fewer when other processes
+    hold the cores (ADAPTIVE), at least 1."""
+    if want <= 1 or not ADAPTIVE:
+        return want
+    return max(1, min(want, int(cores_free() + 1 - FREE_SHARE)))
+
+
 def resolve(num_threads: int | None) -> int:
     """The thread count an interpreter's `num_threads` means: None and -1 give DEFAULT."""
     return DEFAULT if num_threads is None or num_threads < 1 else int(num_threads)
@@ -103,6 +188,8 @@ def enter(num_threads: int | None) -> int:
     if depth:   # nested in this thread's own block (a signature runner's invoke): as it is
         return depth
     want = DEFAULT if num_threads is None or num_threads < 1 else int(num_threads)
+    if want > 1:
+        want = effective(want)
     setter, get = api
     try:
         with _state:

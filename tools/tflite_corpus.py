@@ -167,8 +167,16 @@ def keras_models():
         h = layers.GlobalAveragePooling1D()(h)
         return keras.Model(x, layers.Dense(10, activation="softmax")(h))
 
+    def kws_head():   # openWakeWord's head: 16 frames of 96-d speech embeddings -> a score
+        x = keras.Input((16, 96), batch_size=1)
+        h = layers.Dense(32)(layers.Flatten()(x))
+        h = layers.ReLU()(layers.LayerNormalization()(h))
+        h = layers.ReLU()(layers.LayerNormalization()(layers.Dense(32)(h)))
+        return keras.Model(x, layers.Dense(1, activation="sigmoid")(h))
+
     a = keras.applications
     return {   # name -> builder; PIXELS lists the models that take 0..255 pixels
+        "kws_head": kws_head,
         "lstm": sequence(layers.LSTM),
         "gru": sequence(layers.GRU),
         "conv1d": conv1d,

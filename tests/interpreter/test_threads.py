@@ -74,7 +74,8 @@ def _ready(num_threads=None, content=MODEL) -> Interpreter:
 @pytest.fixture
 def blas_two_threads():
     """OpenBLAS at 2 threads around the test (as numpy starts on a machine with 2 or more
-    cores), put back afterwards."""
+    cores), put back afterwards; num_threads=2 gets 2 whatever the machine's load (not
+    threads.ADAPTIVE: tests/interpreter/test_threads_adaptive.py tests that)."""
     setter = threads._find()
     if not setter:
         pytest.skip("numpy here has no OpenBLAS whose thread count edgelite sets")
@@ -83,7 +84,9 @@ def blas_two_threads():
     if threads.blas_threads() != 2:
         setter[0](before)
         pytest.skip("OpenBLAS here runs at most one thread (a one-core machine)")
+    adaptive, threads.ADAPTIVE = threads.ADAPTIVE, False
     yield
+    threads.ADAPTIVE = adaptive
     setter[0](before)
 
 

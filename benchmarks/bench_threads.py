@@ -1,0 +1,142 @@
+"""num_threads 1 against 2: edgelite (numpy's OpenBLAS) and LiteRT side by side, on the set.
+
+    python benchmarks/bench_threads.py [--only NAME,NAME] [--seconds 2] [--json OUT]
+
+For each model of the benchmark set (bench_models.py's: the shared models, the sample, the
+corpus files of BENCHMARK_SET), four interpreters in one process: edgelite and LiteRT, each at
+num_threads=1 and 2, run in alternating blocks of ~0.1 s (round robin, a 20 ms pause before
+each block) until each has `--seconds` / 4 of invokes. Per runner: the median wall time of an
+invoke and the median CPU time of the whole process per invoke (over blocks): on a machine that
+other processes load, two threads' wall time depends on getting the second core, and CPU time
+says what the threads cost (spinning included). The goal (issue 17): 2 threads faster than 1 on
+every model above 1 ms. OPENBLAS_NUM_THREADS is left as the environment has it (unset: OpenBLAS
+starts with a thread per core, as a user's process does).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import benchmark_set  # noqa: E402
+
+BLOCK_S = 0.1
+PAUSE_S = 0.02
+
+
+class Runner:
+    def __init__(self, name: str, make, threads: int, feeds: list):
+        self.name, self.threads = name, threads
+        self.it = make(threads)
+        self.it.allocate_tensors()
+        self.inputs = [d["index"] for d in self.it.get_input_details()]
+        self.feeds = feeds
+        self.wall, self.cpu = [], []
+
+    def block(self) -> None:
+        time.sleep(PAUSE_S)
+        it, n = self.it, 0
+        for index, x in zip(self.inputs, self.feeds):
+            it.set_tensor(index, x)
+        it.invoke()   # outside the timing: the first after another runner
+        start, cpu = time.perf_counter(), time.process_time()
+        while True:
+            t = time.perf_counter()
+            it.invoke()
+            self.wall.append(time.perf_counter() - t)
+            n += 1
+            if time.perf_counter() - start >= BLOCK_S:
+                break
+        self.cpu.append((time.process_time() - cpu) / n)
+
+    def facts(self) -> dict:
+        return {"wall_ms": statistics.median(self.wall) * 1e3,
+                "cpu_ms": statistics.median(self.cpu) * 1e3, "invokes": len(self.wall)}
+
+
+def _feeds(path: Path) -> list:
+    from ai_edge_litert.interpreter import Interpreter
+
+    from edgelite.cli.session import random_inputs
+
+    it = Interpreter(model_path=str(path))
+    return random_inputs([(tuple(d["shape"]), d["dtype"]) for d in it.get_input_details()])
+
+
+def bench(path: Path, seconds: float) -> dict:
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+    from edgelite.interpreter import Interpreter
+
+    feeds = _feeds(path)
+    runners = []
+    for threads in (1, 2):
+        runners.append(Runner("edgelite", lambda t: Interpreter(model_path=str(path),
+                                                                num_threads=t), threads, feeds))
+        runners.append(Runner("LiteRT", lambda t: LiteRT(model_path=str(path), num_threads=t),
+                              threads, feeds))
+    start = time.perf_counter()
+    while True:
+        for r in runners:
+            r.block()
+        if time.perf_counter() - start >= seconds and all(len(r.wall) >= 5 for r in runners):
+            break
+    return {f"{r.name} {r.threads}": r.facts() for r in runners}
+
+
+def _ms(v: float) -> str:
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}"
+
+
+def table(results: dict, meta: dict) -> list:
+    lines = [f"load average {meta['load_before']:.1f} before, {meta['load_after']:.1f} after, "
+             f"{meta['cpus']} CPUs; numpy {meta['numpy']}; ms per invoke, median: wall / CPU "
+             "of the process", "",
+             "| model | edgelite 1 | edgelite 2 | 2/1 wall | LiteRT 1 | LiteRT 2 | 2/1 wall |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for model, r in results.items():
+        if "error" in r:
+            lines.append(f"| {model} | {r['error']} | | | | | |")
+            continue
+        cells = []
+        for who in ("edgelite", "LiteRT"):
+            one, two = r[f"{who} 1"], r[f"{who} 2"]
+            cells += [f"{_ms(one['wall_ms'])} / {_ms(one['cpu_ms'])}",
+                      f"{_ms(two['wall_ms'])} / {_ms(two['cpu_ms'])}",
+                      f"{two['wall_ms'] / one['wall_ms']:.2f}"]
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", help="comma-separated substrings of model names")
+    p.add_argument("--seconds", type=float, default=2.0, help="per model, all runners together")
+    p.add_argument("--json", type=Path)
+    a = p.parse_args(argv)
+    only = a.only.split(",") if a.only else None
+    meta = {"load_before": os.getloadavg()[0], "cpus": os.cpu_count(), "numpy": np.__version__,
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
+    results = {}
+    for entry in benchmark_set(only=only):
+        print(f"{entry.name} ...", file=sys.stderr, flush=True)
+        try:
+            results[entry.name] = bench(entry.path, a.seconds)
+        except Exception as e:   # a model one runtime cannot run: say so, go on
+            results[entry.name] = {"error": f"{type(e).__name__}: {str(e)[:120]}"}
+    meta["load_after"] = os.getloadavg()[0]
+    print("\n".join(table(results, meta)))
+    if a.json:
+        a.json.write_text(json.dumps({**meta, "models": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
