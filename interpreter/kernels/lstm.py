@@ -78,7 +78,10 @@ def unidirectional_sequence_lstm(node):
     act = _gate_activation(node, opts.fused_activation_function)
     cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
     has_proj = node.optional_input(PROJ_W) is not None
-
+    fast = _plain_cell(node, gates, act_code=int(opts.fused_activation_function or 0),
+                       use_ln=use_ln, has_proj=has_proj, time_major=time_major)
+    if fast is not None:
+        return fast
 
     def run(*arrays):
         ins = arrays[:len(node.inputs)]
@@ -133,4 +136,67 @@ def unidirectional_sequence_lstm(node):
                     np.clip(hidden, -proj_clip, proj_clip, out=hidden)
             h[...] = hidden
             outs[:, t] = hidden
+    return run
+
+
+def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_major: bool):
+    """The run of the common LSTM (constant weights, TANH, no peepholes, projection or layer
+    norm; CIFG and clipping allowed) with everything but the recurrence done at prepare: the
+    gates' weights concatenated and transposed once, the input projection of all steps in one
+    GEMM, then per step one matmul and whole-array gates into buffers made here. LOGISTIC as
+    0.5 + 0.5 tanh(x / 2) (an identity, ~3e-8 absolute from 1 / (1 + exp(-x))): the sigmoid
+    gates' weights and biases are scaled by 0.5 (exact), one tanh covers every gate. None
+    where the general loop is needed."""
+    if act_code != TANH or use_ln or has_proj or any(node.optional_input(k) is not None
+                                                      for k in (P_I, P_F, P_O)):
+        return None
+    ins = [node.optional_input(k) for k in range(len(node.inputs))]
+    ws = [ins[W[g]] for g in gates] + [ins[R[g]] for g in gates]
+    if any(t is None or t.data is None or t.type_name != "float32" for t in ws) or \
+            any(ins[B[g]] is not None and (ins[B[g]].data is None or
+                                           ins[B[g]].type_name != "float32") for g in gates):
+        return None
+    n_cell = node.input(W_F).shape[0]
+    scale = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, np.float32)
+                            for g in gates])
+    w = np.concatenate([np.asarray(ins[W[g]].data, np.float32) for g in gates]).T * scale
+    r = np.concatenate([np.asarray(ins[R[g]].data, np.float32) for g in gates]).T * scale
+    w, r = np.ascontiguousarray(w, np.float32), np.ascontiguousarray(r, np.float32)
+    bias = np.concatenate([np.zeros(n_cell, np.float32) if ins[B[g]] is None
+                           else np.asarray(ins[B[g]].data, np.float32) for g in gates]) * scale
+    mul, add = scale, np.where(scale == 0.5, 0.5, 0.0).astype(np.float32)
+    cell_clip = float(node.options.cell_clip)
+    x = node.input(X).shape
+    batch, steps = (x[1], x[0]) if time_major else (x[0], x[1])
+    xw = np.zeros((batch, steps, len(gates) * n_cell), np.float32)
+    z = np.zeros((batch, len(gates) * n_cell), np.float32)
+    tmp = np.zeros((batch, n_cell), np.float32)
+    part = {g: z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
+    f_gate, g_gate, o_gate = part["f"], part["c"], part["o"]
+    i_gate = part.get("i")
+
+    def run(*arrays):
+        xs = batch_major(arrays[X], time_major)
+        h, c = arrays[H_STATE], arrays[C_STATE]
+        outs = batch_major(arrays[-1], time_major)
+        np.matmul(xs, w, out=xw)
+        np.add(xw, bias, out=xw)
+        for t in range(steps):
+            np.matmul(h, r, out=z)
+            np.add(z, xw[:, t], out=z)
+            np.tanh(z, out=z)
+            np.multiply(z, mul, out=z)
+            np.add(z, add, out=z)
+            np.multiply(c, f_gate, out=c)
+            if i_gate is None:   # CIFG: the input gate is 1 - f
+                np.subtract(1.0, f_gate, out=tmp)
+                np.multiply(tmp, g_gate, out=tmp)
+            else:
+                np.multiply(i_gate, g_gate, out=tmp)
+            np.add(c, tmp, out=c)
+            if cell_clip > 0:
+                np.clip(c, -cell_clip, cell_clip, out=c)
+            np.tanh(c, out=tmp)
+            np.multiply(o_gate, tmp, out=h)
+            outs[:, t] = h
     return run
