@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgelite.schema import (Model, Operator, OperatorCode, Subgraph, Tensor, default_options,
-                             save)
+from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParameters, Subgraph,
+                             Tensor, default_options, save)
 
 
 def _op(name, ins, outs, **options):
@@ -21,6 +21,15 @@ class _Builder:
 
     def t(self, name, shape, dtype="float32"):
         return self.sg.add_tensor(Tensor(name, tuple(shape), dtype))
+
+    def int8(self, name, value):
+        """Dynamic-range weights: int8 per output channel, symmetric (as TensorFlow writes)."""
+        scale = np.maximum(np.abs(value).max(axis=1), 1e-6) / 127
+        q = np.clip(np.round(value / scale[:, None]), -127, 127).astype(np.int8)
+        quant = QuantizationParameters(scale=scale.astype(np.float32),
+                                       zero_point=np.zeros(len(scale), np.int64))
+        return self.sg.add_tensor(Tensor(name, q.shape, "int8", self.model.add_buffer(q),
+                                         quantization=quant))
 
     def c(self, name, value):
         value = np.asarray(value)
@@ -39,7 +48,8 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
                 variant="", seed=0) -> bytes:
     """Inputs x [batch, steps, n_in], h0 [batch, units] (and c0 for an LSTM); outputs the
     sequence [batch, steps, units] (or the last h), the final h (and c).
-    variant "relu": the LSTM's cell activation is RELU (not a Keras default: no fused kernel);
+    variant "dynamic": int8 weights (dynamic-range, inputs quantized per row, asymmetric);
+    "relu": the LSTM's cell activation is RELU (not a Keras default: no fused kernel);
     "extra": the body also computes a value nobody reads (no fused kernel)."""
     rng = np.random.default_rng(seed)
     gates = 4 if kind == "lstm" else 3
@@ -91,11 +101,18 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
 
     def w(name, *shape):
         return b.c(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
+
+    def weights(name, *shape):
+        if variant != "dynamic":
+            return w(name, *shape)
+        return b.int8(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
+    fc = {"asymmetric_quantize_inputs": True} if variant == "dynamic" else {}
     width = gates * units
-    hp = b.op("FULLY_CONNECTED", [h, w("w_h", width, units), -1], [(batch, width)])
+    hp = b.op("FULLY_CONNECTED", [h, weights("w_h", width, units), -1], [(batch, width)], **fc)
     x_t = b.op("GATHER", [xs, t], [(batch, n_in)], axis=0)
     x_bias = w("b_x", width) if bias else -1
-    xp = b.op("FULLY_CONNECTED", [x_t, w("w_x", width, n_in), x_bias], [(batch, width)])
+    xp = b.op("FULLY_CONNECTED", [x_t, weights("w_x", width, n_in), x_bias], [(batch, width)],
+              **fc)
     if kind == "lstm":
         c = ins[4]
         if batch == 1:   # as the corpus's file: the recurrent term reshaped to [width]
