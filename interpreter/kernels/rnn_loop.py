@@ -44,6 +44,11 @@ class Sequence:
         self.b_h = (b_h * (self.scale_h if w_h is not None else 1)).astype(F32)
         self.has_b_h = bool(self.b_h.any())
         steps = shapes[c.x][0]
+        if self.fc_x is not None:   # the body's own kernel, prepared again for all the steps
+            self.fc_x = _all_steps(body, self.fc_x[1], steps * batch)
+            self.xp_all = np.zeros((steps, batch, len(b_x)), F32)
+        if self.fc_h is not None:
+            self.fc_h = self.fc_h[0]
         self.xp = np.zeros((steps, batch, len(b_x)), F32)
         self.hp = np.zeros((batch, len(b_h)), F32)
         self.tmp = np.zeros((batch, units), F32)
@@ -103,10 +108,11 @@ class Sequence:
         xs, xp = x[t0:t0 + n], self.xp[:n]
         if self.w_x is not None:
             np.matmul(xs.reshape(-1, xs.shape[-1]), self.w_x, out=xp.reshape(-1, xp.shape[-1]))
-        else:
+        else:   # rows are quantized one by one: all the steps at once are the same rows
             run, args = self.fc_x
-            for j in range(n):
-                run(np.ascontiguousarray(xs[j]), *args[1:-1], xp[j])
+            x2 = np.ascontiguousarray(x, F32).reshape(-1, x.shape[-1])
+            run(x2, *args, self.xp_all.reshape(-1, xp.shape[-1]))
+            np.copyto(xp, self.xp_all[t0:t0 + n])
         xp += self.b_x
         xp *= self.scale_x
 
@@ -159,3 +165,22 @@ def _span(a, b):
     """The columns of two adjacent pieces as one range, or None."""
     (al, ah), (bl, bh) = sorted([a, b])
     return (al, bh) if ah == bl else None
+
+
+def _all_steps(body, op, rows: int):
+    """The body's dynamic-range FULLY_CONNECTED `op` prepared for `rows` input rows (all the time
+    steps at once): (run, its weight and bias arrays)."""
+    import dataclasses
+
+    from .hybrid import fully_connected
+    from .registry import Node
+    infos = body.infos
+    x, w = infos[op.inputs[0]], infos[op.inputs[1]]
+    b = infos[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    out = infos[op.outputs[0]]
+    node = Node(op="FULLY_CONNECTED", index=body.sg.operators.index(op), subgraph=body.index,
+                runtime=body.runtime, options=op.options,
+                inputs=[dataclasses.replace(x, shape=(rows, x.shape[-1])), w, b],
+                outputs=[dataclasses.replace(out, shape=(rows, out.shape[-1]), data=None)])
+    run = fully_connected(node)
+    return run, (w.data, None if b is None else b.data)

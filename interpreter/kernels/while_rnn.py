@@ -167,9 +167,9 @@ def _projection(g, t, cell, x_or_h: str | None = None):
         g.proj[which] = (w, total, None)
     else:   # dynamic-range: the body's own prepared kernel
         step = g.step(op)
-        if step is None or w.dtype.kind not in "iu" or g.plan.infos[a].dtype != F32:
+        if step is None or w.dtype != np.int8 or g.plan.infos[a].dtype != F32:
             raise NoMatch("FULLY_CONNECTED with weights of a type the fused loop cannot run")
-        g.proj[which] = (None, total, step)
+        g.proj[which] = (None, total, (step, op))
     return which
 
 
