@@ -148,6 +148,7 @@ class Interpreter:
         self._runtime = Runtime(self._model, bool(experimental_preserve_all_tensors),
                                 experimental_delegates or (), reference=kind == "BUILTIN_REF",
                                 model_bytes=_source_bytes(model_path, model_content))
+        self._runtime.num_threads = threads.resolve(num_threads)   # delegates read it (prepare)
         self._runtime.check_supported()
         _room_for_nesting(self._runtime.nesting())
         self._main = self._runtime.subgraph(0)

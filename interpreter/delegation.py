@@ -7,7 +7,9 @@
 2. `prepare(partition)`: one kernel for a subset of supported nodes: `run(*inputs, *outputs)`,
    called with the host arrays of the partition's boundary tensors, as a CPU kernel is. It
    moves the inputs in, runs every node, and moves the outputs back; the tensors in between
-   never leave the delegate.
+   never leave the delegate. `partition.nodes[0].runtime.num_threads` is the interpreter's
+   `num_threads` resolved (None and -1: 1, as its CPU kernels run): a delegate on CPU threads
+   that was given no thread count of its own runs that many.
 
 The interpreter's plan splits a subgraph into maximal supported subsets and replaces each with
 one step (`edgelite.interpreter.partition`: TFLite's SimpleDelegateInterface and graph

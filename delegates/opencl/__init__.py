@@ -20,7 +20,8 @@ float32 there, as GPU runtimes keep them: biases, a per-output-channel scale of 
 convolutions (the model's image, not rounded before the first layer).
 "weights": "fp32" keeps weights in float32 under fp16 activations (see tests/delegates).
 "threads" (CPU devices): the compute units kernels run on, a sub-device of that many (PoCL runs
-a worker thread per compute unit; default all of them, POCL_MAX_PTHREAD_COUNT caps them).
+a worker thread per compute unit; default the interpreter's num_threads, all of them outside an
+interpreter; POCL_MAX_PTHREAD_COUNT caps them).
 """
 from __future__ import annotations
 
@@ -56,6 +57,15 @@ class OpenCLDelegate(Delegate):
         # interpreter runtime -> its packed weights, reused when prepare runs again (resize)
         self._packed = weakref.WeakKeyDictionary()
 
+    def device_for(self, runtime):
+        """The device an interpreter's partitions run on: without a "threads" option, a CPU
+        device of as many compute units (PoCL: worker threads) as its num_threads (1 by
+        default, as its BLAS); `self.dev` outside an interpreter."""
+        threads = getattr(runtime, "num_threads", None)
+        if self.options.get("threads") is not None or threads is None or not self.dev.is_cpu:
+            return self.dev
+        return open_device(self.options.get("device"), threads)
+
     def device_name(self) -> str:
         return f"OpenCL ({self.dev.name}, {self.precision})"
 
@@ -73,7 +83,7 @@ class OpenCLDelegate(Delegate):
     def prepare(self, partition: Partition):
         runtime = partition.nodes[0].runtime
         packed = self._packed.setdefault(runtime, {}) if runtime is not None else None
-        g = Builder(self.dev, self.precision == "fp16", self.stats,
+        g = Builder(self.device_for(runtime), self.precision == "fp16", self.stats,
                     half_weights=self.weights == "fp16", packed=packed)
         g.fusion = plan_fusions(partition.nodes, partition.outputs, self.dev.is_cpu)
         g.fused = g.fusion.clamps

@@ -1,0 +1,51 @@
+"""Without a "threads" option the OpenCL delegate's CPU device runs as many compute units (PoCL:
+worker threads) as the interpreter's num_threads (1 by default, as its BLAS; issue 17)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .graphs import Graph
+from .test_opencl_cpu_path import _pocl_cpu
+
+
+def _model() -> bytes:
+    g = Graph()
+    x = g.input((1, 9, 11, 24))
+    w = np.random.default_rng(0).standard_normal((40, 3, 3, 24)).astype(np.float32)
+    g.output(g.op("CONV_2D", [x, g.const(w), g.const(np.ones(40, np.float32))], padding=0,
+                  stride_h=1, stride_w=1, fused_activation_function=1))
+    return g.save()
+
+
+def _run(delegate, num_threads):
+    from edgelite.interpreter import Interpreter
+    it = Interpreter(model_content=_model(), experimental_delegates=[delegate],
+                     num_threads=num_threads)
+    it.allocate_tensors()
+    x = np.random.default_rng(1).standard_normal((1, 9, 11, 24)).astype(np.float32)
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return it, it.get_tensor(it.get_output_details()[0]["index"]).copy()
+
+
+@pytest.mark.opencl
+def test_the_cpu_device_follows_num_threads():
+    from edgelite.delegates import load_delegate
+    full = _pocl_cpu().dev
+    if full.device.max_compute_units < 2:
+        pytest.skip("PoCL's CPU device has one compute unit here")
+    d = load_delegate("opencl")
+    outs = {}
+    for num_threads, units in ((None, 1), (-1, 1), (1, 1), (2, 2)):
+        it, outs[num_threads] = _run(d, num_threads)
+        dev = d.device_for(it._runtime)
+        assert dev.threads == units, num_threads
+        assert dev.device.max_compute_units == units
+        assert dev.first_launched, "the partition did not run on that device"
+    assert d.dev is full                  # the delegate's own device stays all of them
+    np.testing.assert_array_equal(outs[None], outs[2])
+    # a "threads" option wins over num_threads
+    two = load_delegate("opencl", {"threads": 2})
+    it, _ = _run(two, 1)
+    assert two.device_for(it._runtime) is two.dev and two.dev.threads == 2
