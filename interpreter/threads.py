@@ -47,7 +47,9 @@ _find_lock = threading.Lock()
 
 # The process-wide setting while edgelite blocks run: how many are inside, with which count,
 # and what the process had before the first entered.
-_state = threading.Condition()
+_lock = threading.Lock()      # entered directly on the hot path (no Python frame), or...
+_state = threading.Condition(_lock)   # ...through the condition, to wait for another count
+_waiting = 0                  # blocks waiting in enter for another count
 _active = 0
 _current = None
 _saved = None
@@ -179,7 +181,7 @@ def limit(num_threads: int | None):
 def enter(num_threads: int | None) -> int:
     """`limit`'s entry as a plain call (an invoke's hot path: no generator): returns what
     `leave` needs, this thread's depth of nested blocks before it (-1: no OpenBLAS)."""
-    global _active, _current, _saved
+    global _active, _current, _saved, _waiting
     api = _api if _api is not None else _find()
     if not api:
         return -1
@@ -192,9 +194,13 @@ def enter(num_threads: int | None) -> int:
         want = effective(want)
     setter, get = api
     try:
-        with _state:
+        with _lock:
             while _active and _current != want:
-                _state.wait()
+                _waiting += 1
+                try:
+                    _state.wait()
+                finally:
+                    _waiting -= 1
             if _active == 0:
                 _saved = get()
                 if _saved != want:
@@ -216,10 +222,11 @@ def leave(entered: int) -> None:
     if entered:
         return
     _, get = _api
-    with _state:
+    with _lock:
         _active -= 1
         if _active == 0:
             if get() != _saved:
                 _api[0](_saved)
             _current = None
-            _state.notify_all()
+            if _waiting:
+                _state.notify_all()

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import F32, bias_epilogue, check_float, clamp_activation, with_optional_inputs
+from .common import (F32, bias_epilogue, check_float, clamp_activation, clip, fixed_view, raw,
+                     with_optional_inputs)
 from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, transpose_conv_shape
 from . import reference_order
 from .registry import register
@@ -168,6 +169,45 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
                       out=out.reshape(p, groups, og).transpose(1, 0, 2))
         if act is not None:
             act(out.reshape(act_rows))
+
+    def fixed(x, w, bias, out):
+        """`run` on the plan's fixed arrays (plan.bind_step): views, weights and the clamp's
+        bounds found once; one frame a call. Constant weights, one group only."""
+        if not const or groups != 1:
+            return None
+        if not bound:
+            bind()
+        cols, dest, rows, ones = bound
+        copy_in = win.copy_in
+        if copy_in is not None:
+            copy_in(x)
+        if rows is not None and (win.buffer is not None or x.flags.c_contiguous):
+            src, dst = win.row_items(x), rows
+        else:
+            src, dst = fixed_view(win.view(x), (kh, kw, n, ho, wo, groups, cg)), dest
+        out2, out_rows = fixed_view(out, (p, og)), fixed_view(out, act_rows)
+        if src is None or out2 is None or out_rows is None:
+            return None
+        return _im2col_run(copy_in, x, dst, src, ones, cols[:, 0], wg_const[0], out2,
+                           out_rows, act)
+    run.bind = fixed
+    return run
+
+
+def _im2col_run(copy_in, x, dst, src, ones, cols, weights, out, out_rows, act):
+    """One im2col convolution on fixed arrays: pad, gather, the ones column (the work buffer
+    is shared), the matmul, the clamp."""
+    copyto, matmul, fill = raw(np.copyto), np.matmul, ones.fill
+    lo, hi = (None, None) if act is None else act.bounds
+
+    def run():
+        if copy_in is not None:
+            copy_in(x)
+        copyto(dst, src)
+        fill(1.0)
+        matmul(cols, weights, out)
+        if lo is not None:
+            clip(out_rows, lo, hi, out_rows)
     return run
 
 
