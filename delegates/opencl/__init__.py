@@ -4,7 +4,7 @@ OpenCL device, PoCL's CPU device included (there it is edgelite's compiled CPU p
     load_delegate("opencl", {"precision": "fp32" | "fp16", "weights": (as precision) | "fp32",
                              "device": None | "gpu" | "cpu" |
                              index | "platform:device" | part of a name,
-                             "threads": None | n,
+                             "threads": None | n, "int8": "cpu" | "dequantize",
                              "max_partitions": 0, "min_nodes_per_partition": 1})
 
 Tensors stay on the device inside a partition; weights are packed and uploaded once, when the
@@ -22,6 +22,9 @@ convolutions (the model's image, not rounded before the first layer).
 "threads" (CPU devices): the compute units kernels run on, a sub-device of that many (PoCL runs
 a worker thread per compute unit; default the interpreter's num_threads, all of them outside an
 interpreter; POCL_MAX_PTHREAD_COUNT caps them).
+"int8": "dequantize" runs int8 / uint8 ops as float ops on their real values, weights
+dequantized once (quant.py: outputs within a few steps of BUILTIN_REF's); the default "cpu"
+leaves them to the CPU kernels (bit-exact).
 """
 from __future__ import annotations
 
@@ -33,8 +36,11 @@ from .device import open_device
 from .fuse import plan as plan_fusions
 from .graph import Builder
 from .ops import CUSTOM_OPS, OPS
+from .quant import Views, has_quantized
+from .quant import reason as int8_reason
 
 PRECISIONS = ("fp32", "fp16")
+INT8 = ("cpu", "dequantize")
 
 
 class OpenCLDelegate(Delegate):
@@ -42,12 +48,15 @@ class OpenCLDelegate(Delegate):
 
     def __init__(self, options: dict | None = None):
         super().__init__(options)
-        unknown = set(self.options) - {"precision", "weights", "device", "threads",
+        unknown = set(self.options) - {"precision", "weights", "device", "threads", "int8",
                                        "max_partitions", "min_nodes_per_partition"}
         if unknown:
             raise DelegateError(f"unknown option(s) {sorted(unknown)} for the opencl delegate "
-                                "(it takes precision, weights, device, threads, "
+                                "(it takes precision, weights, device, threads, int8, "
                                 "max_partitions, min_nodes_per_partition)")
+        self.int8 = str(self.options.get("int8", "cpu")).lower()
+        if self.int8 not in INT8:
+            raise DelegateError(f"int8 {self.int8!r}: use one of {INT8}")
         self.precision = str(self.options.get("precision", "fp32")).lower()
         self.weights = str(self.options.get("weights", self.precision)).lower()
         for what, value in (("precision", self.precision), ("weights", self.weights)):
@@ -70,6 +79,11 @@ class OpenCLDelegate(Delegate):
         return f"OpenCL ({self.dev.name}, {self.precision})"
 
     def support(self, node) -> str | None:
+        if self.int8 == "dequantize" and not node.is_custom and has_quantized(node):
+            why = int8_reason(node)
+            if why is not None:
+                return why
+            node = Views().node(node)
         entry = (CUSTOM_OPS if node.is_custom else OPS).get(node.op)
         if entry is None and node.is_custom:
             return f"custom op {node.op}"
@@ -85,9 +99,15 @@ class OpenCLDelegate(Delegate):
         packed = self._packed.setdefault(runtime, {}) if runtime is not None else None
         g = Builder(self.device_for(runtime), self.precision == "fp16", self.stats,
                     half_weights=self.weights == "fp16", packed=packed)
-        g.fusion = plan_fusions(partition.nodes, partition.outputs, self.dev.is_cpu)
+        nodes, inputs, outputs = partition.nodes, partition.inputs, partition.outputs
+        if self.int8 == "dequantize":  # int8 tensors as their real values (quant.py)
+            views = Views()
+            nodes = [views.node(n) for n in nodes]
+            inputs = [views.tensor(t) for t in inputs]
+            outputs = [views.tensor(t) for t in outputs]
+        g.fusion = plan_fusions(nodes, outputs, self.dev.is_cpu)
         g.fused = g.fusion.clamps
-        for node, cpu_run in zip(partition.nodes, partition.cpu_runs):
+        for node, cpu_run in zip(nodes, partition.cpu_runs):
             g.node, g.cpu_run = node, cpu_run
             if node.index in g.fusion.skipped:
                 continue
@@ -95,7 +115,7 @@ class OpenCLDelegate(Delegate):
                 g.alias(node.outputs[0], node.inputs[0])
             else:
                 (CUSTOM_OPS if node.is_custom else OPS)[node.op][1](node, g)
-        return g.finish(partition.inputs, partition.outputs)
+        return g.finish(inputs, outputs)
 
 
 __all__ = ["OpenCLDelegate", "DelegateError"]

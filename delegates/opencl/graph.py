@@ -14,6 +14,7 @@ from edgelite.interpreter.kernels.registry import KernelError
 
 from .fuse import Fusion
 from .helpers import half_scales
+from .quant import to_device, to_host
 
 # Bytes past every buffer's end: a kernel's last vector may read on (and ignore) up to 15
 # values past a tensor whose channels are not a multiple of its vector width.
@@ -206,34 +207,39 @@ class Builder:
             kernel.set_args(*[buffer(a.index) if isinstance(a, TensorRef) else a for a in args])
             calls.append((kernel, gsize, lsize))
         self._compile_kernels(calls, labels, buffers)
-        ins = [(buffer(t.index), self._staging(t)) for t in inputs]
-        outs = [(buffer(t.index), self._staging(t)) for t in outputs]
+        ins = [(buffer(t.index), self._staging(t), self._quantized(t)) for t in inputs]
+        outs = [(buffer(t.index), self._staging(t), self._quantized(t)) for t in outputs]
         queue, stats = dev.queue, self.stats
         enqueue_copy, enqueue_kernel = cl.enqueue_copy, cl.enqueue_nd_range_kernel
         nin, nout = len(ins), len(outs)
-        bytes_in = sum(t.dtype.itemsize * int(np.prod(t.shape)) for t in inputs)
-        bytes_out = sum(t.dtype.itemsize * int(np.prod(t.shape)) for t in outputs)
+        bytes_in = sum(self._host(t).dtype.itemsize * int(np.prod(t.shape)) for t in inputs)
+        bytes_out = sum(self._host(t).dtype.itemsize * int(np.prod(t.shape)) for t in outputs)
 
         def run(*arrays):
             call = None
             try:
-                for (buf, staging), host in zip(ins, arrays):
-                    if staging is not None:
+                for (buf, staging, info), host in zip(ins, arrays):
+                    if info is not None:
+                        to_device(host, staging, info)
+                        host = staging
+                    elif staging is not None:
                         np.copyto(staging, host, casting="unsafe")
                         host = staging
                     enqueue_copy(queue, buf, host, is_blocking=False)
                 for call in calls:
                     enqueue_kernel(queue, *call)
                 call = None
-                for (buf, staging), host in zip(outs, arrays[nin:]):
+                for (buf, staging, _info), host in zip(outs, arrays[nin:]):
                     enqueue_copy(queue, staging if staging is not None else host, buf,
                                  is_blocking=False)
                 queue.finish()
             except Exception as e:
                 raise _failure(e, labels[calls.index(call)] if call is not None else None,
                                labels) from e
-            for (_buf, staging), host in zip(outs, arrays[nin:]):
-                if staging is not None:
+            for (_buf, staging, info), host in zip(outs, arrays[nin:]):
+                if info is not None:
+                    to_host(staging, host, info)
+                elif staging is not None:
                     np.copyto(host, staging, casting="unsafe")
             stats.to_device += nin
             stats.to_host += nout
@@ -293,9 +299,19 @@ class Builder:
             if any(isinstance(a, TensorRef) and self._root(a.index) in wide for a in launch[5]):
                 launch[2]["IN_F32"] = 1
 
+    @staticmethod
+    def _host(info):
+        """The model's tensor behind `info` (an int8 tensor's float view: quant.py)."""
+        return getattr(info, "host", info)
+
+    def _quantized(self, info):
+        """The model's int8 tensor when `info` is its float view (quant.py), else None."""
+        host = self._host(info)
+        return host if host is not info else None
+
     def _staging(self, info):
         """A host array in the device's storage type when it differs from the tensor's."""
-        if self.dtype(info) == info.dtype:
+        if self.dtype(info) == self._host(info).dtype:
             return None
         return np.empty(info.shape, self.dtype(info))
 

@@ -19,6 +19,12 @@ def clamp(node, g=None) -> tuple:
     if g is not None and node.index in g.fused:
         flo, fhi = g.fused[node.index]
         lo, hi = max(lo, flo), min(hi, fhi)
+    if g is not None and node.outputs:
+        # an int8 output's range (quant.py): the tensor the node writes, a fused ADD's if any
+        written = g.fusion.output.get(node.index, node.outputs[0])
+        qrange = getattr(written, "qrange", None)
+        if qrange is not None:
+            lo, hi = max(lo, qrange[0]), min(hi, qrange[1])
     return lo, hi
 
 

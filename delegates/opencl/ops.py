@@ -265,7 +265,7 @@ def support_dequantize(node):
         return "a constant input (folded on the CPU)"
     if node.outputs[0].type_name != "float32":
         return f"output is {node.outputs[0].type_name}"
-    if x.type_name == "float16":
+    if x.type_name in ("float16", "float32"):  # float32: an int8 tensor's view (quant.py)
         return None
     if x.type_name in ("int8", "uint8"):
         q = x.quantization
@@ -279,6 +279,9 @@ def build_dequantize(node, g):
     x, out = node.inputs[0], node.outputs[0]
     total = elements(x.shape)
     gsize, lsize = nd(g, (total,))
+    if x.type_name == "float32":  # already real values: "int8": "dequantize" (quant.py)
+        g.alias(out, x)
+        return
     args = [g.value(x), g.tensor(out), np.int32(total)]
     if x.type_name == "float16":
         g.launch("data", "dequantize_float16", gsize, lsize, args)

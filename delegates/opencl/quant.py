@@ -1,0 +1,140 @@
+"""int8 models on the OpenCL delegate: "int8": "dequantize" (the GPU delegates' practice).
+
+An int8 (or uint8) node runs as its float counterpart on real values: every quantized tensor
+of the partition is stored on the device as the real numbers it stands for (scale * (q - zero
+point), float32 or half as the precision says), constant weights and int32 biases are
+dequantized once when the partition is prepared, and each op's output is clamped to what its
+int8 type can represent (a quantized ReLU6 is its range). Only the partition's own inputs and
+outputs are integers: they are dequantized on their way to the device and quantized (rounded,
+saturated) on their way back. The ops then round once, in float32, where the integer kernels
+requantize after every op: outputs differ from BUILTIN_REF by a few steps of the output's
+scale (tests/delegates/test_opencl_int8.py states how many), not bit for bit.
+
+`view(node)` is that float counterpart: a copy of the node whose quantized tensors read as
+float32 (constants holding their real values), each with `host` (the model's tensor, for the
+partition's conversions) and `qrange` (the real interval its integer type covers).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+# Ops whose result on real values is the int8 op's (up to its requantization's rounding).
+INT8_OPS = frozenset({
+    "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "MEAN",
+    "SOFTMAX", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RESHAPE", "SQUEEZE", "EXPAND_DIMS",
+    "CONCATENATION", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1", "HARD_SWISH",
+    "MAXIMUM", "MINIMUM", "PAD"})
+ACTIVATION_TYPES = {"int8": (-128, 127), "uint8": (0, 255)}
+BIAS_TYPES = {"int32"}
+
+
+def _quantized(t) -> bool:
+    q = t.quantization
+    return q is not None and np.asarray(q.scale).size > 0
+
+
+def reason(node) -> str | None:
+    """Why `node` cannot run dequantized (None: it can). Only nodes with a quantized tensor
+    get here; integer tensors without quantization (shapes, axes) may be constants."""
+    if node.op == "DEQUANTIZE":  # real values in, the same real values out
+        x = node.inputs[0]
+        if x.data is not None or x.type_name not in ACTIVATION_TYPES or \
+                np.asarray(x.quantization.scale).size != 1 or \
+                node.outputs[0].type_name != "float32":
+            return "DEQUANTIZE of a constant, per-channel or non-int8 input"
+        return None
+    if node.op not in INT8_OPS:
+        return f"int8 {node.op} has no dequantized OpenCL kernel"
+    outputs = {t.index for t in node.outputs}
+    for t in list(node.inputs) + list(node.outputs):
+        if t is None:
+            continue
+        what = f"tensor {t.name!r}"
+        if t.type_name == "float32":
+            return f"{what} is float32 beside int8 ones (hybrid ops stay on the CPU)"
+        if t.data is None or t.index in outputs:
+            if t.type_name not in ACTIVATION_TYPES or not _quantized(t):
+                return f"{what} is {t.type_name}; int8/uint8 quantized activations expected"
+            if np.asarray(t.quantization.scale).size != 1:
+                return f"{what} is quantized per channel; activations must be per tensor"
+        elif _quantized(t) and t.type_name not in set(ACTIVATION_TYPES) | BIAS_TYPES:
+            return f"{what} is a {t.type_name} constant"
+    return None
+
+
+def real_value(t) -> np.ndarray:
+    """The real numbers a quantized constant stands for, as float32 (per-channel scales and
+    zero points along its quantized dimension)."""
+    q = t.quantization
+    data = np.asarray(t.data, np.float64)
+    scale = np.asarray(q.scale, np.float64).reshape(-1)
+    zero = np.asarray(q.zero_point, np.float64).reshape(-1)
+    if zero.size == 0:
+        zero = np.zeros(1)
+    if scale.size > 1 and data.ndim:
+        shape = [1] * data.ndim
+        shape[int(q.quantized_dimension or 0)] = -1
+        scale = scale.reshape(shape)
+        zero = zero.reshape(shape) if zero.size > 1 else zero[0]
+    else:
+        scale, zero = scale[0], zero[0]
+    return ((data - zero) * scale).astype(np.float32)
+
+
+def real_range(t) -> tuple:
+    """The real interval an int8/uint8 tensor's integers cover."""
+    lo, hi = ACTIVATION_TYPES[t.type_name]
+    s, z = float(t.quantization.scale[0]), int(t.quantization.zero_point[0])
+    return (lo - z) * s, (hi - z) * s
+
+
+class Views:
+    """Float views of one partition's tensors, one per tensor index (nodes that share a tensor
+    share its view)."""
+
+    def __init__(self):
+        self.of: dict = {}
+
+    def tensor(self, t):
+        if t is None or not _quantized(t) or t.type_name == "float32":
+            return t
+        v = self.of.get(t.index)
+        if v is None:
+            data = None if t.data is None else real_value(t)
+            v = dataclasses.replace(t, dtype=np.dtype(np.float32), type_name="float32",
+                                    data=data)
+            v.host = t
+            v.qrange = real_range(t) if t.type_name in ACTIVATION_TYPES else None
+            self.of[t.index] = v
+        return v
+
+    def node(self, n):
+        if not any(t is not None and _quantized(t) and t.type_name != "float32"
+                   for t in list(n.inputs) + list(n.outputs)):
+            return n
+        return dataclasses.replace(n, inputs=[self.tensor(t) for t in n.inputs],
+                                   outputs=[self.tensor(t) for t in n.outputs])
+
+
+def has_quantized(node) -> bool:
+    return any(t is not None and _quantized(t) and t.type_name in ACTIVATION_TYPES
+               for t in list(node.inputs) + list(node.outputs))
+
+
+def to_device(host: np.ndarray, staging: np.ndarray, info) -> None:
+    """The real values of `info`'s integers `host` into `staging` (the device's type)."""
+    s, z = float(info.quantization.scale[0]), float(info.quantization.zero_point[0])
+    np.multiply(np.subtract(host, z, dtype=np.float32), np.float32(s), out=staging,
+                casting="unsafe")
+
+
+def to_host(staging: np.ndarray, host: np.ndarray, info) -> None:
+    """`staging`'s real values quantized into `info`'s integers `host` (rounded to nearest,
+    ties away from zero as TFLite's quantize, then saturated)."""
+    s, z = float(info.quantization.scale[0]), float(info.quantization.zero_point[0])
+    lo, hi = ACTIVATION_TYPES[info.type_name]
+    q = staging.astype(np.float32) / np.float32(s)
+    q = np.trunc(q + np.copysign(np.float32(0.5), q)) + np.float32(z)
+    np.copyto(host, np.clip(q, lo, hi), casting="unsafe")
