@@ -1,4 +1,4 @@
-"""The fused sequence kernel of a Keras LSTM/GRU WHILE loop (matched by while_rnn.py).
+"""The fused sequence kernel of a Keras LSTM/GRU/SimpleRNN WHILE loop (matched by while_rnn.py).
 
 Per run: the input projection of all the steps the loop takes in one GEMM (or, with
 dynamic-range weights, the body's own FULLY_CONNECTED kernel a step at a time); per step: one
@@ -35,7 +35,7 @@ class Sequence:
                     self.scale_x[lo:hi] = 0.5
                 if c.kind == "lstm" or name[1] == "h":
                     self.scale_h[lo:hi] = 0.5
-        if c.kind == "lstm":
+        if c.kind != "gru":
             b_x = b_x + c.extra_bias
         self.w_x = None if w_x is None else np.ascontiguousarray(w_x.T, F32)
         self.w_h = None if w_h is None else \
@@ -55,7 +55,10 @@ class Sequence:
         # The h buffers of a loop that keeps only the last step: two, alternating.
         self.pair = (np.zeros((batch, units), F32), np.zeros((batch, units), F32))
         g = c.gates
-        if c.kind == "lstm":   # z = hp (one sum of both projections, one layout)
+        if c.kind == "rnn":
+            self.xp_rows = list(self.xp)
+            self.step = self._rnn_step
+        elif c.kind == "lstm":   # z = hp (one sum of both projections, one layout)
             self.mul = self.scale_x.copy()
             self.add = np.where(self.scale_x == 0.5, F32(0.5), F32(0)).astype(F32)
             self.views = tuple(self.hp[:, lo:hi] for lo, hi in (g["i"], g["f"], g["g"], g["o"]))
@@ -142,6 +145,12 @@ class Sequence:
         cs += tmp
         np.tanh(cs, out=tmp)
         np.multiply(o, tmp, out=h_next)
+
+    def _rnn_step(self, j, h, h_next, _):
+        hp = self.hp
+        self._recurrent(h)
+        np.add(hp, self.xp_rows[j], out=hp)
+        np.tanh(hp, out=h_next)
 
     def _gru_step(self, j, h, h_next, _):
         tmp = self.tmp

@@ -1,5 +1,5 @@
-"""Keras LSTM and GRU layers as TensorFlow's converter writes them (a WHILE over the time steps),
-run as one sequence kernel.
+"""Keras LSTM, GRU and SimpleRNN layers as TensorFlow's converter writes them (a WHILE over the
+time steps), run as one sequence kernel.
 
 The converter lowers `keras.layers.LSTM`/`GRU` to a WHILE whose variables are two step counters,
 the output TensorArray (emulated: the body rebuilds it as CONCATENATION(SLICE(acc, :t), h,
@@ -334,7 +334,12 @@ def _lstm_with(g, cell, k_h, k_c) -> None:
     width = g.shape(z)[-1]
     if sorted(cell.gates.values()) != [(j * width // 4, (j + 1) * width // 4) for j in range(4)]:
         raise NoMatch("the gates are not the sum's four quarters")
-    # z = sum of the two projections and constants; RESHAPEs that only drop a leading 1 pass.
+    cell.extra_bias = _sum(g, cell, z, width)
+
+
+def _sum(g, cell, z, width: int) -> np.ndarray:
+    """`z` = the input projection + the state projection + constants (RESHAPEs that only drop a
+    leading 1 pass): records the projections, returns the constants' sum."""
     leaves = []
 
     def flatten(t):
@@ -356,14 +361,25 @@ def _lstm_with(g, cell, k_h, k_c) -> None:
     for t in leaves:
         c = g.const(t)
         if c is not None:
-            if c.dtype != F32 or c.size != width:
-                raise NoMatch("a constant of another size in the gates' sum")
+            if c.dtype != F32 or c.shape not in ((width,), (1, width)):
+                raise NoMatch("a constant of another shape in the gates' sum")
             extra = extra + c.reshape(-1)
         else:
             kinds.append(_projection(g, t, cell))
     if sorted(kinds) != ["h", "x"]:
         raise NoMatch("the gates' sum is not one input and one state projection")
-    cell.extra_bias = extra
+    return extra
+
+
+def _simple_rnn(g, cell, rest) -> None:
+    """h' = tanh(x W + h R + b): Keras's SimpleRNN (its default activation)."""
+    cell.h = rest[0]
+    z = g.op(g.sg.outputs[cell.h], "TANH").inputs[0]
+    width = g.shape(g.sg.inputs[cell.h])[-1]
+    if g.shape(z)[-1] != width:
+        raise NoMatch("the sum is not as wide as the state")
+    cell.gates["h"] = (0, width)
+    cell.extra_bias = _sum(g, cell, z, width)
 
 
 def _gru(g, cell, rest) -> None:
@@ -449,7 +465,7 @@ def match(cond, body):
     g = _Graph(body)
     counters, passed, rest = _roles(g, body, bounds)
     counter_ops = set(g.used)
-    for kind, fn, n_rest in (("lstm", _lstm, 3), ("gru", _gru, 2)):
+    for kind, fn, n_rest in (("lstm", _lstm, 3), ("gru", _gru, 2), ("rnn", _simple_rnn, 2)):
         if len(rest) != n_rest:
             continue
         for k_acc in rest:
@@ -471,4 +487,4 @@ def match(cond, body):
                     len(body.infos[body.sg.inputs[cell.h]].shape) != 2:
                 continue
             return Sequence(cell, dict(g.proj), bounds, body)
-    raise NoMatch("not a Keras LSTM/GRU loop")
+    raise NoMatch("not a Keras LSTM/GRU/SimpleRNN loop")

@@ -1,8 +1,8 @@
-"""Keras LSTM and GRU layers as TensorFlow's converter lowers them (a WHILE over the time steps,
-the output TensorArray rebuilt each step as CONCATENATION(SLICE(acc, :t), h, SLICE(acc, t+1:))),
-written with edgelite's IR, op for op as in the corpus's keras_lstm/keras_gru files
-(tools/tflite_corpus.py keras), with options the corpus lacks: batch > 1, biases, initial
-states as graph inputs, and `variant`s the fused kernel must not take for a cell."""
+"""Keras LSTM, GRU and SimpleRNN layers as TensorFlow's converter lowers them (a WHILE over
+the time steps, the output TensorArray rebuilt each step as CONCATENATION(SLICE(acc, :t), h,
+SLICE(acc, t+1:))), written with edgelite's IR, op for op as in the corpus's keras_lstm and
+keras_gru files (tools/tflite_corpus.py keras), with options the corpus lacks: batch > 1,
+biases, initial states as graph inputs, and `variant`s the fused kernel must not take."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,10 +49,10 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
     """Inputs x [batch, steps, n_in], h0 [batch, units] (and c0 for an LSTM); outputs the
     sequence [batch, steps, units] (or the last h), the final h (and c).
     variant "dynamic": int8 weights (dynamic-range, inputs quantized per row, asymmetric);
-    "relu": the LSTM's cell activation is RELU (not a Keras default: no fused kernel);
+    "relu": the LSTM's cell activation (a SimpleRNN's activation) is RELU (no fused kernel);
     "extra": the body also computes a value nobody reads (no fused kernel)."""
     rng = np.random.default_rng(seed)
-    gates = 4 if kind == "lstm" else 3
+    gates = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
     model = Model(description=f"keras {kind} as a WHILE")
     main = Subgraph(name="main")
     m = _Builder(model, main)
@@ -129,6 +129,10 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
         c_new = b.op("ADD", [fc, b.op("MUL", [si, tg], [(batch, units)])], [(batch, units)])
         h_new = b.op("MUL", [so, b.op("TANH", [c_new], [(batch, units)])], [(batch, units)])
         states = [h_new, c_new]
+    elif kind == "rnn":   # SimpleRNN
+        z = b.op("ADD", [xp, hp], [(batch, width)])
+        h_new = b.op("RELU" if variant == "relu" else "TANH", [z], [(batch, units)])
+        states = [h_new]
     else:
         if bias:
             hp = b.op("ADD", [hp, w("b_h", width)], [(batch, width)])

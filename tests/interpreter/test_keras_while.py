@@ -1,7 +1,7 @@
-"""Keras LSTM/GRU layers as WHILE loops (tests/interpreter/keras_while.py) against LiteRT: the
-fused sequence kernel (interpreter/kernels/while_rnn.py) where the body is a cell, the loop op by
-op where it is not, and a timing-free check that the fused kernel is what runs: the Python frames
-one more time step costs (a handful, where the op-by-op loop runs ~30)."""
+"""Keras LSTM/GRU/SimpleRNN layers as WHILE loops (tests/interpreter/keras_while.py) against
+LiteRT: the fused sequence kernel (interpreter/kernels/while_rnn.py) where the body is a cell,
+the loop op by op where it is not, and a timing-free check that the fused kernel is what runs:
+the Python frames one more time step costs (a handful, where the op-by-op loop runs ~30)."""
 from __future__ import annotations
 
 import sys
@@ -26,7 +26,10 @@ CASES = {
     "gru-no-bias": dict(kind="gru", bias=False, steps=9),
     "lstm-dynamic-range": dict(kind="lstm", variant="dynamic", batch=2),
     "gru-dynamic-range": dict(kind="gru", variant="dynamic"),
+    "rnn-sequences-batch2": dict(kind="rnn", batch=2),
+    "rnn-last-no-bias": dict(kind="rnn", sequences=False, bias=False),
     "lstm-relu-cell": dict(kind="lstm", variant="relu"),
+    "rnn-relu": dict(kind="rnn", variant="relu"),
     "gru-extra-op": dict(kind="gru", variant="extra"),
 }
 FUSED = {k for k, v in CASES.items() if v.get("variant", "dynamic") == "dynamic"}
@@ -69,7 +72,7 @@ def _frames(content) -> tuple:
     def hook(frame, event, arg):
         if event == "call":
             count[0] += 1
-            count[1] += frame.f_code.co_name in ("_lstm_step", "_gru_step")
+            count[1] += frame.f_code.co_name in ("_lstm_step", "_gru_step", "_rnn_step")
     sys.setprofile(hook)
     try:
         it.invoke()
