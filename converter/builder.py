@@ -27,6 +27,7 @@ def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_value
     """The interpreter's view of `op` (a kernels `Node`), built from the IR's tensors; `world`
     gives values that only this conversion's input sizes fix (shapes of dynamic tensors),
     `shapes` other shapes for some tensors (the shadow sizes)."""
+    from edgelite.interpreter import budget
     from edgelite.interpreter.kernels.registry import Node, TensorInfo
 
     graph_inputs = set(sg.inputs)
@@ -52,7 +53,8 @@ def kernel_node(model: Model, sg: Subgraph, op: Operator, index: int, with_value
 
     return Node(op=op.opcode.name, index=index, inputs=[info(t) for t in op.inputs],
                 outputs=[info(t) for t in op.outputs], options=op.options,
-                custom_options=op.custom_options, is_custom=op.opcode.builtin == "CUSTOM")
+                custom_options=op.custom_options, is_custom=op.opcode.builtin == "CUSTOM",
+                runtime=budget.conversion_owner())   # the conversion's allocation budget
 
 
 def prepare_op(model: Model, sg: Subgraph, op: Operator, index: int, what: str = "",
@@ -135,6 +137,7 @@ class IRBuilder:
     def const(self, value, name: str | None = None, dtype=None) -> int:
         """A constant tensor holding `value`."""
         value = _contiguous(value, dtype)
+        self._hold(value.nbytes, f"a constant {list(value.shape)} of {value.dtype}")
         name = self.unique(name or f"{self.where or 'const'}/const")
         t = self.sg.add_tensor(Tensor(name, value.shape, dtype_name(value.dtype)))
         self._set_value(t, value)
@@ -337,9 +340,7 @@ class IRBuilder:
                 WORLD_ELEMENTS:
             foldable = False   # a big tensor made from a shape: not needed to infer shapes
         if foldable:
-            ins = [None if i is None else i.data for i in node.inputs]
-            outs = [np.empty(o.shape, o.dtype) for o in node.outputs]
-            run(*ins, *outs)
+            outs = self._fold(node, run)
             if worldly:
                 return self._add_worldly(operator, outs)
             for t, value in zip(operator.outputs, outs):
@@ -391,7 +392,7 @@ class IRBuilder:
         `shapes`."""
         if not has_side_effects(operator) and all(i is None or i.data is not None
                                                   for i in node.inputs):
-            values = run(*[None if i is None else i.data for i in node.inputs])
+            values = self._fold(node, run)
             if worldly:
                 return self._add_worldly(operator, values)
             for t, value in zip(operator.outputs, values):
@@ -406,6 +407,27 @@ class IRBuilder:
         self.sg.operators.append(operator)
         self.dynamic.update(operator.outputs)
         return False
+
+    def _fold(self, node, run) -> list:
+        """The kernel run on its constant inputs, its outputs allocated through the
+        conversion's budget (interpreter/budget.py: the interpreter's rule), or refused before
+        they are, naming the node and the size."""
+        from edgelite.interpreter import budget
+        try:
+            return budget.fold(node, run, key="folded")
+        except budget.MemoryBudgetError as e:
+            raise fail(self.where, str(e)) from None
+
+    def _hold(self, nbytes: int, what: str) -> None:
+        """A constant a lowering computed (np.full, a transposed weight): held in the
+        conversion's budget too, or refused naming the node."""
+        from edgelite.interpreter import budget
+        owner = budget.conversion_owner()
+        if owner is not None:
+            try:
+                owner.budget.charge("folded", nbytes, what)
+            except budget.MemoryBudgetError as e:
+                raise fail(self.where, str(e)) from None
 
     def _set_value(self, t: int, value: np.ndarray) -> None:
         tensor = self.sg.tensors[t]

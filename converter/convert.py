@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgelite.interpreter import budget
 from edgelite.interpreter.feeds import IO_LAYOUT_KEY
 from edgelite.schema import Model, SignatureDef, save
 
@@ -64,6 +65,12 @@ def convert_onnx(source, input_shapes: dict | None = None,
 def _convert(source, input_shapes, keep_io_layout: bool) -> Conversion:
     start = time.perf_counter()
     proto = load_onnx(source)
+    # Constants folded while converting are allocated through one budget, the interpreter's.
+    with budget.conversion(budget.default_limit(proto.ByteSize())):
+        return _convert_loaded(proto, input_shapes, keep_io_layout, start)
+
+
+def _convert_loaded(proto, input_shapes, keep_io_layout: bool, start: float) -> Conversion:
     resolve_inputs(proto, input_shapes or {})   # the settings' mistakes, whatever the sizes
     sizes = Sizes(proto, input_shapes or {})
     proto = Checked(*checked(proto))

@@ -19,6 +19,8 @@ limit instead.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 
 import numpy as np
@@ -130,10 +132,30 @@ def nbytes(shape, dtype) -> int:
 class Owner:
     """What a kernel's `node.runtime` needs to be for the budget (and the shared work buffers)
     outside an interpreter: the converter, which folds constants with the same kernels, gives
-    its nodes one Owner per conversion (`Owner(default_limit(onnx_file_bytes))`)."""
+    its nodes one Owner per conversion (`conversion(default_limit(onnx_model_bytes))`)."""
 
     def __init__(self, limit: int):
         self.budget = Budget(limit)
+
+
+# The Owner of the conversion under way in this thread (None outside one): the converter's
+# kernel nodes take it as their `runtime` (converter/builder.kernel_node).
+_CONVERSION: contextvars.ContextVar = contextvars.ContextVar("edgelite_conversion", default=None)
+
+
+@contextlib.contextmanager
+def conversion(limit: int):
+    """The budget of one conversion: while inside, `conversion_owner()` is its Owner."""
+    owner = Owner(limit)
+    token = _CONVERSION.set(owner)
+    try:
+        yield owner
+    finally:
+        _CONVERSION.reset(token)
+
+
+def conversion_owner() -> Owner | None:
+    return _CONVERSION.get()
 
 
 def of(node) -> Budget | None:
