@@ -44,7 +44,7 @@ def train_distributed(model, data, epochs, batch_size, options, evaluate_on, che
              f"(--workers {workers})")
     holdout = None
     if evaluate_on is not None:
-        held = read_npz(evaluate_on)
+        held = read_npz(evaluate_on, "--eval")
         holdout = _columns(runner.get_input_details(), facts["labels"], held, evaluate_on,
                            "--eval")[:2]
         _check_labels(holdout[1], _classes(it, facts), evaluate_on, "--eval")

@@ -168,7 +168,7 @@ def _train(model, data, epochs, batch_size, options, evaluate_on, checkpoint, re
         echo(f"resumed from {checkpoint}")
     holdout = None
     if evaluate_on is not None:
-        held = read_npz(evaluate_on)
+        held = read_npz(evaluate_on, "--eval")
         holdout = _columns(runner.get_input_details(), labels, held, evaluate_on, "--eval")[:2]
         _check_labels(holdout[1], classes, evaluate_on, "--eval")
     steps = -(-n // batch_size)
