@@ -95,3 +95,61 @@ def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkey
     got = run_edgelite(case.model, case.feeds)[0]
     assert len(built) == 1, built
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
+
+
+class _Counted:
+    """A numpy function or ufunc that counts its calls (attributes such as .reduce pass
+    through uncounted)."""
+
+    def __init__(self, name, f, counts):
+        self.name, self.f, self.counts = name, f, counts
+
+    def __call__(self, *args, **kwargs):
+        self.counts[self.name] = self.counts.get(self.name, 0) + 1
+        return self.f(*args, **kwargs)
+
+    def __getattr__(self, attr):
+        return getattr(self.f, attr)
+
+
+COUNTED = ("copyto", "matmul", "einsum", "take", "multiply", "add", "subtract", "bitwise_xor",
+           "floor", "rint", "right_shift", "left_shift", "bitwise_or", "not_equal", "less",
+           "where")
+
+
+def _numpy_calls(it, monkeypatch) -> dict:
+    """The numpy calls (by name, plus the kernels' clip) of one invoke of an allocated
+    interpreter that has run once."""
+    from edgelite.interpreter.kernels import common, elementwise_int8
+    counts = {}
+    with monkeypatch.context() as m:
+        for name in COUNTED:
+            m.setattr(np, name, _Counted(name, getattr(np, name), counts))
+        clip = _Counted("clip", common.clip, counts)
+        m.setattr(common, "clip", clip)
+        m.setattr(elementwise_int8, "clip", clip)
+        it.invoke()
+    return counts
+
+
+def test_int8_mobilenet_v2_numpy_passes(monkeypatch):
+    """MobileNetV2 int8 under the default resolver, counted per invoke: one matmul per CONV_2D
+    and FULLY_CONNECTED (36), one einsum per depthwise column phase (21: four stride-2 layers
+    have two), one clip per convolution (52) and ADD (10) and 3 in the head, no 65536-entry table
+    gathers for the ADDs, and at most 390 numpy calls in all (5 per 1x1 convolution: input
+    cast, matmul, clip, output cast, sign flip; the float model makes about 190, the extra being the
+    int8 <-> float32 casts at each layer)."""
+    from edgelite.interpreter import Interpreter
+    from tests.conftest import models_dir
+    it = Interpreter(model_path=str(models_dir() / "mobilenet_v2_int8.tflite"), num_threads=1)
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.random.default_rng(0).integers(-128, 128, d["shape"])
+                  .astype(d["dtype"]))
+    it.invoke()
+    counts = _numpy_calls(it, monkeypatch)
+    assert counts.get("matmul") == 36, counts
+    assert counts.get("einsum") == 21, counts
+    assert counts.get("clip", 0) <= 65, counts
+    assert counts.get("take", 0) <= 2, counts            # MEAN / SOFTMAX's, not the ADDs'
+    assert sum(counts.values()) <= 390, counts
