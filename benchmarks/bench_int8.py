@@ -1,13 +1,17 @@
-"""int8 vs float latency in edgelite (and LiteRT) on the shared models, with a per-op profile.
+"""int8 vs float latency in edgelite (and LiteRT) on the shared models, with a per-op profile;
+hybrid (dynamic-range) models too.
 
     python benchmarks/bench_int8.py [--models DIR] [--only mobilenet_v2] [--blocks 15] [--profile]
-                                    [--cpu]
+                                    [--cpu] [--hybrid DIR] [--hybrid-only]
 
 For each pair (MODEL.tflite, MODEL_int8.tflite): the median wall-clock latency of one invoke in
 edgelite (float; int8 with the default resolver, at most 1 LSB from the reference kernels, and
-with BUILTIN_REF, bit-exact) and LiteRT (its default path, int8), 1 thread, measured in alternating
-blocks with a pause before each (OpenBLAS and XNNPACK threads spin after a call). `--profile`
-adds each int8 step timed alone (best of N), summed by op type, beside the float model's.
+with BUILTIN_REF, bit-exact) and LiteRT (its default path, int8 and float), 1 thread, measured in
+alternating blocks with a pause before each (OpenBLAS and XNNPACK threads spin after a call).
+`--profile` adds each int8 step timed alone (best of N), summed by op type, beside the float
+model's. With `--hybrid DIR` (default: ~/.cache/edgelite-tflite-corpus when it exists, from
+tools/tflite_corpus.py) the dynamic-range files there (HYBRID) run too: edgelite's default and
+BUILTIN_REF against LiteRT's default. The heading names the CPU and numpy's BLAS.
 """
 from __future__ import annotations
 
@@ -25,6 +29,31 @@ import numpy as np  # noqa: E402
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 PAIRS = ("mobilenet_v2", "digits_cnn")
+HYBRID = ("keras_densenet121.dynamic", "keras_efficientnet_b0.dynamic")
+CORPUS = Path.home() / ".cache" / "edgelite-tflite-corpus"
+
+
+def machine() -> str:
+    """The CPU model and numpy's BLAS (library, version, kernel set), for the heading."""
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        flags = Path("/proc/cpuinfo").read_text()
+        cpu += " (AVX-512)" if " avx512f " in flags else " (AVX2)" if " avx2 " in flags else ""
+    except OSError:
+        pass
+    blas = "unknown BLAS"
+    try:
+        info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas = f"{info.get('name')} {info.get('version')} " \
+            f"({info.get('openblas configuration', '')})"
+    except Exception:  # noqa: BLE001 (older numpy: no dicts)
+        pass
+    return f"{cpu}; numpy {np.__version__}, {blas}; OPENBLAS_NUM_THREADS=" \
+        f"{os.environ.get('OPENBLAS_NUM_THREADS')}"
 
 
 def _interpreter(path: Path, litert: bool = False, reference: bool = False):
@@ -103,26 +132,48 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--cpu", action="store_true",
                     help="process CPU time per invoke instead of wall-clock time")
+    ap.add_argument("--hybrid", help="folder of the dynamic-range corpus files (HYBRID)")
+    ap.add_argument("--hybrid-only", action="store_true", help="only the hybrid models")
     args = ap.parse_args()
     folder = Path(args.models)
-    print("| model | float | int8 | int8/float | int8 BUILTIN_REF | REF/float | LiteRT int8 "
-          "| int8/LiteRT |")
-    print("|---|---|---|---|---|---|---|---|")
+    clock = time.process_time if args.cpu else time.perf_counter
+    print(f"{machine()}; {'CPU' if args.cpu else 'wall-clock'} time per invoke, medians, "
+          "1 thread\n")
     profiles = {}
-    for name in ([args.only] if args.only else PAIRS):
+    if not args.hybrid_only:
+        print("| model | float | int8 | int8/float | int8 BUILTIN_REF | REF/float | LiteRT int8 "
+              "| int8/LiteRT | LiteRT float | float/LiteRT |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in ([] if args.hybrid_only else [args.only] if args.only else PAIRS):
         runners = {"float": _interpreter(folder / f"{name}.tflite"),
                    "int8": _interpreter(folder / f"{name}_int8.tflite"),
                    "ref": _interpreter(folder / f"{name}_int8.tflite", reference=True),
-                   "litert": _interpreter(folder / f"{name}_int8.tflite", litert=True)}
-        med = latencies(runners, args.blocks, args.seconds,
-                        time.process_time if args.cpu else time.perf_counter)
-        f, q, r, lt = med["float"], med["int8"], med["ref"], med["litert"]
+                   "litert": _interpreter(folder / f"{name}_int8.tflite", litert=True),
+                   "litert_float": _interpreter(folder / f"{name}.tflite", litert=True)}
+        med = latencies(runners, args.blocks, args.seconds, clock)
+        f, q, r, lt, lf = (med[k] for k in ("float", "int8", "ref", "litert", "litert_float"))
         unit, k = ("ms", 1e3) if f > 1e-3 else ("µs", 1e6)
         print(f"| {name} | {f * k:.2f} {unit} | {q * k:.2f} {unit} | {q / f:.2f}× | "
-              f"{r * k:.2f} {unit} | {r / f:.2f}× | {lt * k:.2f} {unit} | {q / lt:.1f}× |")
+              f"{r * k:.2f} {unit} | {r / f:.2f}× | {lt * k:.2f} {unit} | {q / lt:.1f}× | "
+              f"{lf * k:.2f} {unit} | {f / lf:.1f}× |")
         if args.profile:
             profiles[name] = (profile(runners["float"], args.reps),
                               profile(runners["int8"], args.reps))
+    hybrid = Path(args.hybrid) if args.hybrid else CORPUS
+    found = [n for n in HYBRID if (hybrid / f"{n}.tflite").exists()]
+    if found:
+        print("\n| hybrid model | edgelite | edgelite BUILTIN_REF | LiteRT | edgelite/LiteRT |")
+        print("|---|---|---|---|---|")
+    for name in found:
+        path = hybrid / f"{name}.tflite"
+        runners = {"ours": _interpreter(path), "ref": _interpreter(path, reference=True),
+                   "litert": _interpreter(path, litert=True)}
+        med = latencies(runners, max(3, args.blocks // 3), args.seconds * 2, clock)
+        o, r, lt = med["ours"], med["ref"], med["litert"]
+        print(f"| {name} | {o * 1e3:.1f} ms | {r * 1e3:.1f} ms | {lt * 1e3:.1f} ms | "
+              f"{o / lt:.1f}× |")
+    if args.hybrid and not found:
+        print(f"note: none of {', '.join(HYBRID)} in {hybrid}", file=sys.stderr)
     for name, (pf, pq) in profiles.items():
         print(f"\n{name}: per-op sums (best of {args.reps}), µs")
         print("| op | float steps | float | int8 steps | int8 |")
