@@ -4,12 +4,14 @@
                                       [--threads 1,2] [--device cpu] [--no-startup]
                                       [--json OUT] [--profile]
 
-Each thread count T of --threads (default 1), all in one process: the numpy path with
-num_threads=T (OpenBLAS; the first T only), the delegate with "threads": T (on PoCL a sub-device
-of T compute units: T worker threads run its work-groups) and LiteRT with num_threads=T
-(XNNPACK). Latency: median of single invokes, every runner of every T in alternating blocks with
-a pause before each block (as bench_models.py), so load from other processes falls on all of
-them alike; beside it the median CPU time of the process per invoke. Accuracy:
+Each thread count T of --threads (default 1): the numpy path with num_threads=T (OpenBLAS; the
+first T only), the delegate with "threads": T (on PoCL: T worker threads run its work-groups)
+and LiteRT with num_threads=T (XNNPACK), in one process per T (PoCL starts its workers once per
+process, as many as the first delegate's "threads"). Latency: median of single invokes, every
+runner in alternating blocks with a pause before each block (as bench_models.py), so load from
+other processes falls on all of them alike; beside it the median CPU time of the process per
+invoke. mobilenet_v2_int8 runs through the delegate with "int8": "dequantize" (LiteRT: its int8
+kernels). Accuracy:
 max abs difference of the delegate's outputs from the numpy interpreter's, over max |numpy
 output|. The CPU, numpy's BLAS (its kernels: OPENBLAS_CORETYPE) and the CPU PoCL compiles
 kernels for (pocl_cpu.py) head the table.
@@ -43,7 +45,8 @@ from pathlib import Path
 import numpy as np  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MODELS = ["mobilenet_v2", "mp_face_detection", "mp_hand_landmark", "digits_cnn"]
+MODELS = ["mobilenet_v2", "mp_face_detection", "mp_hand_landmark", "digits_cnn",
+          "mobilenet_v2_int8"]
 BLOCK_S, PAUSE_S, MIN_BLOCKS = 0.2, 0.05, 4
 
 
@@ -69,7 +72,10 @@ def _outputs(it) -> list:
 def _input(path: Path) -> np.ndarray:
     from edgelite.interpreter import Interpreter
     d = Interpreter(model_path=str(path)).get_input_details()[0]
-    return np.random.default_rng(0).uniform(-1, 1, d["shape"]).astype(np.float32)
+    rng = np.random.default_rng(0)
+    if d["dtype"] == np.int8:
+        return rng.integers(-128, 128, d["shape"]).astype(np.int8)
+    return rng.uniform(-1, 1, d["shape"]).astype(np.float32)
 
 
 def latency(runners: dict, seconds: float) -> tuple:
@@ -112,11 +118,14 @@ def bench_model(path: Path, precisions: list, device, seconds: float, threads=(1
     device_name = "?"
     for t in threads:
         for p in precisions:
-            d = load_delegate("opencl", {"precision": p, "device": device, "threads": t})
+            options = {"precision": p, "device": device, "threads": t}
+            if x.dtype == np.int8:
+                options["int8"] = "dequantize"  # delegates/opencl/quant.py
+            d = load_delegate("opencl", options)
             it = _prepared(Interpreter(model_path=str(path), num_threads=t,
                                        experimental_delegates=[d]), x)
             out = _outputs(it)
-            errors[p] = max(float(np.max(np.abs(a.astype(np.float64) - b))
+            errors[p] = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))
                                   / max(np.max(np.abs(b)), 1e-30)) for a, b in zip(out, ref))
             runners[f"opencl {p} {t}t"] = it
             launches[p] = sum(getattr(run, "launches", 0)
@@ -248,6 +257,36 @@ def profile(path: Path, precision: str, device, top: int = 12) -> str:
     return "\n".join(lines) + "\n"
 
 
+def bench_apart(name: str, args, threads: list) -> dict:
+    """bench_model of `name` at each thread count in a process of its own (this script with
+    one --threads), merged: PoCL starts its worker threads once per process, as many as the
+    first delegate's "threads" (device.py), so 1 and 2 threads cannot share a process. The
+    runners of one count still alternate in one process; numpy at the first count only."""
+    merged: dict = {}
+    for k, t in enumerate(threads):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "r.json"
+            cmd = [sys.executable, __file__, "--only", name, "--threads", str(t),
+                   "--precision", args.precision, "--seconds", str(args.seconds),
+                   "--no-startup", "--json", str(out)]
+            if args.models:
+                cmd += ["--models", args.models]
+            if args.device:
+                cmd += ["--device", args.device]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            r = next(x for x in json.loads(out.read_text()) if x["model"] == name)
+        if k:
+            for key in ("median_ms", "median_cpu_ms"):
+                r[key].pop(f"numpy {t}t", None)
+        if not merged:
+            merged = r
+        else:
+            for key in ("median_ms", "median_cpu_ms"):
+                merged[key].update(r[key])
+    merged["threads"] = list(threads)
+    return merged
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models")
@@ -263,12 +302,18 @@ def main(argv=None) -> None:
     folder = models_dir(args.models)
     precisions = args.precision.split(",")
     threads = [int(t) for t in args.threads.split(",")]
-    names = [m for m in MODELS if not args.only or any(o in m for o in args.only.split(","))]
+    only = args.only.split(",") if args.only else []
+    # a model's full name picks that model alone; else any model containing a given part
+    names = [m for m in MODELS if not only or m in only
+             or any(o in m and o not in MODELS for o in only)]
     results = []
     for name in names:
         print(f"{name} ...", file=sys.stderr, flush=True)
-        r = bench_model(folder / f"{name}.tflite", precisions, args.device, args.seconds,
-                        threads)
+        if len(threads) > 1:
+            r = bench_apart(name, args, threads)
+        else:
+            r = bench_model(folder / f"{name}.tflite", precisions, args.device, args.seconds,
+                            threads)
         if not args.no_startup:
             r["startup"] = startup(folder / f"{name}.tflite", precisions[0], args.device)
         results.append(r)

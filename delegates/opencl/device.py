@@ -204,18 +204,44 @@ def _text(name: str) -> str:
                    for op, code in table.items()) + text
 
 
+_POOL = "POCL_MAX_PTHREAD_COUNT"
+_opened = False  # whether this module has listed the OpenCL devices yet
+
+
+def _first_listing(cl, want, threads):
+    """`choose(cl, want)`; at the first listing in this process with `threads` given (and no
+    POCL_MAX_PTHREAD_COUNT set by the user), PoCL's CPU device is started with that many
+    worker threads: PoCL 3.0 starts one per core when its devices are first listed, and runs
+    every kernel on all of them, a sub-device's too (measured: "threads": 1 kept both of 2
+    workers busy). The variable is set for that call only (not for child processes); later
+    delegates of the process share the pool that it made."""
+    global _opened
+    if _opened or threads is None or _POOL in os.environ:
+        _opened = True
+        return choose(cl, want)
+    os.environ[_POOL] = str(threads)
+    try:
+        return choose(cl, want)
+    finally:
+        del os.environ[_POOL]
+        _opened = True
+
+
 def open_device(want=None, threads=None) -> Device:
     """The shared `Device` for option `want` (see `choose`). `threads` (a CPU device only): the
     compute units its kernels run on, as a sub-device of that many (PoCL's CPU device runs a
-    worker thread per compute unit, all of them by default); None or more than it has: all."""
+    worker thread per compute unit, all of them by default; a first delegate of the process
+    with "threads" sets how many PoCL starts: `_first_listing`); None or more than it has:
+    all."""
     cl = _import_cl()
-    device = choose(cl, want)
     if isinstance(threads, str) and threads.strip().isdigit():
         threads = int(threads)
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise DelegateError(f"threads {threads!r}: use a whole number >= 1 (or None: all "
+                            "of the device's compute units)")
+    device = _first_listing(cl, want, threads)
     if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise DelegateError(f"threads {threads!r}: use a whole number >= 1 (or None: all "
-                                "of the device's compute units)")
         if not device.type & cl.device_type.CPU or threads >= device.max_compute_units:
             threads = None
     key = (device.platform.name, device.name, device.int_ptr, threads)

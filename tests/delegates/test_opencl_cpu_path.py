@@ -5,6 +5,7 @@ units; a second start with warm caches compiles nothing. Speed itself is benchma
 bench_opencl.py's."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -93,6 +94,39 @@ def test_threads_is_a_sub_device_of_that_many_compute_units():
         it.invoke()
         outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+POOL = r"""
+import json, os, sys
+from edgelite.delegates import load_delegate
+options = {"device": "cpu"} if sys.argv[1] == "all" else {"device": "cpu", "threads": 1}
+d = load_delegate("opencl", options)
+import pyopencl as cl
+root = [x for p in cl.get_platforms() for x in p.get_devices() if x.type & cl.device_type.CPU]
+print(json.dumps({"root_units": root[0].max_compute_units, "threads": d.dev.threads,
+                  "env": os.environ.get("POCL_MAX_PTHREAD_COUNT")}))
+"""
+
+
+@pytest.mark.opencl
+def test_first_delegate_with_threads_sizes_pocls_worker_pool(tmp_path):
+    """PoCL 3.0 runs a sub-device's kernels on every worker thread (measured: "threads": 1
+    kept both workers of a 2-core machine busy), so the first delegate of a process with
+    "threads" starts PoCL with that many workers (POCL_MAX_PTHREAD_COUNT for that call only):
+    the root device itself then has that many compute units."""
+    _pocl_cpu()
+    env = _fresh_env(tmp_path)
+    env.pop("POCL_MAX_PTHREAD_COUNT", None)
+    runs = {}
+    for which in ("one", "all"):
+        r = subprocess.run([sys.executable, "-c", POOL, which], env=env, capture_output=True,
+                           text=True, cwd=ROOT, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        runs[which] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert runs["one"] == {"root_units": 1, "threads": 1, "env": None}, runs
+    assert runs["all"]["env"] is None and runs["all"]["threads"] == runs["all"]["root_units"]
+    if (os.cpu_count() or 1) > 1:
+        assert runs["all"]["root_units"] > 1, runs
 
 
 STARTUP = r"""
