@@ -8,7 +8,8 @@ The models:
 - the Keras LSTM and GRU text models of the corpus (`tools/tflite_corpus.py keras`: two stacked
   layers over 20 steps, converted by TensorFlow's converter as WHILE loops) as float32, float16
   and dynamic-range files, from `--corpus` (default ~/.cache/edgelite-tflite-corpus); missing
-  files are listed, not benchmarked;
+  files are listed, not benchmarked; and every recurrent_*.tflite there (tools/recurrent_corpus.py:
+  SimpleRNN, biased LSTM/GRU, GRU with reset_after=False, go_backwards, Bidirectional, batch 4);
 - UNIDIRECTIONAL_SEQUENCE_LSTM and UNIDIRECTIONAL_SEQUENCE_RNN ops built here (batch 1, 20 steps,
   16 inputs, 32 cells), and a WHILE running a Keras-size LSTM loop for 20 steps is the corpus's;
 - a counter loop of `--steps` iterations (cond: LESS i < N, body: ADD i + 1), built with the
@@ -243,6 +244,8 @@ def main(argv=None) -> int:
             models[name] = path.read_bytes()
         else:
             missing.append(name)
+    for path in sorted(args.corpus.glob("recurrent_*.tflite")):   # tools/recurrent_corpus.py
+        models[path.name] = path.read_bytes()
     if args.only:
         models = {k: v for k, v in models.items() if any(s in k for s in args.only)}
     print(machine())

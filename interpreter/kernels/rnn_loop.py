@@ -73,7 +73,13 @@ class Sequence:
                 pairs = [(zr_x, zr_h)]
             self.zr = [(self.z[:, xl:xh], self.hp[:, hl:hh]) for (xl, xh), (hl, hh) in pairs]
             self.z_z, self.z_r = self.z[:, slice(*g["zx"])], self.z[:, slice(*g["rx"])]
-            self.hp_c = self.hp[:, slice(*g["hh"])]
+            if c.reset_w is None:
+                self.hp_c = self.hp[:, slice(*g["hh"])]
+            else:   # reset_after=False: the candidate's own product of r * h
+                self.w_rh = np.ascontiguousarray(c.reset_w[0].T, F32)
+                self.b_rh = c.reset_w[1].astype(F32)
+                self.has_b_rh = bool(self.b_rh.any())
+                self.rh = np.zeros((batch, units), F32)
             self.xp_rows = [(tuple(row[:, xl:xh] for (xl, xh), _ in pairs),
                              row[:, slice(*g["hx"])]) for row in self.xp]
             self.step = self._gru_step
@@ -161,7 +167,13 @@ class Sequence:
             np.tanh(z, out=z)
             z *= 0.5
             z += 0.5
-        np.multiply(self.z_r, self.hp_c, out=h_next)
+        if self.cell.reset_w is None:
+            np.multiply(self.z_r, self.hp_c, out=h_next)
+        else:
+            np.multiply(self.z_r, h, out=self.rh)
+            np.matmul(self.rh, self.w_rh, out=h_next)
+            if self.has_b_rh:
+                h_next += self.b_rh
         h_next += xc
         np.tanh(h_next, out=h_next)                # the candidate c
         np.multiply(self.z_z, h, out=tmp)          # z * h

@@ -115,6 +115,7 @@ class _Cell:
         self.acc_mode = None        # "sequence" (acc[t] = h) or "last" (acc = h reshaped)
         self.gates = {}             # gate name -> column range (lo, hi) of its projection
         self.extra_bias = None      # LSTM: constants added to the gates' sum
+        self.reset_w = None         # GRU with reset_after=False: (W [H, H], bias) of r * h
 
 
 def _projection(g, t, cell, x_or_h: str | None = None):
@@ -388,7 +389,8 @@ def _gru(g, cell, rest) -> None:
 
 def _gru_with(g, cell, k_h) -> None:
     """h' = z * h + (1 - z) * tanh(x_h + r * h_h), z = σ(x_z + h_z), r = σ(x_r + h_r)
-    (Keras's GRU with reset_after, as TensorFlow lowers it)."""
+    (Keras's GRU with reset_after, as TensorFlow lowers it); with reset_after=False the
+    candidate is tanh(x_h + (r * h) W_h + b_h)."""
     outs, ins = g.sg.outputs, g.sg.inputs
     cell.h = k_h
     h_in = ins[k_h]
@@ -420,12 +422,42 @@ def _gru_with(g, cell, k_h) -> None:
         if t != h_in:
             raise NoMatch("not h")
 
-    def candidate(t):   # tanh(x_piece + r * h_piece)
+    def candidate(t):   # tanh(x_piece + r * h_piece), or reset_after=False's below
         a = g.op(g.op(t, "TANH").inputs[0], "ADD")
 
         def reset_term(v):
-            _either(g, g.op(v, "MUL").inputs, gate("r"), piece("hh"))
+            op = g.producer.get(v)
+            if op is not None and op.op == "MUL":
+                _either(g, g.op(v, "MUL").inputs, gate("r"), piece("hh"))
+            else:
+                reset_before(v)
         _either(g, a.inputs, piece("hx"), reset_term)
+
+    def reset_before(v):   # FULLY_CONNECTED(r * h, W, b) [+ constants]: reset_after=False
+        bias = []
+        while g.producer.get(v) is not None and g.producer[v].op == "ADD":
+            inner, b = _either(g, g.op(v, "ADD").inputs,
+                               lambda u: u if g.const(u) is None else _no(),
+                               lambda u: _const_vector(g, u))
+            bias.append(b)
+            v = inner
+        fc = g.op(v, "FULLY_CONNECTED")
+        if getattr(fc.options, "keep_num_dims", False) or \
+                int(getattr(fc.options, "weights_format", 0) or 0):
+            raise NoMatch("FULLY_CONNECTED with keep_num_dims or shuffled weights")
+        _either(g, g.op(fc.inputs[0], "MUL").inputs, gate("r"), is_h)
+        w = g.const(fc.inputs[1])
+        has_b = len(fc.inputs) > 2 and fc.inputs[2] >= 0
+        if has_b:
+            bias.append(g.const(fc.inputs[2]))
+        units = g.shape(h_in)[-1]
+        if w is None or w.dtype != F32 or w.shape != (units, units) or \
+                any(b is None or b.dtype != F32 or b.size != units for b in bias):
+            raise NoMatch("the reset projection's weights are not float32 constants")
+        total = np.zeros(units, F32)
+        for b in bias:
+            total = total + b.reshape(-1)
+        cell.reset_w = (w, total)
 
     left, right = _either(g, g.op(outs[k_h], "ADD").inputs, lambda t: t, lambda t: t)
     used = set(g.used)
@@ -440,8 +472,10 @@ def _gru_with(g, cell, k_h) -> None:
             continue
     else:
         raise NoMatch("not z * h + (1 - z) * candidate")
-    for name, side in (("zx", "x"), ("zh", "h"), ("rx", "x"), ("rh", "h"), ("hx", "x"),
-                       ("hh", "h")):
+    names = [("zx", "x"), ("zh", "h"), ("rx", "x"), ("rh", "h"), ("hx", "x")]
+    if cell.reset_w is None:
+        names.append(("hh", "h"))
+    for name, side in names:
         which, lo, hi = found[name]
         if which != side:
             raise NoMatch("a gate's piece from the wrong projection")
@@ -451,8 +485,8 @@ def _gru_with(g, cell, k_h) -> None:
     units = g.shape(h_in)[-1]
     for side in "xh":
         spans = sorted(v for k, v in cell.gates.items() if k[1] == side)
-        if any(hi - lo != units for lo, hi in spans) or spans[0][1] > spans[1][0] or \
-                spans[1][1] > spans[2][0]:
+        if any(hi - lo != units for lo, hi in spans) or \
+                any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
             raise NoMatch("the gates' pieces overlap or are not as wide as the state")
 
 

@@ -48,7 +48,8 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
                 variant="", seed=0) -> bytes:
     """Inputs x [batch, steps, n_in], h0 [batch, units] (and c0 for an LSTM); outputs the
     sequence [batch, steps, units] (or the last h), the final h (and c).
-    variant "dynamic": int8 weights (dynamic-range, inputs quantized per row, asymmetric);
+    variant "reset_before": a GRU with reset_after=False (tanh(x_h + (r * h) W + b));
+    "dynamic": int8 weights (dynamic-range, inputs quantized per row, asymmetric);
     "relu": the LSTM's cell activation (a SimpleRNN's activation) is RELU (no fused kernel);
     "extra": the body also computes a value nobody reads (no fused kernel)."""
     rng = np.random.default_rng(seed)
@@ -108,7 +109,9 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
         return b.int8(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
     fc = {"asymmetric_quantize_inputs": True} if variant == "dynamic" else {}
     width = gates * units
-    hp = b.op("FULLY_CONNECTED", [h, weights("w_h", width, units), -1], [(batch, width)], **fc)
+    h_width = 2 * units if variant == "reset_before" else width   # its candidate's own product
+    hp = b.op("FULLY_CONNECTED", [h, weights("w_h", h_width, units), -1], [(batch, h_width)],
+              **fc)
     x_t = b.op("GATHER", [xs, t], [(batch, n_in)], axis=0)
     x_bias = w("b_x", width) if bias else -1
     xp = b.op("FULLY_CONNECTED", [x_t, weights("w_x", width, n_in), x_bias], [(batch, width)],
@@ -135,22 +138,29 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
         states = [h_new]
     else:
         if bias:
-            hp = b.op("ADD", [hp, w("b_h", width)], [(batch, width)])
+            hp = b.op("ADD", [hp, w("b_h", h_width)], [(batch, h_width)])
         cols = [b.c(f"col{k}", np.array([0, k * units], np.int32)) for k in range(4)]
         strides = b.c("strides", np.array([1, 1], np.int32))
         hz = b.op("STRIDED_SLICE", [hp, cols[0], cols[1], strides], [(batch, units)],
                   begin_mask=3, end_mask=1)
         hr = b.op("STRIDED_SLICE", [hp, cols[1], cols[2], strides], [(batch, units)],
                   begin_mask=1, end_mask=1)
-        hh = b.op("STRIDED_SLICE", [hp, cols[2], cols[0], strides], [(batch, units)],
-                  begin_mask=1, end_mask=3)
+        if variant != "reset_before":
+            hh = b.op("STRIDED_SLICE", [hp, cols[2], cols[0], strides], [(batch, units)],
+                      begin_mask=1, end_mask=3)
         xz, xr, xh = b.op("SPLIT", [b.c("axis", np.int32(-1)), xp], [(batch, units)] * 3,
                           num_splits=3)
         z = b.op("LOGISTIC", [b.op("ADD", [xz, hz], [(batch, units)])], [(batch, units)])
         zh = b.op("MUL", [z, h], [(batch, units)])
         one_minus = b.op("SUB", [b.c("onef", np.float32(1)), z], [(batch, units)])
         r = b.op("LOGISTIC", [b.op("ADD", [xr, hr], [(batch, units)])], [(batch, units)])
-        cand = b.op("ADD", [xh, b.op("MUL", [r, hh], [(batch, units)])], [(batch, units)])
+        if variant == "reset_before":   # Keras's GRU(reset_after=False)
+            rh = b.op("MUL", [r, h], [(batch, units)])
+            reset = b.op("FULLY_CONNECTED", [rh, w("w_rh", units, units),
+                                             w("b_rh", units) if bias else -1], [(batch, units)])
+        else:
+            reset = b.op("MUL", [r, hh], [(batch, units)])
+        cand = b.op("ADD", [xh, reset], [(batch, units)])
         cand = b.op("TANH", [cand], [(batch, units)])
         h_new = b.op("ADD", [zh, b.op("MUL", [one_minus, cand], [(batch, units)])],
                      [(batch, units)])

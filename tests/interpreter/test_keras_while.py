@@ -26,13 +26,17 @@ CASES = {
     "gru-no-bias": dict(kind="gru", bias=False, steps=9),
     "lstm-dynamic-range": dict(kind="lstm", variant="dynamic", batch=2),
     "gru-dynamic-range": dict(kind="gru", variant="dynamic"),
+    "gru-reset-before": dict(kind="gru", variant="reset_before", batch=2),
+    "gru-reset-before-no-bias": dict(kind="gru", variant="reset_before", bias=False,
+                                     sequences=False),
     "rnn-sequences-batch2": dict(kind="rnn", batch=2),
     "rnn-last-no-bias": dict(kind="rnn", sequences=False, bias=False),
     "lstm-relu-cell": dict(kind="lstm", variant="relu"),
     "rnn-relu": dict(kind="rnn", variant="relu"),
     "gru-extra-op": dict(kind="gru", variant="extra"),
 }
-FUSED = {k for k, v in CASES.items() if v.get("variant", "dynamic") == "dynamic"}
+FUSED = {k for k, v in CASES.items() if v.get("variant", "dynamic") in ("dynamic",
+                                                                       "reset_before")}
 
 
 def _feeds(it, seed=1):
