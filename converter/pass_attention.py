@@ -76,15 +76,13 @@ def _fold_input(ed: Editor, op, k: int, flag: str) -> bool:
 # -- parallel projections ------------------------------------------------------------------------
 
 def _head_split(ed: Editor, t: int):
-    """(reshape target, perm) when t is read only by a RESHAPE whose output reaches a TRANSPOSE
-    through scalar elementwise ops only (a branch `merge_head_transposes` takes)."""
-    reshape = _sole_reader(ed, t)
-    if reshape is None or reshape.op != "RESHAPE":
-        return None
+    """(reshape target, perm) when t reaches a RESHAPE and then a TRANSPOSE through scalar
+    elementwise ops only (a branch `merge_head_transposes` takes: q scaled before its heads are
+    split, as Whisper's)."""
     branch = _branch(ed, t)
-    if branch is None or branch[0] is not reshape:
+    if branch is None or branch[0] is None:
         return None
-    return ed.shape(reshape.outputs[0]), ed.transpose_perm(branch[2])
+    return ed.shape(branch[0].outputs[0]), ed.transpose_perm(branch[2])
 
 
 def _projection(ed: Editor, op):
@@ -112,8 +110,8 @@ def merge_parallel_projections(model: Model) -> bool:
             split = _head_split(ed, op.outputs[0]) if params is not None else None
             if split is not None:
                 o = op.options
-                key = (op.inputs[0], params[0].shape, params[1] is None, split,
-                       o.fused_activation_function, o.keep_num_dims)
+                key = (op.inputs[0], params[0].shape, split, o.fused_activation_function,
+                       o.keep_num_dims)
                 groups.setdefault(key, []).append((op, params))
         for members in groups.values():
             if len(members) > 1:
@@ -130,8 +128,9 @@ def _merge_projections(ed: Editor, members) -> None:
     name = ed.sg.tensors[first.outputs[0]].name
     w = ed.const(np.concatenate([p[0] for _, p in members]), f"{name}/stacked_weights")
     bias = -1
-    if members[0][1][1] is not None:
-        bias = ed.const(np.concatenate([p[1] for _, p in members]), f"{name}/stacked_bias")
+    if any(p[1] is not None for _, p in members):   # Whisper's k has none: zeros there
+        bias = ed.const(np.concatenate([np.zeros(units, np.float32) if p[1] is None else p[1]
+                                        for _, p in members]), f"{name}/stacked_bias")
     out_shape = ed.shape(first.outputs[0])
     fused = ed.tensor(f"{name}/stacked", out_shape[:-1] + (n * units,), "float32")
     heads = ed.tensor(f"{name}/stacked_heads", out_shape[:-1] + (n, units), "float32")
@@ -199,8 +198,8 @@ def _branch(ed: Editor, t: int):
         op = _sole_reader(ed, t)
         if op is None:
             return None
-        if op.op == "RESHAPE" and reshape is None and not chain:
-            reshape = op
+        if op.op == "RESHAPE" and reshape is None:
+            reshape = op   # scalar elementwise ops before it run on the slice in any shape
         elif _scalar_elementwise(ed, op, t):
             chain.append(op)
         else:
@@ -378,7 +377,7 @@ def _rewrite(ed: Editor, x: int, first, gathers, plan) -> None:
         for op in [g] + chain:
             ed.sg.tensors[op.outputs[0]].shape = moved_shape[1:]
         if reshape is not None:
-            ed.replace_uses(reshape.outputs[0], g.outputs[0])
+            ed.replace_uses(reshape.outputs[0], reshape.inputs[0])
             ed.remove(reshape)
         ed.replace_uses(transpose.outputs[0], transpose.inputs[0])
         ed.remove(transpose)

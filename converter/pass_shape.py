@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgelite.schema import Model
+from edgelite.schema import Model, remove_dead
 
 from .editor import Editor
 
@@ -90,3 +90,28 @@ def _dropped_ones(in_shape, out_shape) -> list:
         else:
             return []
     return dropped if j == len(out_shape) else []
+
+
+def fold_gather_of_gather(model: Model) -> bool:
+    """GATHER(GATHER(v, i), j) of a vector v along axis 0, i and j constants: GATHER(v, i[j])
+    (a SHAPE read through a transpose, then one dim of it, is one GATHER of the SHAPE)."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        for op in sg.operators:
+            inner = ed.producer(op.inputs[0]) if op.op == "GATHER" else None
+            if inner is None or inner.op != "GATHER" or len(ed.shape(inner.inputs[0])) != 1 or \
+                    op.options.axis != 0 or inner.options.axis != 0 or \
+                    op.options.batch_dims or inner.options.batch_dims:
+                continue
+            i, j = ed.value(inner.inputs[1]), ed.value(op.inputs[1])
+            if i is None or j is None or i.ndim != 1 or j.size == 0 or \
+                    j.min() < 0 or j.max() >= i.size:
+                continue
+            index = np.ascontiguousarray(i[j]).astype(np.int32)
+            ed.set_inputs(op, [inner.inputs[0], ed.const(
+                index, f"{sg.tensors[op.inputs[1]].name}/composed")])
+            changed = True
+        if changed:
+            remove_dead(sg)
+    return changed

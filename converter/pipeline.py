@@ -17,7 +17,8 @@ from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bia
 from .pass_layout import (inverse, merge_reshapes, moves_data, push_transposes,
                           transposes_to_reshapes)
 from .lower_qdq import drop_identity_pairs
-from .pass_shape import shape_through_transpose, squeeze_through_transpose
+from .pass_shape import (fold_gather_of_gather, shape_through_transpose,
+                         squeeze_through_transpose)
 
 PASSES = [
     remove_dead_ops,
@@ -36,6 +37,7 @@ PASSES = [
     drop_identity_pairs,   # QDQ models (lower_qdq.py)
     shape_through_transpose,   # dynamic dims (pass_shape.py)
     squeeze_through_transpose,
+    fold_gather_of_gather,
 ]
 # After the inputs' and outputs' layouts are settled (a transpose that only moves size-1 dims
 # may still cancel against another before that).

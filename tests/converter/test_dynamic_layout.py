@@ -81,6 +81,31 @@ def shufflenet_units(units: int = 3, c: int = 8):
     return proto, [[(1, 3, 8, 12)], [(2, 3, 16, 16)], [(3, 3, 5, 7)]]
 
 
+def whisper_attention(heads: int = 2, dh: int = 4):
+    """Whisper's self-attention as torch exports it: q = (x Wq + bq) * dh^-0.5 before its heads
+    are split, k a projection with no bias, v with one; heads by Reshape [b, s, h, dh] from
+    Shape, k transposed to [b, h, dh, s]; x [batch, seq, d]."""
+    d = heads * dh
+    net = _Net(9)
+    split = net.vec(net.dim("x", 0), net.dim("x", 1), heads, dh)
+
+    def heads_of(t, perm):
+        return net.op("Transpose", [net.op("Reshape", [t, split])], perm=perm)
+
+    wk = (net.rng.standard_normal((d, d)) / np.sqrt(d)).astype(F)
+    q = heads_of(net.op("Mul", [net.linear("x", d, d), net.const(np.array(dh ** -0.5, F))]),
+                 [0, 2, 1, 3])
+    k = heads_of(net.op("MatMul", ["x", net.const(wk, "wk")]), [0, 2, 3, 1])
+    v = heads_of(net.linear("x", d, d), [0, 2, 1, 3])
+    attn = net.op("MatMul", [net.op("Softmax", [net.op("MatMul", [q, k])], axis=-1), v])
+    merged = net.op("Reshape", [net.op("Transpose", [attn], perm=[0, 2, 1, 3]),
+                                net.vec(net.dim("x", 0), net.dim("x", 1), d)])
+    net.nodes.append(helper.make_node("Identity", [net.linear(merged, d, d)], ["y"]))
+    proto = _graph("whisper_attention", net.nodes, [("x", ["batch", "seq", d], F)], ["y"],
+                   net.inits)
+    return proto, [[(1, 5, d)], [(2, 19, d)], [(3, 40, d)]]
+
+
 def test_regroup_keeps_output_order():
     """A size-1 output dim inside a group's run belongs to that group, so a target assembled
     group by group lists the dims in order."""
@@ -123,3 +148,28 @@ def test_dynamic_channel_shuffle_keeps_one_transpose():
     assert conversion.transposes <= units, conversion.ops_out
     assert conversion.io_layout["inputs"][0]["perm"] == [0, 2, 3, 1]
     check_sizes(proto, conversion, sizes)
+
+
+def test_gathers_of_gathers_of_shapes_compose():
+    """A dim of a SHAPE read through a transpose (GATHER of a GATHER by the permutation) is
+    one GATHER of the SHAPE (pass_shape.fold_gather_of_gather): no GATHER of the shuffle's
+    shape arithmetic reads another, and each reshape target gathers from a SHAPE."""
+    proto, _ = shufflenet_units(2)
+    sg = convert(proto).model.subgraphs[0]
+    producer = {t: op for op in sg.operators for t in op.outputs}
+    gathers = [op for op in sg.operators if op.op == "GATHER"]
+    assert gathers
+    assert all(producer[op.inputs[0]].op == "SHAPE" for op in gathers)
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_projections_merge_with_and_without_bias(fixed):
+    """q scaled before its reshape and a k with no bias still merge with v into one projection
+    (a zero bias for k): one TRANSPOSE for q, k and v, one for the context, with the sizes open
+    or fixed."""
+    proto, sizes = whisper_attention()
+    conversion = convert(proto, {"x": sizes[1][0]} if fixed else None)
+    assert not conversion.warnings
+    assert conversion.transposes <= 2, conversion.ops_out
+    assert conversion.ops_out["FULLY_CONNECTED"] == 2
+    check_sizes(proto, conversion, sizes[1:2] if fixed else sizes)
