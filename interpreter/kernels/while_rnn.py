@@ -145,14 +145,16 @@ def _projection(g, t, cell, x_or_h: str | None = None):
                                                      or 0):
             raise NoMatch("GATHER not along the time axis")
         x, tv = g.var.get(gather.inputs[0]), g.var.get(gather.inputs[1])
-        if x is None or tv is None or (cell.x is not None and (x, tv) != (cell.x, cell.t)):
+        if x is None or tv is None or (cell.x is not None and (x, tv) != (cell.x, cell.t)) \
+                or g.shape(gather.inputs[1]) != () or len(g.shape(a)) != 2:
             raise NoMatch("GATHER of something other than the sequence at the step")
         cell.x, cell.t, which = x, tv, "x"
     if x_or_h is not None and which != x_or_h or which in g.proj:
         raise NoMatch("the projections are not one of the input and one of the state")
     w = g.const(op.inputs[1])
-    if w is None or w.ndim != 2:
-        raise NoMatch("FULLY_CONNECTED weights not constant")
+    if w is None or w.ndim != 2 or len(g.shape(a)) != 2 or \
+            g.shape(op.outputs[0]) != (g.shape(a)[0], w.shape[0]):
+        raise NoMatch("FULLY_CONNECTED weights not constant, or not [batch, n] -> [batch, units]")
     fc_bias = g.const(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
     if len(op.inputs) > 2 and op.inputs[2] >= 0 and fc_bias is None:
         raise NoMatch("FULLY_CONNECTED bias not constant")
@@ -333,6 +335,8 @@ def _lstm_with(g, cell, k_h, k_c) -> None:
         raise NoMatch("the gates are not pieces of one sum")
     z = srcs.pop()
     width = g.shape(z)[-1]
+    if g.shape(z) != (g.shape(ins[k_h])[0], width):
+        raise NoMatch("the gates' sum is not [batch, 4 units]")
     if sorted(cell.gates.values()) != [(j * width // 4, (j + 1) * width // 4) for j in range(4)]:
         raise NoMatch("the gates are not the sum's four quarters")
     cell.extra_bias = _sum(g, cell, z, width)
