@@ -11,7 +11,7 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import bounds, broadcast_shape, clip, fused_activation, with_activation
+from .common import bounds, broadcast_shape, clip, fixed_view, fused_activation, with_activation
 from .registry import register
 
 FLOAT = ("float32",)
@@ -74,8 +74,50 @@ def binary(ufunc, fused: bool = False, check=prepare_binary):
     def prepare(node):
         check(node)
         lims = activation_bounds(node, node.input(0).dtype) if fused else None
-        return binary_run(ufunc, lims, node.outputs[0])
+        run = binary_run(ufunc, lims, node.outputs[0])
+        constant = [t.data is not None for t in node.inputs]
+        run.bind = lambda x, y, out: bind_binary(ufunc, lims, x, y, out, constant)
+        return run
     return prepare
+
+
+# A constant operand that broadcasts is tiled to the output's shape, up to this many elements.
+TILE_ELEMENTS = 1 << 14
+
+
+def operand_views(x, y, out, constant):
+    """(x, y) as operands of `out`'s shape or 0-d (one element) for a bound run, or None where
+    nothing is gained (the same shapes) or it would copy a runtime value: numpy's broadcasting
+    costs ~0.5 µs a call ((1, 32) * (1, 1): 0.68 µs; as (1, 32) * 0-d: 0.24)."""
+    if x.shape == y.shape or out.size <= SCRATCH_ELEMENTS:
+        return None
+    views = []
+    for a, const in zip((x, y), constant):
+        if a.shape == out.shape:
+            views.append(a)
+        elif a.size == 1:
+            views.append(fixed_view(a, ()))
+        elif const and out.size <= TILE_ELEMENTS:
+            views.append(np.ascontiguousarray(np.broadcast_to(a, out.shape)))
+        else:
+            return None
+    return None if views[0] is None or views[1] is None else views
+
+
+def bind_binary(ufunc, lims, x, y, out, constant):
+    """`binary`'s run on the plan's fixed arrays (plan.bind_step), without broadcasting."""
+    views = operand_views(x, y, out, constant)
+    if views is None:
+        return None
+    a, b = views
+    if lims is None:
+        return lambda: ufunc(a, b, out=out)
+    lo, hi = lims
+
+    def run():
+        ufunc(a, b, out=out)
+        clip(out, lo, hi, out)
+    return run
 
 
 def binary_run(ufunc, lims, out_info):
@@ -166,10 +208,19 @@ def floor_div(node):
 @register("SQUARED_DIFFERENCE", *FLOAT, "int32")
 def squared_difference(node):
     prepare_binary(node)
+    subtract, multiply = np.subtract, np.multiply
 
     def compute(x, y, out):
-        np.subtract(x, y, out=out)
-        np.multiply(out, out, out=out)
+        subtract(x, y, out)
+        multiply(out, out, out)
+
+    def bind(x, y, out):
+        views = operand_views(x, y, out, [t.data is not None for t in node.inputs])
+        if views is None:
+            return None
+        a, b = views
+        return lambda: (subtract(a, b, out), multiply(out, out, out))
+    compute.bind = bind
     return compute
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import known_at_run_time
+from .common import fixed_view, known_at_run_time
 from .registry import register
 
 
@@ -198,6 +198,15 @@ def _mean_run(dtype, plan, ordered=False):
         def run(x, _, out):
             total(x, out)
             np.divide(out, n, out=out)
+
+        def bind(x, _, out):   # plan.bind_step: the sum into a scratch, then divided into out
+            o = fixed_view(out, out_view)  # (no division in place, no float converted a call)
+            if o is None:
+                return None
+            sums, count_ = np.empty(out_view, np.float32), np.array(n, np.float32)
+            divide = np.divide
+            return lambda: (total(x, sums), divide(sums, count_, o))
+        run.bind = bind
         return run
     total = np.empty(out_view, np.int64)
     negative = np.empty(out_view, np.bool_)
