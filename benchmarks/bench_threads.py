@@ -3,9 +3,11 @@
     python benchmarks/bench_threads.py [--only NAME,NAME] [--seconds 2] [--json OUT]
 
 For each model of the benchmark set (bench_models.py's: the shared models, the sample, the
-corpus files of BENCHMARK_SET), four interpreters in one process: edgelite and LiteRT, each at
-num_threads=1 and 2, run in alternating blocks of ~0.1 s (round robin, a 20 ms pause before
-each block) until each has `--seconds` / 4 of invokes. Per runner: the median wall time of an
+corpus files of CORPUS_SET), five runners in one process: edgelite and LiteRT, each at
+num_threads=1 and 2, and edgelite at 2 with OpenBLAS handed 2 threads whatever the load
+(`threads.ADAPTIVE = False`, what num_threads=2 did before), in alternating blocks of ~0.1 s
+(round robin, a 0.12 s pause before each block: OpenBLAS's threads spin ~0.1 s after their
+last call) until the round robin has run `--seconds`. Per runner: the median wall time of an
 invoke and the median CPU time of the whole process per invoke (over blocks): on a machine that
 other processes load, two threads' wall time depends on getting the second core, and CPU time
 says what the threads cost (spinning included). The goal (issue 17): 2 threads faster than 1 on
@@ -28,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models import benchmark_set  # noqa: E402
 
 BLOCK_S = 0.1
-PAUSE_S = 0.02
+PAUSE_S = 0.12
 
 
 class Runner:
-    def __init__(self, name: str, make, threads: int, feeds: list):
-        self.name, self.threads = name, threads
+    def __init__(self, name: str, make, threads: int, feeds: list, adaptive: bool = True):
+        self.name, self.threads, self.adaptive = name, threads, adaptive
         self.it = make(threads)
         self.it.allocate_tensors()
         self.inputs = [d["index"] for d in self.it.get_input_details()]
@@ -41,7 +43,16 @@ class Runner:
         self.wall, self.cpu = [], []
 
     def block(self) -> None:
+        from edgelite.interpreter import threads
+
         time.sleep(PAUSE_S)
+        before, threads.ADAPTIVE = threads.ADAPTIVE, self.adaptive
+        try:
+            self._block()
+        finally:
+            threads.ADAPTIVE = before
+
+    def _block(self) -> None:
         it, n = self.it, 0
         for index, x in zip(self.inputs, self.feeds):
             it.set_tensor(index, x)
@@ -82,13 +93,15 @@ def bench(path: Path, seconds: float) -> dict:
                                                                 num_threads=t), threads, feeds))
         runners.append(Runner("LiteRT", lambda t: LiteRT(model_path=str(path), num_threads=t),
                               threads, feeds))
+    runners.append(Runner("edgelite", lambda t: Interpreter(model_path=str(path), num_threads=t),
+                          2, feeds, adaptive=False))
     start = time.perf_counter()
     while True:
         for r in runners:
             r.block()
         if time.perf_counter() - start >= seconds and all(len(r.wall) >= 5 for r in runners):
             break
-    return {f"{r.name} {r.threads}": r.facts() for r in runners}
+    return {f"{r.name} {r.threads}{'' if r.adaptive else ' fixed'}": r.facts() for r in runners}
 
 
 def _ms(v: float) -> str:
@@ -97,20 +110,25 @@ def _ms(v: float) -> str:
 
 def table(results: dict, meta: dict) -> list:
     lines = [f"load average {meta['load_before']:.1f} before, {meta['load_after']:.1f} after, "
-             f"{meta['cpus']} CPUs; numpy {meta['numpy']}; ms per invoke, median: wall / CPU "
-             "of the process", "",
-             "| model | edgelite 1 | edgelite 2 | 2/1 wall | LiteRT 1 | LiteRT 2 | 2/1 wall |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             f"{meta['cpus']} CPUs, {meta['cores_free_before']:.2f} cores left idle by other "
+             f"processes at the start (threads.cores_free); numpy {meta['numpy']}; ms per "
+             "invoke, median: wall / CPU of the process", "",
+             "| model | edgelite 1 | edgelite 2, fixed (before) | 2/1 wall | edgelite 2 | 2/1 wall "
+             "| LiteRT 1 | LiteRT 2 | 2/1 wall |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for model, r in results.items():
         if "error" in r:
-            lines.append(f"| {model} | {r['error']} | | | | | |")
+            lines.append(f"| {model} | {r['error']} | | | | | | | |")
             continue
-        cells = []
-        for who in ("edgelite", "LiteRT"):
-            one, two = r[f"{who} 1"], r[f"{who} 2"]
-            cells += [f"{_ms(one['wall_ms'])} / {_ms(one['cpu_ms'])}",
-                      f"{_ms(two['wall_ms'])} / {_ms(two['cpu_ms'])}",
+        one = r["edgelite 1"]
+        cells = [f"{_ms(one['wall_ms'])} / {_ms(one['cpu_ms'])}"]
+        for key in ("edgelite 2 fixed", "edgelite 2"):
+            two = r[key]
+            cells += [f"{_ms(two['wall_ms'])} / {_ms(two['cpu_ms'])}",
                       f"{two['wall_ms'] / one['wall_ms']:.2f}"]
+        one, two = r["LiteRT 1"], r["LiteRT 2"]
+        cells += [f"{_ms(one['wall_ms'])} / {_ms(one['cpu_ms'])}",
+                  f"{_ms(two['wall_ms'])} / {_ms(two['cpu_ms'])}",
+                  f"{two['wall_ms'] / one['wall_ms']:.2f}"]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     return lines
 
@@ -125,7 +143,15 @@ def main(argv=None) -> int:
     meta = {"load_before": os.getloadavg()[0], "cpus": os.cpu_count(), "numpy": np.__version__,
             "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
     results = {}
+    from edgelite.interpreter import threads
+
+    threads.cores_free()
+    time.sleep(threads.SAMPLE_S)
+    meta["cores_free_before"] = threads.cores_free()
     for entry in benchmark_set(only=only):
+        if entry.missing:
+            results[entry.name] = {"error": f"missing: `{entry.missing}`"}
+            continue
         print(f"{entry.name} ...", file=sys.stderr, flush=True)
         try:
             results[entry.name] = bench(entry.path, a.seconds)

@@ -1,54 +1,88 @@
-"""The kernels. Importing this package registers every kernel; each module below is one family,
-so this list reads as the coverage table."""
-from .registry import (KERNELS, CUSTOM_OPS, KernelError, Node, TensorInfo, register,  # noqa: F401
+"""The kernels, one module per family. FAMILIES is the coverage table: each module and the ops
+(and custom codes) it registers. A module is imported the first time one of its ops is looked up
+(registry.py), so importing the interpreter compiles no kernel file; iterating `KERNELS` (or
+`registry.load_all()`) imports them all. tests/interpreter/test_kernel_families.py checks the
+table against what each module registers: a new kernel module or op is one entry here."""
+from .registry import (CUSTOM_OPS, KernelError, Node, TensorInfo, declare, register,  # noqa: F401
                        register_custom_op)
+from .registry import KERNELS as _KERNELS
 
-from . import elementwise  # noqa: F401  ADD SUB MUL DIV ... comparisons, logic, SELECT
-from . import unary  # noqa: F401  ABS NEG EXP LOG SQRT RSQRT SQUARE SIN COS FLOOR CEIL ROUND SIGN
-from . import activations  # noqa: F401  RELU ... GELU LOGISTIC TANH SOFTMAX L2_NORMALIZATION CUMSUM
-from . import reduce  # noqa: F401  MEAN SUM REDUCE_* ARG_MAX ARG_MIN
-from . import convert  # noqa: F401  CAST DEQUANTIZE QUANTIZE (from float32, and from integers: requantization)
-from . import control  # noqa: F401  CALL_ONCE IF WHILE VAR_HANDLE READ_VARIABLE ASSIGN_VARIABLE
-from . import lstm  # noqa: F401  UNIDIRECTIONAL_SEQUENCE_LSTM
-from . import where  # noqa: F401  WHERE (data-dependent output shape)
-from . import shape_ops  # noqa: F401  RESHAPE SQUEEZE EXPAND_DIMS SHAPE RANK BROADCAST_TO FILL ...
-from . import layout  # noqa: F401  TRANSPOSE CONCATENATION PACK UNPACK SPLIT SPLIT_V TILE REVERSE_V2
-from . import conv_int8  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D (int8, uint8)
-from . import fully_connected_int8  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL (int8, uint8)
-from . import pool_int8  # noqa: F401  MAX_POOL_2D AVERAGE_POOL_2D (int8, uint8, int16)
-from . import conv  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D TRANSPOSE_CONV
-from . import fully_connected  # noqa: F401  FULLY_CONNECTED BATCH_MATMUL
-from . import pool  # noqa: F401  AVERAGE_POOL_2D MAX_POOL_2D L2_POOL_2D
-from . import resize  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH
-from . import elementwise_int8  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int8, uint8)
-from . import activations_int8  # noqa: F401  RELU RELU6 LEAKY_RELU HARD_SWISH LOGISTIC TANH (int8, uint8)
-from . import softmax_int8  # noqa: F401  SOFTMAX LOG_SOFTMAX L2_NORMALIZATION (int8, uint8)
-from . import slicing  # noqa: F401  SLICE STRIDED_SLICE
-from . import gather  # noqa: F401  GATHER GATHER_ND EMBEDDING_LOOKUP TOPK_V2
-from . import pad  # noqa: F401  PAD PADV2 MIRROR_PAD
-from . import conv_int16  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL (16x8)
-from . import hybrid, hybrid_lstm  # noqa: F401  CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED BATCH_MATMUL UNIDIRECTIONAL_SEQUENCE_LSTM (float activations, int8 weights)
-from . import activations_int16  # noqa: F401  RELU RELU6 LEAKY_RELU LOGISTIC TANH SOFTMAX (int16)
-from . import elementwise_int16  # noqa: F401  ADD SUB MUL MAXIMUM MINIMUM (int16)
-from . import transpose_conv_int8  # noqa: F401  TRANSPOSE_CONV (int8, uint8, int16)
-from . import reduce_int8  # noqa: F401  MEAN SUM REDUCE_PROD REDUCE_MAX REDUCE_MIN ARG_MAX ARG_MIN (int8, uint8, int16)
-from . import resize_int8  # noqa: F401  RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH (int8, uint8, int16)
-from . import binary_int8  # noqa: F401  PRELU SQUARED_DIFFERENCE DIV EQUAL NOT_EQUAL LESS LESS_EQUAL GREATER GREATER_EQUAL (int8, uint8, int16)
-from . import unary_int8  # noqa: F401  ABS NEG SQRT RSQRT EXP LOG GELU (int8, uint8, int16)
-from . import misc  # noqa: F401  ADD_N ATAN2 (also float16) BROADCAST_ARGS FAKE_QUANT BUCKETIZE LOCAL_RESPONSE_NORMALIZATION
-from . import scatter  # noqa: F401  SCATTER_ND DYNAMIC_UPDATE_SLICE ONE_HOT MATRIX_DIAG MATRIX_SET_DIAG REVERSE_SEQUENCE
-from . import segment  # noqa: F401  SEGMENT_SUM UNSORTED_SEGMENT_SUM / PROD / MAX / MIN UNIQUE
-from . import space_batch  # noqa: F401  SPACE_TO_BATCH_ND BATCH_TO_SPACE_ND
-from . import nms  # noqa: F401  NON_MAX_SUPPRESSION_V4 NON_MAX_SUPPRESSION_V5
-from . import detection  # noqa: F401  TFLite_Detection_PostProcess (custom op of SSD detectors)
-from . import mediapipe_ops  # noqa: F401  MediaPipe's custom ops (Convolution2DTransposeBias MaxPoolingWithArgmax2D MaxUnpooling2D Landmarks2TransformMatrix TransformTensorBilinear TransformLandmarks Resampler)
-from . import conv3d  # noqa: F401  CONV_3D CONV_3D_TRANSPOSE
-from . import rnn  # noqa: F401  RNN UNIDIRECTIONAL_SEQUENCE_RNN BIDIRECTIONAL_SEQUENCE_RNN SVDF
-from . import bidirectional_lstm  # noqa: F401  BIDIRECTIONAL_SEQUENCE_LSTM
-from . import float16  # noqa: F401  ADD MUL MAXIMUM MINIMUM comparisons NEG FLOOR SIN COS TANH LOGISTIC SOFTMAX (float16)
-from . import bitwise  # noqa: F401  BITWISE_XOR RIGHT_SHIFT BITCAST
-from . import complex  # noqa: F401  COMPLEX_ABS RFFT2D REAL IMAG
-from . import sparse  # noqa: F401  DENSIFY SPARSE_TO_DENSE EMBEDDING_LOOKUP_SPARSE
-from . import window  # noqa: F401  DILATE REDUCE_WINDOW
-from . import lstm_full  # noqa: F401  LSTM (one step, full kernel)
-from . import random_ops  # noqa: F401  RANDOM_UNIFORM (Philox, bit-exact)
+FAMILIES = {
+    "elementwise": (
+        "ADD DIV EQUAL FLOOR_DIV FLOOR_MOD GREATER GREATER_EQUAL LESS LESS_EQUAL LOGICAL_AND "
+        "LOGICAL_NOT LOGICAL_OR MAXIMUM MINIMUM MUL NOT_EQUAL POW SELECT SELECT_V2 "
+        "SQUARED_DIFFERENCE SUB"),
+    "unary": "ABS CEIL COS EXP FLOOR LOG NEG ROUND RSQRT SIGN SIN SQRT SQUARE",
+    "activations": (
+        "CUMSUM ELU GELU HARD_SWISH L2_NORMALIZATION LEAKY_RELU LOGISTIC LOG_SOFTMAX PRELU RELU "
+        "RELU6 RELU_0_TO_1 RELU_N1_TO_1 SOFTMAX TANH"),
+    "reduce": "ARG_MAX ARG_MIN MEAN REDUCE_ALL REDUCE_ANY REDUCE_MAX REDUCE_MIN REDUCE_PROD SUM",
+    "convert": "CAST DEQUANTIZE QUANTIZE",  # from float32, and from integers: requantization
+    "control": "ASSIGN_VARIABLE CALL_ONCE IF READ_VARIABLE VAR_HANDLE WHILE",
+    "lstm": "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    "where": "WHERE",  # data-dependent output shape
+    "shape_ops": "BROADCAST_TO EXPAND_DIMS FILL RANGE RANK RESHAPE SHAPE SQUEEZE ZEROS_LIKE",
+    "layout": "CONCATENATION PACK REVERSE_V2 SPLIT SPLIT_V TILE TRANSPOSE UNPACK",
+    "conv_int8": "CONV_2D DEPTHWISE_CONV_2D",  # int8, uint8
+    "fully_connected_int8": "BATCH_MATMUL FULLY_CONNECTED",  # int8, uint8
+    "pool_int8": "AVERAGE_POOL_2D MAX_POOL_2D",  # int8, uint8, int16
+    "conv": "CONV_2D DEPTHWISE_CONV_2D TRANSPOSE_CONV",
+    "fully_connected": "BATCH_MATMUL FULLY_CONNECTED",
+    "pool": "AVERAGE_POOL_2D L2_POOL_2D MAX_POOL_2D",
+    "resize": "DEPTH_TO_SPACE RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR SPACE_TO_DEPTH",
+    "elementwise_int8": "ADD MAXIMUM MINIMUM MUL SUB",  # int8, uint8
+    "activations_int8": (  # int8, uint8
+        "HARD_SWISH LEAKY_RELU LOGISTIC RELU RELU6 RELU_0_TO_1 RELU_N1_TO_1 TANH"),
+    "softmax_int8": "L2_NORMALIZATION LOG_SOFTMAX SOFTMAX",  # int8, uint8
+    "slicing": "SLICE STRIDED_SLICE",
+    "gather": "EMBEDDING_LOOKUP GATHER GATHER_ND TOPK_V2",
+    "pad": "MIRROR_PAD PAD PADV2",
+    "conv_int16": "BATCH_MATMUL CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED",  # 16x8
+    "hybrid": (  # float activations, int8 weights
+        "BATCH_MATMUL CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED"),
+    "hybrid_lstm": "UNIDIRECTIONAL_SEQUENCE_LSTM",  # float activations, int8 weights
+    "activations_int16": "LEAKY_RELU LOGISTIC RELU RELU6 SOFTMAX TANH",  # int16
+    "elementwise_int16": "ADD MAXIMUM MINIMUM MUL SUB",  # int16
+    "transpose_conv_int8": "TRANSPOSE_CONV",  # int8, uint8, int16
+    "reduce_int8": (  # int8, uint8, int16
+        "ARG_MAX ARG_MIN MEAN REDUCE_MAX REDUCE_MIN REDUCE_PROD SUM"),
+    "resize_int8": (  # int8, uint8, int16
+        "DEPTH_TO_SPACE RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR SPACE_TO_DEPTH"),
+    "binary_int8": (  # int8, uint8, int16
+        "DIV EQUAL GREATER GREATER_EQUAL LESS LESS_EQUAL NOT_EQUAL PRELU SQUARED_DIFFERENCE"),
+    "unary_int8": "ABS EXP GELU LOG NEG RSQRT SQRT",  # int8, uint8, int16
+    "misc": "ADD_N ATAN2 BROADCAST_ARGS BUCKETIZE FAKE_QUANT LOCAL_RESPONSE_NORMALIZATION",
+    "scatter": (
+        "DYNAMIC_UPDATE_SLICE MATRIX_DIAG MATRIX_SET_DIAG ONE_HOT REVERSE_SEQUENCE SCATTER_ND"),
+    "segment": (
+        "SEGMENT_SUM UNIQUE UNSORTED_SEGMENT_MAX UNSORTED_SEGMENT_MIN UNSORTED_SEGMENT_PROD "
+        "UNSORTED_SEGMENT_SUM"),
+    "space_batch": "BATCH_TO_SPACE_ND SPACE_TO_BATCH_ND",
+    "nms": "NON_MAX_SUPPRESSION_V4 NON_MAX_SUPPRESSION_V5",
+    "detection": "TFLite_Detection_PostProcess",  # custom op of SSD detectors
+    "mediapipe_ops": (  # MediaPipe's custom ops
+        "Convolution2DTransposeBias Landmarks2TransformMatrix MaxPoolingWithArgmax2D "
+        "MaxUnpooling2D Resampler TransformLandmarks TransformTensorBilinear"),
+    "conv3d": "CONV_3D CONV_3D_TRANSPOSE",
+    "rnn": "BIDIRECTIONAL_SEQUENCE_RNN RNN SVDF UNIDIRECTIONAL_SEQUENCE_RNN",
+    "bidirectional_lstm": "BIDIRECTIONAL_SEQUENCE_LSTM",
+    "float16": (  # float16
+        "ADD COS EQUAL FLOOR GREATER GREATER_EQUAL LESS LESS_EQUAL LOGISTIC MAXIMUM MINIMUM MUL "
+        "NEG NOT_EQUAL SIN SOFTMAX TANH"),
+    "bitwise": "BITCAST BITWISE_XOR RIGHT_SHIFT",
+    "complex": "COMPLEX_ABS IMAG REAL RFFT2D",
+    "sparse": "DENSIFY EMBEDDING_LOOKUP_SPARSE SPARSE_TO_DENSE",
+    "window": "DILATE REDUCE_WINDOW",
+    "lstm_full": "LSTM",  # one step, full kernel
+    "random_ops": "RANDOM_UNIFORM",  # Philox, bit-exact
+}
+declare(FAMILIES)
+
+
+def __getattr__(name: str):
+    """`KERNELS` from the package is the whole table: every kernel module imported first."""
+    if name == "KERNELS":
+        from .registry import load_all
+        load_all()
+        return _KERNELS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,9 @@ weights). `register("ADD", "float32", "int32")` declares a kernel for those keys
 """
 from __future__ import annotations
 
+import importlib
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -93,10 +96,109 @@ class Node:
 
 Prepare = Callable[[Node], Callable]
 
-KERNELS: dict = {}      # op -> {arithmetic key -> prepare}
-CUSTOM_OPS: dict = {}   # custom code -> prepare
+# -- loading kernel modules when their ops are first asked for ------------------------------------
+# The kernels package declares which module registers which ops (FAMILIES in kernels/__init__.py,
+# the coverage table); a module is imported the first time one of its ops is looked up, so that
+# `import edgelite.interpreter` compiles none of the ~50 kernel files (~480 kB of source) and a
+# model imports the few its ops need. Iterating a table imports every module first, and a name
+# the table does not know loads them all before it is reported missing: the table decides only
+# how early a kernel loads, never whether it is found (tests/interpreter/test_kernel_families.py
+# checks it against what each module registers).
+
+_FAMILIES: dict = {}      # op or custom code -> the modules (in the package) that register it
+_ensured: set = set()     # names whose modules are imported
+_all_loaded = False
+_load_lock = threading.RLock()
+REGISTERED_BY: dict = {}  # op or custom code -> the modules whose import registered it
+
+
+def declare(families: dict) -> None:
+    """The package's table: module name -> its ops and custom codes, space-separated."""
+    for module, names in families.items():
+        for name in names.split():
+            _FAMILIES.setdefault(name, []).append(module)
+
+
+def _ensure(name) -> None:
+    """Import the modules that register `name` (every module when the table lacks it and no
+    kernel of that name is registered yet)."""
+    if name in _ensured or _all_loaded:
+        return
+    modules = _FAMILIES.get(name)
+    if modules is None:
+        if not (dict.__contains__(KERNELS, name) or dict.__contains__(CUSTOM_OPS, name)):
+            load_all()
+        return
+    with _load_lock:
+        for module in modules:
+            importlib.import_module(f"{__package__}.{module}")
+        _ensured.add(name)
+
+
+def load_all() -> None:
+    """Import every kernel module of the table (what iterating a table needs)."""
+    global _all_loaded
+    if _all_loaded:
+        return
+    with _load_lock:
+        for module in dict.fromkeys(m for ms in _FAMILIES.values() for m in ms):
+            importlib.import_module(f"{__package__}.{module}")
+        _all_loaded = True
+
+
+class _Table(dict):
+    """A registry table that imports kernel modules as it is read (see above); registration
+    writes through dict's own methods."""
+
+    def get(self, name, default=None):
+        _ensure(name)
+        return dict.get(self, name, default)
+
+    def __getitem__(self, name):
+        _ensure(name)
+        return dict.__getitem__(self, name)
+
+    def __contains__(self, name):
+        _ensure(name)
+        return dict.__contains__(self, name)
+
+    def __iter__(self):
+        load_all()
+        return dict.__iter__(self)
+
+    def __len__(self):
+        load_all()
+        return dict.__len__(self)
+
+    def keys(self):
+        load_all()
+        return dict.keys(self)
+
+    def values(self):
+        load_all()
+        return dict.values(self)
+
+    def items(self):
+        load_all()
+        return dict.items(self)
+
+
+class _Names(set):
+    """PURE_CUSTOM_OPS: a membership test imports the module that declares the name."""
+
+    def __contains__(self, name):
+        _ensure(name)
+        return set.__contains__(self, name)
+
+    def __iter__(self):
+        load_all()
+        return set.__iter__(self)
+
+
+KERNELS: dict = _Table()      # op -> {arithmetic key -> prepare}
+CUSTOM_OPS: dict = _Table()   # custom code -> prepare
 # Custom ops whose kernels are pure functions of their inputs (no state): a delegate may take them.
-PURE_CUSTOM_OPS: set = set()
+PURE_CUSTOM_OPS: set = _Names()
 # Custom ops no CPU kernel can run, with what to say instead of "not registered".
 UNAVAILABLE_CUSTOM_OPS = {
     "edgetpu-custom-op": "the model was compiled for the Coral Edge TPU (edgetpu_compiler): "
@@ -107,8 +209,11 @@ UNAVAILABLE_CUSTOM_OPS = {
 
 def register(op: str, *keys: str):
     """Decorator: declare `prepare` as the kernel of `op` for the arithmetic `keys`."""
+    module = sys._getframe(1).f_globals.get("__name__", "?").rpartition(".")[2]
+    REGISTERED_BY.setdefault(op, set()).add(module)
+
     def wrap(prepare: Prepare) -> Prepare:
-        table = KERNELS.setdefault(op, {})
+        table = dict.setdefault(KERNELS, op, {})
         for key in keys:
             if key in table:
                 raise RuntimeError(f"two kernels registered for {op} / {key}")
@@ -122,8 +227,13 @@ def register_custom_op(name: str, prepare: Prepare, *, replace: bool = False) ->
 
     `prepare(node) -> run` as for builtin kernels: set `node.outputs[k].shape`, return
     `run(*inputs, *outputs)`. `node.custom_options` holds the op's raw options bytes."""
-    if name in CUSTOM_OPS and not replace:
+    if name in _FAMILIES:   # edgelite's own kernel of that name first, so the check sees it
+        _ensure(name)
+    if dict.__contains__(CUSTOM_OPS, name) and not replace:
         raise ValueError(f"custom op {name!r} is already registered (pass replace=True)")
+    module = sys._getframe(1).f_globals.get("__name__", "?")
+    if module.startswith(f"{__package__}."):
+        REGISTERED_BY.setdefault(name, set()).add(module.rpartition(".")[2])
     CUSTOM_OPS[name] = prepare
 
 
