@@ -182,7 +182,7 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
         np.matmul(xs, w, out=xw)
         np.add(xw, bias, out=xw)
         for t in range(steps):
-            np.matmul(h, r, out=z)
+            np.dot(h, r, out=z)   # np.dot: a fifth of np.matmul's call cost on one row
             np.add(z, xw[:, t], out=z)
             np.tanh(z, out=z)
             np.multiply(z, mul, out=z)

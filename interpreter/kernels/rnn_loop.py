@@ -116,7 +116,8 @@ class Sequence:
     def _input_projection(self, x, t0, n):
         xs, xp = x[t0:t0 + n], self.xp[:n]
         if self.w_x is not None:
-            np.matmul(xs.reshape(-1, xs.shape[-1]), self.w_x, out=xp.reshape(-1, xp.shape[-1]))
+            np.dot(np.ascontiguousarray(xs).reshape(-1, xs.shape[-1]), self.w_x,
+                   out=xp.reshape(-1, xp.shape[-1]))
         else:   # rows are quantized one by one: all the steps at once are the same rows
             run, args = self.fc_x
             x2 = np.ascontiguousarray(x, F32).reshape(-1, x.shape[-1])
@@ -128,7 +129,7 @@ class Sequence:
     def _recurrent(self, h):
         hp = self.hp
         if self.w_h is not None:
-            np.matmul(h, self.w_h, out=hp)
+            np.dot(h, self.w_h, out=hp)   # np.dot: a fifth of np.matmul's call cost on a row
             if self.has_b_h:
                 hp += self.b_h
         else:
@@ -171,7 +172,7 @@ class Sequence:
             np.multiply(self.z_r, self.hp_c, out=h_next)
         else:
             np.multiply(self.z_r, h, out=self.rh)
-            np.matmul(self.rh, self.w_rh, out=h_next)
+            np.dot(self.rh, self.w_rh, out=h_next)
             if self.has_b_rh:
                 h_next += self.b_rh
         h_next += xc

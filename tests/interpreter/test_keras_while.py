@@ -88,8 +88,8 @@ def _frames(content) -> tuple:
 @pytest.mark.parametrize("case", list(CASES))
 def test_keras_while_frames_per_step(case):
     """The guard of issue 17's recurrent speed, without a clock: the fused kernel runs (one cell
-    step per time step), and with float weights a time step costs ~2 Python frames (dynamic-range
-    weights add their FULLY_CONNECTED kernel's)."""
+    step per time step), and with float weights a time step costs 3 or 4 Python frames
+    (dynamic-range weights add their FULLY_CONNECTED kernel's)."""
     kw = {k: v for k, v in CASES[case].items() if k != "steps"}
     (short, short_cells), (long, long_cells) = (_frames(keras_while(steps=n, **kw))
                                                 for n in (8, 16))
@@ -97,7 +97,9 @@ def test_keras_while_frames_per_step(case):
     if case in FUSED:
         assert (short_cells, long_cells) == (8, 16), "the fused kernel did not run"
         if kw.get("variant") != "dynamic":
-            assert per_step <= 3, f"{per_step} Python frames per time step (the fused kernel: 2)"
+            # the cell's step, its recurrent product, np.dot's dispatcher (two with
+            # reset_after=False): at most 4; op by op, a step is ~30.
+            assert per_step <= 4, f"{per_step} Python frames per time step"
     else:
         assert long_cells == 0
         assert per_step >= 15, f"{per_step} frames per step: the fused kernel took a body " \
