@@ -66,7 +66,7 @@ def _convert(source, input_shapes, keep_io_layout: bool) -> Conversion:
     start = time.perf_counter()
     proto = load_onnx(source)
     # Constants folded while converting are allocated through one budget, the interpreter's.
-    with budget.conversion(budget.default_limit(proto.ByteSize())):
+    with budget.conversion(proto.ByteSize()):
         return _convert_loaded(proto, input_shapes, keep_io_layout, start)
 
 

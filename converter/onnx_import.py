@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgelite.interpreter import budget
 from edgelite.schema import Model, Subgraph, dtype_name, remove_dead
 
 from .builder import IRBuilder
@@ -193,6 +194,9 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size=1,
         tensors.names[spec.name] = t
         if shadow is not None and shadow[k] != spec.shape:
             b.shadow_shapes[t] = shadow[k]
+    # the conversion's budget counts the inputs at the sizes the kernels are prepared at
+    budget.conversion_inputs([(spec.shape, dtype) for spec, dtype in inputs] +
+                             [(s, d) for s, (_, d) in zip(shadow or [], inputs)])
     result = Imported(model, [spec for spec, _ in inputs],
                       op_counts=dict(sorted(op_counts.items())))
     problems = Scope(b, tensors, opset, expected).lower(proto.graph.node)

@@ -144,9 +144,11 @@ _CONVERSION: contextvars.ContextVar = contextvars.ContextVar("edgelite_conversio
 
 
 @contextlib.contextmanager
-def conversion(limit: int):
-    """The budget of one conversion: while inside, `conversion_owner()` is its Owner."""
-    owner = Owner(limit)
+def conversion(model_bytes: int):
+    """The budget of one conversion of a model of `model_bytes` (an interpreter's limit for it,
+    raised by `conversion_inputs`): while inside, `conversion_owner()` is its Owner."""
+    owner = Owner(default_limit(model_bytes))
+    owner.model_bytes = int(model_bytes)
     token = _CONVERSION.set(owner)
     try:
         yield owner
@@ -156,6 +158,22 @@ def conversion(limit: int):
 
 def conversion_owner() -> Owner | None:
     return _CONVERSION.get()
+
+
+def conversion_inputs(inputs) -> None:
+    """The conversion's inputs, [(shape, dtype)] at the sizes it prepares kernels at: its
+    limit becomes an interpreter's for the model with those inputs (a convolution of a large
+    image with small weights needs large work buffers, as in the interpreter)."""
+    owner = _CONVERSION.get()
+    if owner is None:
+        return
+    total = 0
+    for shape, dtype in inputs:
+        try:
+            total += nbytes(shape, dtype)
+        except TypeError:      # a type numpy has no size for (string): not counted
+            pass
+    owner.budget.limit = max(owner.budget.limit, default_limit(owner.model_bytes, total))
 
 
 def of(node) -> Budget | None:

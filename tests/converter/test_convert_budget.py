@@ -78,8 +78,8 @@ def test_folds_that_each_fit_are_counted_together(monkeypatch):
 
 def test_a_conversion_has_the_interpreter_default_budget(monkeypatch):
     """Without the variable, a conversion's budget is the interpreter's rule for a model of the
-    ONNX file's size (256 MiB + 64 bytes per byte, at most the machine's), and every fold and
-    constant of the conversion is held in it."""
+    ONNX file's size and its inputs (256 MiB + 64 bytes per byte, at most the machine's), and
+    every fold and constant of the conversion is held in it."""
     from edgelite.interpreter import budget
     monkeypatch.delenv("EDGELITE_MEMORY_LIMIT", raising=False)
     seen = []
@@ -92,7 +92,7 @@ def test_a_conversion_has_the_interpreter_default_budget(monkeypatch):
     proto = constant_chain(1000, 3)
     convert_onnx(proto)
     assert len(seen) == 3 and all(b is seen[0] for b in seen)
-    assert seen[0].limit == budget.default_limit(proto.ByteSize())
+    assert seen[0].limit == budget.default_limit(proto.ByteSize(), 4)   # x: 1 float32
     assert seen[0].held["folded"] >= 4 * 4000      # the ConstantOfShape and three Adds
     assert budget.conversion_owner() is None       # no budget outside a conversion
 
@@ -101,6 +101,16 @@ def test_a_fold_within_the_budget_converts_and_matches():
     check(constant_chain(1000, 3), {"x": np.float32([0.5])})
     check(tile_of_computed_repeats(3), {"x": np.linspace(-1, 1, 1024, dtype=np.float32)
                                         .reshape(1, 1024)})
+
+
+def test_a_large_input_counts_as_in_the_interpreter():
+    """A 3x3 convolution of a 2048x2048 image with 324 bytes of weights: its work buffers
+    (453 MiB of im2col patches) pass the budget of a file of its size only with the input's
+    bytes counted, as the interpreter counts them (64 bytes per byte of model and inputs)."""
+    w = _const("w", np.ones([4, 3, 3, 3], np.float32))
+    proto = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1] * 4)],
+                   [vi("x", F, [1, 3, 2048, 2048])], [vi("y", F, [1, 4, 2048, 2048])], [w])
+    assert convert_onnx(proto).ops_out == {"CONV_2D": 1}
 
 
 def test_deeplab_aspp_dilated_convolutions_convert_and_match():
