@@ -127,9 +127,22 @@ def run_sequence(xs, w, r, b, h, out, act, products, aux=None, aux_w=None, rever
     if aux is not None:
         z += aux_prod(aux.reshape(batch * steps, -1), aux_w).reshape(batch, steps, -1)
     order = range(steps - 1, -1, -1) if reverse else range(steps)
+    if r_prod.hybrid or h.dtype != F32 or not h.flags.c_contiguous:
+        for t in order:
+            step = z[:, t]
+            step += r_prod(h, r)
+            act(step)
+            h[...] = step
+            out[:, t] = step
+        return
+    # Float: np.dot into one buffer (on a row a fraction of `@`'s call cost), weights
+    # transposed once per run.
+    rt = np.ascontiguousarray(r.T, F32)
+    product = np.empty(h.shape, F32)
     for t in order:
         step = z[:, t]
-        step += r_prod(h, r)
+        np.dot(h, rt, out=product)
+        step += product
         act(step)
         h[...] = step
         out[:, t] = step
