@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_, matmul_shape
+from .common import clip, clip_, matmul_shape
 from .conv_integer import integer_bias, integer_weights
 from .fixed_point import EXACT_F32, exact_float_type, f32, quantize_multiplier, round_half_away
 from .geometry import fully_connected_shape
@@ -148,6 +148,5 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
         np.copyto(xf[:, :depth], x.reshape(batch, depth), casting="unsafe")
         np.matmul(xf, wmat, out=acc)
         np.floor(acc, out=acc)
-        clip_(acc, *bounds)
-        np.copyto(rest[-1].reshape(batch, units), acc, casting="unsafe")
+        clip(acc, *bounds, out=rest[-1].reshape(batch, units), casting="unsafe")
     return run

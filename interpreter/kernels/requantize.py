@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_
+from .common import clip, clip_
 from .fixed_point import mbqm, mbqm64, reduced_multiplier
 
 TINY = 1 << 11       # outputs up to this many requantize in float64 (exact; beyond, the float32
@@ -102,6 +102,7 @@ class Requantizer:
         # Small outputs: exact in float64 (fewer numpy calls, nothing to redo).
         exact64 = (acc_bound is not None or scaled_error is not None) and self._prepare_tiny()
         self.tiny = exact64 and acc_bound is not None and size <= TINY
+        self.tiny_bounds = np.float64(self.lo), np.float64(self.hi)
         # The work buffers __call__ takes (see Scratch): shapes and dtypes.
         if self.tiny:
             self.specs = [((size,), np.float64), ((size,), np.bool_), ((size,), np.float64)]
@@ -257,8 +258,7 @@ class Requantizer:
                 np.multiply(negative, twice, out=adjust)
                 np.subtract(v, adjust, out=v)
             np.floor(v, out=v)
-            clip_(v, self.lo, self.hi)
-            np.copyto(out.reshape(shape), v, casting="unsafe")
+            clip(v, *self.tiny_bounds, out=out.reshape(shape), casting="unsafe")
             return
         if self.fast:
             shape, real, offset = self._rows(n)
@@ -333,14 +333,15 @@ class Requantizer:
             np.copyto(adjust, negative)          # (a bool-float multiply is 3x slower)
             np.multiply(adjust, twice, out=adjust)
             np.subtract(s2, adjust, out=s2)
-        clip_(s, *self.bounds)
         flat = out.reshape(-1)
         raw = flat.view(np.uint8)
-        np.copyto(raw, s, casting="unsafe")
-        if not self.rounds_exactly:
+        if not self.rounds_exactly:           # clip and cast in one call (s is not read again)
+            clip(s, *self.bounds, out=raw, casting="unsafe")
             if self.lift:
                 np.bitwise_xor(raw, np.uint8(self.lift), out=raw)
             return
+        clip_(s, *self.bounds)
+        np.copyto(raw, s, casting="unsafe")
         np.subtract(s, self.width, out=s)
         np.copyto(below, s, casting="unsafe")
         near = _differing(raw, below, flags)
