@@ -10,8 +10,11 @@ import pytest
 from onnx import helper
 
 from edgelite.converter.builder import regroup
+from edgelite.converter.editor import Editor
+from edgelite.converter.pass_layout import push_transposes
 from tests.converter.dynamic_models import MODELS, F, _graph, _Net
 from tests.converter.test_convert_dynamic import check_sizes, convert
+from tests.converter.test_convert_passes import graph, same_after
 
 pytest.importorskip("ai_edge_litert.interpreter")
 
@@ -173,3 +176,33 @@ def test_projections_merge_with_and_without_bias(fixed):
     assert conversion.transposes <= 2, conversion.ops_out
     assert conversion.ops_out["FULLY_CONNECTED"] == 2
     check_sizes(proto, conversion, sizes[1:2] if fixed else sizes)
+
+
+@pytest.mark.parametrize("built", ["concatenation", "shape"])
+def test_transpose_passes_a_computed_reshape_target(built):
+    """NHWC -> TRANSPOSE(NCHW) -> RESHAPE [b, c, h * w] -> TRANSPOSE [b, h * w, c], the target
+    computed while running: the reshape runs on the NHWC tensor with its target permuted (a
+    CONCATENATION of one-entry parts rebuilt in the new order; another producer gathered) and
+    both transposes go; the outputs stay the same."""
+    model, feeds = graph([(1, 4, 6, 8), (1, 8, 24)], lambda b, x, s: x)
+    sg = model.subgraphs[0]
+    ed = Editor(model, sg)
+    x, s = sg.inputs
+    nchw, dims, target = (ed.tensor("nchw", (1, 8, 4, 6), "float32"),
+                          ed.tensor("dims", (3,), "int32"), ed.tensor("target", (3,), "int32"))
+    flat, y = ed.tensor("flat", (1, 8, 24), "float32"), ed.tensor("y", (1, 24, 8), "float32")
+    new = [ed.new_op("TRANSPOSE", [x, ed.const(np.array([0, 3, 1, 2], np.int32), "p")], [nchw]),
+           ed.new_op("SHAPE", [s], [dims], {"out_type": 2})]
+    if built == "concatenation":
+        parts = [ed.tensor(f"part{i}", (1,), "int32") for i in range(3)]
+        new += [ed.new_op("GATHER", [dims, ed.const(np.array([i], np.int32), f"i{i}")],
+                          [parts[i]], {"axis": 0}) for i in range(3)]
+        new.append(ed.new_op("CONCATENATION", parts, [target], {"axis": 0}))
+    else:
+        target = dims
+    new += [ed.new_op("RESHAPE", [nchw, target], [flat]),
+            ed.new_op("TRANSPOSE", [flat, ed.const(np.array([0, 2, 1], np.int32), "q")], [y])]
+    sg.operators, sg.outputs = new, [y]
+    after = same_after(push_transposes, model, feeds)
+    assert "TRANSPOSE" not in after
+    assert after["CONCATENATION" if built == "concatenation" else "GATHER"] == 1
