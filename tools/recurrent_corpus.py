@@ -21,7 +21,8 @@ DEFAULT_OUT = Path("~/.cache/edgelite-tflite-corpus").expanduser()
 
 
 def models():
-    """name -> builder of a keras.Model over [batch, 20, 16] (batch 1 unless the name says)."""
+    """name -> builder of a keras.Model over [batch, 20, 16] (batch 1 unless the name says; an
+    open batch does not convert to builtin ops: TensorListReserve needs a static shape)."""
     import keras
     from keras import layers
 
@@ -49,6 +50,9 @@ def models():
         "bilstm": stack(layers.Bidirectional(biased(layers.LSTM, 16, return_sequences=True)),
                         biased(layers.LSTM, 24)),
         "lstm_batch4": stack(biased(layers.LSTM, 32), batch=4),
+        "lstm_no_bias_hard_sigmoid": stack(layers.LSTM(32, use_bias=False,
+                                                       recurrent_activation="hard_sigmoid")),
+        "simple_rnn_relu": stack(biased(layers.SimpleRNN, 32, activation="relu")),
     }
 
 

@@ -157,7 +157,10 @@ class Sequence:
         hp = self.hp
         self._recurrent(h)
         np.add(hp, self.xp_rows[j], out=hp)
-        np.tanh(hp, out=h_next)
+        if self.cell.activation == "TANH":
+            np.tanh(hp, out=h_next)
+        else:
+            np.maximum(hp, F32(0), out=h_next)
 
     def _gru_step(self, j, h, h_next, _):
         tmp = self.tmp

@@ -116,6 +116,7 @@ class _Cell:
         self.gates = {}             # gate name -> column range (lo, hi) of its projection
         self.extra_bias = None      # LSTM: constants added to the gates' sum
         self.reset_w = None         # GRU with reset_after=False: (W [H, H], bias) of r * h
+        self.activation = "TANH"    # SimpleRNN: TANH or RELU
 
 
 def _projection(g, t, cell, x_or_h: str | None = None):
@@ -344,7 +345,8 @@ def _lstm_with(g, cell, k_h, k_c) -> None:
 
 def _sum(g, cell, z, width: int) -> np.ndarray:
     """`z` = the input projection + the state projection + constants (RESHAPEs that only drop a
-    leading 1 pass): records the projections, returns the constants' sum."""
+    leading 1 pass): records the projections, returns the constants' sum. `z` may be a list of
+    tensors whose sum is meant."""
     leaves = []
 
     def flatten(t):
@@ -360,7 +362,8 @@ def _sum(g, cell, z, width: int) -> np.ndarray:
             leaves.append(inner)
         else:
             leaves.append(t)
-    flatten(z)
+    for t in z if isinstance(z, list) else [z]:
+        flatten(t)
     extra = np.zeros(width, F32)
     kinds = []
     for t in leaves:
@@ -377,11 +380,19 @@ def _sum(g, cell, z, width: int) -> np.ndarray:
 
 
 def _simple_rnn(g, cell, rest) -> None:
-    """h' = tanh(x W + h R + b): Keras's SimpleRNN (its default activation)."""
+    """h' = tanh(x W + h R + b): Keras's SimpleRNN (its default activation; or relu)."""
     cell.h = rest[0]
-    z = g.op(g.sg.outputs[cell.h], "TANH").inputs[0]
+    out = g.sg.outputs[cell.h]
+    last = g.producer.get(out)
+    if last is not None and last.op == "ADD" and g.const(out) is None and \
+            int(getattr(last.options, "fused_activation_function", 0) or 0) == 1:
+        g.used.add(id(last))   # the sum's last ADD with RELU fused (as TensorFlow writes it)
+        cell.activation, z = "RELU", list(last.inputs)
+    else:
+        act = g.op(out, "TANH", "RELU")
+        cell.activation, z = act.op, act.inputs[0]
     width = g.shape(g.sg.inputs[cell.h])[-1]
-    if g.shape(z)[-1] != width:
+    if g.shape(out) != g.shape(g.sg.inputs[cell.h]):
         raise NoMatch("the sum is not as wide as the state")
     cell.gates["h"] = (0, width)
     cell.extra_bias = _sum(g, cell, z, width)

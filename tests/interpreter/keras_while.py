@@ -50,7 +50,7 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
     sequence [batch, steps, units] (or the last h), the final h (and c).
     variant "reset_before": a GRU with reset_after=False (tanh(x_h + (r * h) W + b));
     "dynamic": int8 weights (dynamic-range, inputs quantized per row, asymmetric);
-    "relu": the LSTM's cell activation (a SimpleRNN's activation) is RELU (no fused kernel);
+    "relu": the LSTM's cell activation is RELU (no fused kernel), a SimpleRNN's (fused);
     "extra": the body also computes a value nobody reads (no fused kernel)."""
     rng = np.random.default_rng(seed)
     gates = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
@@ -133,8 +133,11 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
         h_new = b.op("MUL", [so, b.op("TANH", [c_new], [(batch, units)])], [(batch, units)])
         states = [h_new, c_new]
     elif kind == "rnn":   # SimpleRNN
-        z = b.op("ADD", [xp, hp], [(batch, width)])
-        h_new = b.op("RELU" if variant == "relu" else "TANH", [z], [(batch, units)])
+        if variant == "relu_fused":   # as TensorFlow writes activation="relu"
+            h_new = b.op("ADD", [xp, hp], [(batch, width)], fused_activation_function=1)
+        else:
+            z = b.op("ADD", [xp, hp], [(batch, width)])
+            h_new = b.op("RELU" if variant == "relu" else "TANH", [z], [(batch, units)])
         states = [h_new]
     else:
         if bias:

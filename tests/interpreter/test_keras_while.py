@@ -32,11 +32,13 @@ CASES = {
     "rnn-sequences-batch2": dict(kind="rnn", batch=2),
     "rnn-last-no-bias": dict(kind="rnn", sequences=False, bias=False),
     "lstm-relu-cell": dict(kind="lstm", variant="relu"),
-    "rnn-relu": dict(kind="rnn", variant="relu"),
+    "rnn-relu": dict(kind="rnn", variant="relu", batch=2),
+    "rnn-relu-fused": dict(kind="rnn", variant="relu_fused"),
     "gru-extra-op": dict(kind="gru", variant="extra"),
 }
 FUSED = {k for k, v in CASES.items() if v.get("variant", "dynamic") in ("dynamic",
-                                                                       "reset_before")}
+                                                                       "reset_before")
+         or k.startswith("rnn-relu")}
 
 
 def _feeds(it, seed=1):
