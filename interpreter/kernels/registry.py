@@ -227,13 +227,14 @@ def register_custom_op(name: str, prepare: Prepare, *, replace: bool = False) ->
 
     `prepare(node) -> run` as for builtin kernels: set `node.outputs[k].shape`, return
     `run(*inputs, *outputs)`. `node.custom_options` holds the op's raw options bytes."""
-    if name in _FAMILIES:   # edgelite's own kernel of that name first, so the check sees it
+    module = sys._getframe(1).f_globals.get("__name__", "?")
+    ours = module.startswith(f"{__package__}.")
+    if ours:   # a kernel module registering its own op, while it is being imported
+        REGISTERED_BY.setdefault(name, set()).add(module.rpartition(".")[2])
+    elif name in _FAMILIES:   # a user's: edgelite's kernel of that name first, for the check
         _ensure(name)
     if dict.__contains__(CUSTOM_OPS, name) and not replace:
         raise ValueError(f"custom op {name!r} is already registered (pass replace=True)")
-    module = sys._getframe(1).f_globals.get("__name__", "?")
-    if module.startswith(f"{__package__}."):
-        REGISTERED_BY.setdefault(name, set()).add(module.rpartition(".")[2])
     CUSTOM_OPS[name] = prepare
 
 
