@@ -206,8 +206,8 @@ def while_(node):
 
         def fused(*arrays):
             values = list(arrays[:n])
-            final = sequence.run(values)
-            _copy_out(loop.copying(values) if final is None else final, arrays[n:])
+            if not sequence.run(values, arrays[n:]):   # the steps do not fit: as it is
+                _copy_out(loop.copying(values), arrays[n:])
         return fused
 
     if shapes is None or shapes != [tuple(t.shape) for t in node.inputs]:

@@ -84,34 +84,47 @@ class Sequence:
                              row[:, slice(*g["hx"])]) for row in self.xp]
             self.step = self._gru_step
 
-    def run(self, values: list):
+    def run(self, values: list, outs: list) -> bool:
+        """The loop from `values` into `outs` (the WHILE's outputs, of the same shapes); False,
+        writing nothing, when the steps do not fit the sequence."""
         c = self.cell
         start = {k: int(np.asarray(values[k]).reshape(-1)[0]) for k in c.counters}
         n = max(0, min(limit - start[k] for k, limit in self.bounds))
         t0 = start[c.t]
         if n and (t0 < 0 or t0 + n > self.shapes[c.x][0]
                   or (c.acc_mode == "sequence" and t0 + n > self.shapes[c.acc][0])):
-            return None
-        out = [np.array(v) for v in values]
+            return False
         for k in c.counters:
-            out[k] = np.asarray(start[k] + n, out[k].dtype).reshape(out[k].shape)
+            outs[k][...] = start[k] + n
+        for k in c.passed + ([c.c] if c.kind == "lstm" else []) + [c.acc]:
+            np.copyto(outs[k], values[k], casting="unsafe")
+        h = outs[c.h]
         if n == 0:
-            return out
+            np.copyto(h, values[c.h], casting="unsafe")
+            return True
         self._input_projection(np.asarray(values[c.x], F32), t0, n)
-        h, acc = out[c.h], out[c.acc]
         # Each step writes h into its output row (a view), the next reads it from there.
-        rows = list(acc[t0:t0 + n]) if c.acc_mode == "sequence" else \
-            [self.pair[j % 2] for j in range(n)]
-        cs = out[c.c] if c.kind == "lstm" else None
+        rows = self._rows(outs[c.acc], t0, n)
+        cs = outs[c.c] if c.kind == "lstm" else None
         step = self.step
-        prev = h
+        prev = np.asarray(values[c.h], F32)
         for j in range(n):
             step(j, prev, rows[j], cs)
             prev = rows[j]
         np.copyto(h, prev)
         if c.acc_mode == "last":
-            acc.reshape(h.shape)[...] = h
-        return out
+            outs[c.acc].reshape(h.shape)[...] = h
+        return True
+
+    def _rows(self, acc, t0: int, n: int) -> list:
+        """The arrays step j writes h into: acc's rows (made once per output array), or for a
+        loop that keeps only the last step two buffers, alternating."""
+        if self.cell.acc_mode != "sequence":
+            return [self.pair[j % 2] for j in range(n)]
+        cached = getattr(self, "_rows_of", None)
+        if cached is None or cached[0] is not acc or cached[1:3] != (t0, n):
+            cached = self._rows_of = (acc, t0, n, list(acc[t0:t0 + n]))
+        return cached[3]
 
     def _input_projection(self, x, t0, n):
         xs, xp = x[t0:t0 + n], self.xp[:n]

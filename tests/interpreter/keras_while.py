@@ -45,12 +45,13 @@ class _Builder:
 
 
 def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, bias=True,
-                variant="", seed=0) -> bytes:
+                variant="", seed=0, limit=None) -> bytes:
     """Inputs x [batch, steps, n_in], h0 [batch, units] (and c0 for an LSTM); outputs the
     sequence [batch, steps, units] (or the last h), the final h (and c).
     variant "reset_before": a GRU with reset_after=False (tanh(x_h + (r * h) W + b));
     "dynamic": int8 weights (dynamic-range, inputs quantized per row, asymmetric);
-    "relu": the LSTM's cell activation is RELU (no fused kernel), a SimpleRNN's (fused);
+    "relu": the LSTM's cell activation is RELU (no fused kernel), a SimpleRNN's (fused).
+    `limit`: the cond's bound on the step counters (default `steps`).
     "extra": the body also computes a value nobody reads (no fused kernel)."""
     rng = np.random.default_rng(seed)
     gates = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
@@ -85,7 +86,7 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
     cond = Subgraph(name="cond")
     cb = _Builder(model, cond)
     c_in = [cb.t(f"arg{k}", s, d) for k, (s, d) in enumerate(zip(shapes, dtypes))]
-    limit = cb.c("limit", np.int32(steps))
+    limit = cb.c("limit", np.int32(steps if limit is None else limit))
     less1 = cb.op("LESS", [c_in[0], limit], [()], "bool")
     less2 = cb.op("LESS", [c_in[1], limit], [()], "bool")
     cond.inputs, cond.outputs = c_in, [cb.op("LOGICAL_AND", [less1, less2], [()], "bool")]

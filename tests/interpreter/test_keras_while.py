@@ -120,3 +120,22 @@ def test_keras_while_under_builtin_ref_runs_op_by_op():
     it.invoke()
     ours = [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
     assert_close(ours, _run(litert, content, invokes=1)[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_keras_while_fewer_steps_than_the_sequence(kind):
+    """The loop stops before the sequence ends: the TensorArray's later rows keep their zeros."""
+    content = keras_while(kind=kind, steps=7, limit=4)
+    for ours, theirs in zip(_run(edgelite_interpreter, content), _run(litert, content)):
+        assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert _frames(content)[1] == 4
+
+
+def test_keras_while_past_the_sequence_fails_naming_the_gather():
+    """More steps than the sequence has: the fused kernel declines and the loop, run as it is,
+    fails at the GATHER, as LiteRT does."""
+    content = keras_while(kind="lstm", steps=5, limit=6)
+    with pytest.raises(IndexError, match=r"operator 3 \(GATHER\): gather index 5 is out of"):
+        _run(edgelite_interpreter, content, invokes=1)
+    with pytest.raises(RuntimeError, match="GATHER"):
+        _run(litert, content, invokes=1)
