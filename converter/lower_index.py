@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .data_dependent import data_dependent
 from .lower import axis_of, lowers
 from .runtime_params import as_int32, is_runtime, normalize_axes, scalar
 
@@ -51,8 +52,8 @@ def gather_elements(b, n):
     shape = b.shape(indices)
     dtype = b.sg.tensors[indices].np_dtype
     size = b.const(np.array(b.shape(x)[axis], dtype))
-    if axis in b.dynamic_axes(x):
-        size = _dim(b, x, axis, dtype.name)
+    if axis in b.dynamic_axes(x):   # at least 1: see _wrapped
+        size = b.op("MAXIMUM", [_dim(b, x, axis, dtype.name), b.const(np.array(1, dtype))])
     indices = b.op("FLOOR_MOD", [indices, size])
     if b.dynamic_axes(indices):
         return b.op("GATHER_ND", [x, _dynamic_coords(b, indices, axis, dtype.name)])
@@ -91,10 +92,17 @@ def _dynamic_coords(b, indices: int, axis: int, dtype: str) -> int:
     return parts[0] if rank == 1 else b.op("CONCATENATION", parts, {"axis": rank})
 
 
-def _wrapped(b, indices: int, dims) -> int:
-    """Coordinates along `dims` (the last axis of `indices`) with negatives wrapped: ONNX takes
-    [-d, d), TFLite [0, d). Folds when the indices are constant."""
-    dims = b.const(np.array(dims, b.sg.tensors[indices].np_dtype))
+def _wrapped(b, indices: int, x: int, axes) -> int:
+    """Coordinates along `axes` of x (the last axis of `indices`) with negatives wrapped: ONNX
+    takes [-d, d), TFLite [0, d). Folds when the indices are constant; dims of x that are
+    dynamic are read from its SHAPE (at least 1: an empty x has no valid coordinates, and
+    LiteRT's FLOOR_MOD refuses a zero divisor even with no elements to divide)."""
+    dtype = b.sg.tensors[indices].np_dtype
+    dims = b.const(np.array([b.shape(x)[a] for a in axes], dtype))
+    if set(axes) & b.dynamic_axes(x):
+        picked = b.op("GATHER", [b.dims_of(x, dtype.name), b.const(np.array(axes, np.int32))],
+                      {"axis": 0})
+        dims = b.op("MAXIMUM", [picked, b.const(np.array(1, dtype))])
     return b.op("FLOOR_MOD", [indices, dims])
 
 
@@ -110,7 +118,7 @@ def gather_nd(b, n):
             tuple(shape[:batch]) != tuple(data_shape[:batch]):
         raise n.fail(f"indices {list(shape)} with batch_dims {batch} do not fit data "
                      f"{list(data_shape)}")
-    indices = _wrapped(b, indices, data_shape[batch:batch + depth])
+    indices = _wrapped(b, indices, x, list(range(batch, batch + depth)))
     if batch:
         dtype = b.sg.tensors[indices].np_dtype
         grids = np.indices(shape[:-1], dtype=dtype)[:batch]
@@ -134,7 +142,7 @@ def scatter_nd(b, n):
         raise n.fail(f"updates {list(b.shape(updates))} do not fit indices {list(shape)} "
                      f"into data {list(data_shape)}")
     dtype = b.dtype(x)
-    indices = b.cast(_wrapped(b, indices, data_shape[:depth]), "int32")
+    indices = b.cast(_wrapped(b, indices, x, list(range(depth))), "int32")
     target = b.const(np.array(data_shape, np.int32))
     scattered = b.op("SCATTER_ND", [indices, updates, target], dtype=dtype)
     if reduction == "add":
@@ -148,11 +156,14 @@ def scatter_nd(b, n):
 @lowers("NonZero")
 def non_zero(b, n):
     """WHERE's coordinates ([count, rank], int64) transposed to ONNX's [rank, count]. Their
-    count follows the values: a constant input folds; a runtime one needs a declared shape."""
+    count follows the values: a constant input folds, a declared count is recorded, else the
+    count is a data-dependent dynamic dim (`data_dependent`)."""
     x = n.input(0)
     shape = n.out_shape(0)
-    coords = b.op("WHERE", [x], dtype="int64",
-                  shape=None if shape is None else tuple(reversed(shape)))
+    if shape is not None:
+        coords = b.op("WHERE", [x], dtype="int64", shape=tuple(reversed(shape)))
+    else:
+        coords = data_dependent(b, "WHERE", [x], (None, b.rank(x)), dtype="int64")
     return b.transpose(coords, [1, 0])
 
 

@@ -313,7 +313,10 @@ def slice_(b, n):
     for a, s, e, st in zip(axes, starts, ends, steps):
         if st == 0:
             raise n.fail("a step of 0")
-        if slice(int(s), int(e), st).indices(shape[a]) != (0, shape[a], 1):
+        if a in b.dynamic_axes(x):   # whole at any size: from the start to the end
+            if st != 1 or not (s == 0 or s <= -INT32_MAX) or e < INT32_MAX:
+                whole = False
+        elif slice(int(s), int(e), st).indices(shape[a]) != (0, shape[a], 1):
             whole = False
         begin[a], end[a], strides[a] = (int(np.clip(v, -INT32_MAX, INT32_MAX)) for v in (s, e, st))
         end_mask &= ~(1 << a)
@@ -364,9 +367,9 @@ def gather(b, n):
     elif value is None:  # known only at run time: wrap negatives, FLOOR_MOD is exact here
         dtype = b.sg.tensors[indices].np_dtype
         size = b.const(np.array(shape[axis], dtype))
-        if axis in b.dynamic_axes(x):
-            size = b.reshape(b.op("GATHER", [b.dims_of(x, dtype.name), b.const(
-                np.array([axis], np.int32))], {"axis": 0}), ())
+        if axis in b.dynamic_axes(x):   # at least 1: LiteRT's FLOOR_MOD refuses a 0 divisor
+            size = b.op("MAXIMUM", [b.reshape(b.op("GATHER", [b.dims_of(x, dtype.name), b.const(
+                np.array([axis], np.int32))], {"axis": 0}), ()), b.const(np.array(1, dtype))])
         indices = b.op("FLOOR_MOD", [indices, size])
     return b.op("GATHER", [x, indices], {"axis": axis})
 

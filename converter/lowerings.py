@@ -13,7 +13,8 @@ from . import lower_shape  # noqa: E402,F401  Reshape, Concat, Slice, Gather, Sh
 from . import lower_pad  # noqa: E402,F401  Pad (constant, reflect, edge, wrap)
 from . import lower_spatial  # noqa: E402,F401  ConvTranspose DepthToSpace SpaceToDepth
 from . import lower_resize  # noqa: E402,F401  Resize Upsample
-from . import lower_index  # noqa: E402,F401  TopK GatherElements CumSum
+from . import lower_index  # noqa: E402,F401  TopK GatherElements GatherND NonZero CumSum
+from . import lower_detection  # noqa: E402,F401  NonMaxSuppression
 from . import lower_rnn  # noqa: E402,F401  LSTM GRU (unrolled)
 from . import lower_einsum  # noqa: E402,F401  Einsum
 from . import lower_control  # noqa: E402,F401  If
