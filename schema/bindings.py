@@ -29,16 +29,21 @@ SOURCE = str(Path(__file__).with_name("tflite_generated.py"))
 # compound statement (flatc's `try: from typing import List / except: pass`).
 _TOP = re.compile(r"^(?:(?:class|def) (\w+)|(?!except\b|else\b|finally\b|elif\b)[^\s#])", re.M)
 
-_GLOBAL_READS = ("LOAD_GLOBAL", "LOAD_NAME")
+_GLOBAL_READS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
 _lock = threading.RLock()
 _namespace: dict = {"__name__": __name__, "__builtins__": __builtins__}
 _chunks: dict = {}      # name -> (first line, source) of its statement, until compiled
 _defined: set = set()   # names defined in _namespace
 
 
-def _index() -> None:
-    with open(SOURCE, encoding="utf-8") as f:
-        text = f.read()
+def _index() -> bool:
+    """Split the generated file into its statements; False where its source cannot be read
+    (an install without .py files): then the whole module serves every name."""
+    try:
+        with open(SOURCE, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return False
     starts = list(_TOP.finditer(text))
     prelude = []
     line, counted = 0, 0
@@ -52,6 +57,7 @@ def _index() -> None:
             prelude.append((line, text[m.start():end]))
     for line, source in prelude:   # imports (flatbuffers, numpy, typing): cheap, needed by all
         exec(compile("\n" * line + source, SOURCE, "exec"), _namespace)
+    return True
 
 
 def _names(code) -> set:
@@ -76,6 +82,8 @@ def _define(name: str, compiled: list) -> None:
 
 
 def _load(name: str):
+    if _whole is not None:
+        return getattr(_whole, name)
     with _lock:
         if name not in _defined:
             if name not in _chunks:
@@ -100,4 +108,6 @@ def __dir__():
     return sorted(set(globals()) | set(_chunks) | _defined)
 
 
-_index()
+_whole = None
+if not _index():
+    from . import tflite_generated as _whole

@@ -127,3 +127,29 @@ def test_loads_the_same_through_either_module():
     ref = full.DepthwiseConv2DOptionsT.InitFromBuf(table.Bytes, table.Pos)
     assert op.options.fields["stride_w"] == ref.strideW == 2
     assert op.options.fields["padding"] == ref.padding
+
+
+def test_without_the_source_the_whole_module_serves():
+    """An install without .py files (bytecode only): the bindings fall back to importing the
+    whole generated module, and models load as before."""
+    code = textwrap.dedent("""
+        import builtins, io
+        real_open = builtins.open
+        def no_source(path, *args, **kwargs):
+            if str(path).endswith("tflite_generated.py"):
+                raise FileNotFoundError(path)
+            return real_open(path, *args, **kwargs)
+        builtins.open = no_source
+        import numpy as np
+        from edgelite.schema import bindings, load
+        builtins.open = real_open
+        assert bindings._whole is not None
+        from tests.opmodel import In, op_model
+        model = load(op_model("ADD", [In((2, 3)), np.ones(3, np.float32)]))
+        assert model.subgraphs[0].operators[0].opcode.builtin == "ADD"
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO_ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
