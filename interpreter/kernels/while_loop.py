@@ -46,7 +46,7 @@ class _Swapped:
         """Run the loop from the state in A; returns the arrays holding the final state."""
         cond_a, cond_b, body_a, body_b = self.cond_a, self.cond_b, self.body_a, self.body_b
         flag_a, flag_b = self.flag_a, self.flag_b
-        steps = cond_a
+        steps, run = cond_a, None
         try:
             while True:
                 steps = cond_a
@@ -67,7 +67,7 @@ class _Swapped:
                     run(*args)
         except Exception as e:
             plan, steps = self.where[id(steps)]
-            k = next((i for i, (r, _) in enumerate(steps) if r is run), 0)  # noqa: F821
+            k = next((i for i, (r, _) in enumerate(steps) if r is run), 0)
             oi = plan.step_ops[k]
             op = plan.sg.operators[oi].op
             if isinstance(e, KernelError):

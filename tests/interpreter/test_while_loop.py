@@ -158,3 +158,31 @@ def test_while_work_per_iteration(kind, mode):
         assert copies == 0, f"{copies} array copies per iteration"
     else:
         assert copies >= 3   # the fallback copies each variable: what the swap saves
+
+
+def test_while_step_failure_names_its_operator():
+    """A kernel failing inside the swapped loop (a GATHER past its table at the 6th iteration)
+    names the body's operator, as the op-by-op plan does."""
+    model = Model()
+    main = Subgraph(name="main")
+    i, i_out = main.add_tensor(Tensor("i", (), "int32")), main.add_tensor(Tensor("io", (), "int32"))
+    main.inputs, main.outputs = [i], [i_out]
+    main.operators = [_op("WHILE", [i], [i_out], cond_subgraph_index=1, body_subgraph_index=2)]
+    cond = Subgraph(name="cond")
+    ci, c = cond.add_tensor(Tensor("i", (), "int32")), cond.add_tensor(Tensor("c", (), "bool"))
+    cond.inputs, cond.outputs = [ci], [c]
+    cond.operators = [_op("LESS", [ci, _const(model, cond, "n", np.int32(10))], [c])]
+    body = Subgraph(name="body")
+    bi, got = body.add_tensor(Tensor("i", (), "int32")), body.add_tensor(Tensor("g", (), "int32"))
+    bo = body.add_tensor(Tensor("o", (), "int32"))
+    table = _const(model, body, "table", np.arange(5, dtype=np.int32))
+    body.inputs, body.outputs = [bi], [bo]
+    body.operators = [_op("GATHER", [table, bi], [got], axis=0),
+                      _op("ADD", [bi, _const(model, body, "one", np.int32(1))], [bo])]
+    model.subgraphs = [main, cond, body]
+    it = edgelite_interpreter.Interpreter(model_content=save(model))
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], np.int32(0))
+    with pytest.raises(IndexError, match=r"subgraph 2 operator 0 \(GATHER\): gather index 5"):
+        it.invoke()
+    assert _loop_of(it).mode == "swap"
