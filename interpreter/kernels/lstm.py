@@ -164,10 +164,13 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
     w, r = np.ascontiguousarray(w, np.float32), np.ascontiguousarray(r, np.float32)
     bias = np.concatenate([np.zeros(n_cell, np.float32) if ins[B[g]] is None
                            else np.asarray(ins[B[g]].data, np.float32) for g in gates]) * scale
-    mul, add = scale, np.where(scale == 0.5, 0.5, 0.0).astype(np.float32)
     cell_clip = float(node.options.cell_clip)
     x = node.input(X).shape
     batch, steps = (x[1], x[0]) if time_major else (x[0], x[1])
+    # Full-shape operands: broadcasting a [width] vector costs more than these rows' arithmetic.
+    mul = np.ascontiguousarray(np.broadcast_to(scale, (batch, scale.size)))
+    add = np.where(mul == 0.5, 0.5, 0.0).astype(np.float32)
+    ones = np.ones((batch, n_cell), np.float32)
     xw = np.zeros((batch, steps, len(gates) * n_cell), np.float32)
     z = np.zeros((batch, len(gates) * n_cell), np.float32)
     tmp = np.zeros((batch, n_cell), np.float32)
@@ -189,7 +192,7 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
             np.add(z, add, out=z)
             np.multiply(c, f_gate, out=c)
             if i_gate is None:   # CIFG: the input gate is 1 - f
-                np.subtract(1.0, f_gate, out=tmp)
+                np.subtract(ones, f_gate, out=tmp)
                 np.multiply(tmp, g_gate, out=tmp)
             else:
                 np.multiply(i_gate, g_gate, out=tmp)

@@ -43,6 +43,9 @@ class Sequence:
         self.b_x = b_x.astype(F32)
         self.b_h = (b_h * (self.scale_h if w_h is not None else 1)).astype(F32)
         self.has_b_h = bool(self.b_h.any())
+        # Operands of the per-step ufuncs have the full [batch, width] shape: broadcasting a
+        # [width] vector (or a Python float) costs more than the arithmetic on rows this small.
+        self.b_h = np.ascontiguousarray(np.broadcast_to(self.b_h, (batch, len(b_h))))
         steps = shapes[c.x][0]
         if self.fc_x is not None:   # the body's own kernel, prepared again for all the steps
             self.fc_x = _all_steps(body, self.fc_x[1], steps * batch)
@@ -59,8 +62,8 @@ class Sequence:
             self.xp_rows = list(self.xp)
             self.step = self._rnn_step
         elif c.kind == "lstm":   # z = hp (one sum of both projections, one layout)
-            self.mul = self.scale_x.copy()
-            self.add = np.where(self.scale_x == 0.5, F32(0.5), F32(0)).astype(F32)
+            self.mul = np.ascontiguousarray(np.broadcast_to(self.scale_x, (batch, len(b_x))))
+            self.add = np.where(self.mul == 0.5, F32(0.5), F32(0)).astype(F32)
             self.views = tuple(self.hp[:, lo:hi] for lo, hi in (g["i"], g["f"], g["g"], g["o"]))
             self.xp_rows = list(self.xp)
             self.step = self._lstm_step
@@ -72,12 +75,15 @@ class Sequence:
             else:
                 pairs = [(zr_x, zr_h)]
             self.zr = [(self.z[:, xl:xh], self.hp[:, hl:hh]) for (xl, xh), (hl, hh) in pairs]
+            self.halves = [np.full((batch, xh - xl), 0.5, F32) for (xl, xh), _ in pairs]
+            self.ones = np.ones((batch, units), F32)
             self.z_z, self.z_r = self.z[:, slice(*g["zx"])], self.z[:, slice(*g["rx"])]
             if c.reset_w is None:
                 self.hp_c = self.hp[:, slice(*g["hh"])]
             else:   # reset_after=False: the candidate's own product of r * h
                 self.w_rh = np.ascontiguousarray(c.reset_w[0].T, F32)
-                self.b_rh = c.reset_w[1].astype(F32)
+                self.b_rh = np.ascontiguousarray(
+                    np.broadcast_to(c.reset_w[1].astype(F32), (batch, units)))
                 self.has_b_rh = bool(self.b_rh.any())
                 self.rh = np.zeros((batch, units), F32)
             self.xp_rows = [(tuple(row[:, xl:xh] for (xl, xh), _ in pairs),
@@ -179,11 +185,11 @@ class Sequence:
         tmp = self.tmp
         self._recurrent(h)
         xzr, xc = self.xp_rows[j]
-        for (z, hp), x in zip(self.zr, xzr):
+        for (z, hp), x, half in zip(self.zr, xzr, self.halves):
             np.add(x, hp, out=z)
             np.tanh(z, out=z)
-            z *= 0.5
-            z += 0.5
+            z *= half
+            z += half
         if self.cell.reset_w is None:
             np.multiply(self.z_r, self.hp_c, out=h_next)
         else:
@@ -194,7 +200,7 @@ class Sequence:
         h_next += xc
         np.tanh(h_next, out=h_next)                # the candidate c
         np.multiply(self.z_z, h, out=tmp)          # z * h
-        np.subtract(1.0, self.z_z, out=self.z_z)   # 1 - z
+        np.subtract(self.ones, self.z_z, out=self.z_z)   # 1 - z
         h_next *= self.z_z
         h_next += tmp                              # z * h + (1 - z) * c
 
