@@ -107,7 +107,7 @@ class IRBuilder:
         self.model = model
         self.sg = sg
         self.where = ""       # what is being built, for error messages and tensor names
-        self._used_names: dict = {}
+        self._used_names: dict | None = None   # the subgraph's names, counted when first asked
         self.empty: set = set()  # constants with no elements (the format cannot mark them)
         self.dynamic: set = set()  # tensors whose shape is known only while running
         # Values that only this conversion's sizes for the dynamic dims fix (the SHAPE of a
@@ -124,12 +124,12 @@ class IRBuilder:
         self._followed = None                     # the op whose shadow was followed last
         # Loops over a dim as WHILE ops instead of unrolled (set when that dim is dynamic).
         self.prefer_loops = False
-        for t in sg.tensors:
-            self._used_names[t.name] = 1
 
     # -- tensors -----------------------------------------------------------------------------
 
     def unique(self, name: str) -> str:
+        if self._used_names is None:   # passes make builders for a few ops on large graphs
+            self._used_names = {t.name: 1 for t in self.sg.tensors}
         n = self._used_names.get(name, 0)
         self._used_names[name] = n + 1
         return name if n == 0 else f"{name}_{n}"
@@ -413,8 +413,13 @@ class IRBuilder:
         conversion's budget (interpreter/budget.py: the interpreter's rule), or refused before
         they are, naming the node and the size."""
         from edgelite.interpreter import budget
+
+        from . import memo
         try:
-            return budget.fold(node, run, key="folded")
+            return memo.made(("fold", node.op), [i.data if i is not None else None
+                                                  for i in node.inputs],
+                             (node.options, [o.shape for o in node.outputs]),
+                             lambda: budget.fold(node, run, key="folded"))
         except budget.MemoryBudgetError as e:
             raise fail(self.where, str(e)) from None
 

@@ -22,7 +22,7 @@ from edgelite.interpreter import budget
 from edgelite.interpreter.feeds import IO_LAYOUT_KEY
 from edgelite.schema import Model, SignatureDef, save
 
-from . import pipeline
+from . import memo, pipeline
 from .errors import input_shapes_setting, worded
 from .errors import ConversionError
 from .onnx_import import Imported, checked, import_onnx, load_onnx, resolve_inputs
@@ -66,8 +66,19 @@ def _convert(source, input_shapes, keep_io_layout: bool) -> Conversion:
     start = time.perf_counter()
     proto = load_onnx(source)
     # Constants folded while converting are allocated through one budget, the interpreter's.
-    with budget.conversion(proto.ByteSize()):
+    with budget.conversion(_model_bytes(source, proto)), memo.conversion():
         return _convert_loaded(proto, input_shapes, keep_io_layout, start)
+
+
+def _model_bytes(source, proto) -> int:
+    """The model's size in bytes, about: its file's, or its initializers' data when that is
+    more (external data). proto.ByteSize() serializes the model: seconds for a large one."""
+    import os
+
+    data = sum(len(init.raw_data) for init in proto.graph.initializer)
+    if isinstance(source, (str, os.PathLike)) and os.path.isfile(source):
+        return max(os.path.getsize(source), data)
+    return proto.ByteSize() if data < 1 << 26 else data
 
 
 def _convert_loaded(proto, input_shapes, keep_io_layout: bool, start: float) -> Conversion:

@@ -21,6 +21,7 @@ from .errors import ConversionError, UnsupportedOpsError, input_shapes_setting, 
 from .guards import check_proto, load_checked
 from .lower import OnnxNode, decode_attrs
 from .lowerings import LOWERINGS
+from . import memo
 from .onnx_patterns import fuse_gelu
 
 MIN_OPSET = 11
@@ -178,7 +179,7 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size=1,
     op_counts: dict = {}
     for node in proto.graph.node:
         op_counts[node.op_type] = op_counts.get(node.op_type, 0) + 1
-    proto = fuse_gelu(proto)
+    nodes = fuse_gelu(proto)
 
     model = Model(description="edgelite tflite-convert")
     sg = Subgraph(name="main")
@@ -199,7 +200,7 @@ def import_onnx(proto, input_shapes: dict | None = None, dynamic_size=1,
                              [(s, d) for s, (_, d) in zip(shadow or [], inputs)])
     result = Imported(model, [spec for spec, _ in inputs],
                       op_counts=dict(sorted(op_counts.items())))
-    problems = Scope(b, tensors, opset, expected).lower(proto.graph.node)
+    problems = Scope(b, tensors, opset, expected).lower(nodes)
     if problems:
         raise UnsupportedOpsError(problems)
     for out in proto.graph.output:
@@ -327,8 +328,7 @@ class _Tensors:
             return self._capture(name)
         if init is None:
             raise ConversionError(f"tensor {name!r} is read but nothing produces it")
-        from onnx import numpy_helper
-        value = numpy_helper.to_array(init)
+        value = memo.initializer(init)
         if value.dtype.kind in "OSU":
             raise ConversionError(f"initializer {name!r} holds strings: .tflite cannot")
         t = self.names[name] = self.b.const(value, name=name)

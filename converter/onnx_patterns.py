@@ -12,16 +12,25 @@ import math
 import numpy as np
 
 
-def constants(graph) -> dict:
-    """name -> value of initializers and Constant nodes with a tensor value."""
-    from onnx import helper, numpy_helper
+class _Constants:
+    """name -> value of initializers and Constant nodes with a tensor value, converted when
+    first asked (the patterns look at a few scalars; a large model's weights are not read)."""
 
-    out = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            out[node.output[0]] = numpy_helper.to_array(helper.get_attribute_value(
-                node.attribute[0]))
-    return out
+    def __init__(self, graph):
+        self.protos = {init.name: init for init in graph.initializer}
+        for node in graph.node:
+            if node.op_type == "Constant" and node.attribute and \
+                    node.attribute[0].name == "value":
+                self.protos[node.output[0]] = node.attribute[0].t
+        self.values: dict = {}
+
+    def get(self, name: str):
+        if name not in self.values:
+            from onnx import numpy_helper
+
+            proto = self.protos.get(name)
+            self.values[name] = None if proto is None else numpy_helper.to_array(proto)
+        return self.values[name]
 
 
 def _near(value, target: float) -> bool:
@@ -32,7 +41,7 @@ def _near(value, target: float) -> bool:
 class _Graph:
     def __init__(self, graph):
         self.nodes = list(graph.node)
-        self.consts = constants(graph)
+        self.consts = _Constants(graph)
         self.outputs = {o.name for o in graph.output}
         self.readers: dict = {}
         self.producer: dict = {}
@@ -144,15 +153,15 @@ def _gelu_at(g: _Graph, heart):
     return None
 
 
-def fuse_gelu(proto):
-    """`proto`, or a copy with each erf-GELU pattern replaced by one Gelu node."""
-    import onnx
+def fuse_gelu(proto) -> list:
+    """The nodes of `proto`'s graph, each erf-GELU pattern replaced by one Gelu node (the model
+    itself is not copied: its initializers can be most of a large model's bytes)."""
     from onnx import helper
 
     g = _Graph(proto.graph)
     matches = [m for m in (_gelu_at(g, n) for n in g.nodes if n.op_type in ("Erf", "Tanh")) if m]
     if not matches:
-        return proto
+        return list(proto.graph.node)
     drop, inserts = set(), {}
     for x, y, nodes, approximate in matches:
         drop.update(id(n) for n in nodes)
@@ -160,14 +169,10 @@ def fuse_gelu(proto):
         attrs = {"approximate": approximate} if approximate != "none" else {}
         inserts[id(last)] = helper.make_node("Gelu", [x], [y], name=f"{last.name or y}/gelu",
                                              **attrs)
-    out = onnx.ModelProto()
-    out.CopyFrom(proto)
     new_nodes = []
     for node in g.nodes:
         if id(node) in inserts:
             new_nodes.append(inserts[id(node)])
         elif id(node) not in drop:
             new_nodes.append(node)
-    del out.graph.node[:]
-    out.graph.node.extend(new_nodes)
-    return out
+    return new_nodes

@@ -23,6 +23,7 @@ import numpy as np
 
 from edgelite.schema import Model, remove_dead
 
+from . import memo
 from .editor import Editor
 from .pass_layout import ELEMENTWISE, moves_data
 
@@ -425,6 +426,12 @@ def fold_head_scales(model: Model) -> bool:
     return changed
 
 
+def _scaled_rows(w: np.ndarray, rows, factor: float) -> np.ndarray:
+    out = w.copy()
+    out[rows] *= np.float32(factor)
+    return out
+
+
 def _fold_scale(ed: Editor, mul, t: int, factor: float) -> bool:
     if ed.shape(t) != ed.shape(mul.outputs[0]) or not ed.only_read_by(t, mul):
         return False
@@ -438,8 +445,9 @@ def _fold_scale(ed: Editor, mul, t: int, factor: float) -> bool:
         return False
     fc, rows = found
     w, b = ed.value(fc.inputs[1]), ed.value(fc.inputs[2]) if fc.inputs[2] >= 0 else None
-    w = w.copy()
-    w[rows] *= np.float32(factor)
+    weights = w
+    w = memo.made("fold_scale", [weights], (rows, factor),
+                  lambda: [_scaled_rows(weights, rows, factor)])[0]
     name = ed.sg.tensors[fc.inputs[1]].name
     inputs = [fc.inputs[0], ed.const(w, f"{name}/scaled"), fc.inputs[2]]
     if b is not None:

@@ -87,7 +87,7 @@ def _absorb(ed: Editor, producer, op, weights, bias) -> None:
     name = ed.sg.tensors[op.outputs[0]].name
     f = LINEAR[producer.op]
     inputs = list(producer.inputs) + [-1] * (f.bias + 1 - len(producer.inputs))
-    inputs[f.weights[0]] = ed.const(weights.astype(np.float32), f"{name}/weights")
+    inputs[f.weights[0]] = ed.const(weights.astype(np.float32, copy=False), f"{name}/weights")
     inputs[f.bias] = ed.const(bias.astype(np.float32), f"{name}/bias")
     ed.set_inputs(producer, inputs)
     producer.options = producer.options.replace(fused_activation_function=_activation(op))
@@ -108,11 +108,17 @@ def fuse_mul_into_weights(model: Model) -> bool:
                 continue
             scale = 1.0 / scale
         axis = LINEAR[producer.op].weight_axis
-        weights = _weights_of(ed, producer).astype(np.float64)
+        weights = _weights_of(ed, producer)
         shape = [1] * weights.ndim
         shape[axis] = -1
         bias = _bias_of(ed, producer, scale.size) * scale
-        _absorb(ed, producer, op, weights * scale.reshape(shape), bias)
+        if op.op == "MUL" and np.array_equal(scale.astype(np.float32), scale):
+            # float32 x float32 is exact in float64, so rounding the float64 product once is
+            # the float32 product: the same bits without a float64 copy of the weights.
+            scaled = weights * scale.astype(np.float32).reshape(shape)
+        else:
+            scaled = weights.astype(np.float64) * scale.reshape(shape)
+        _absorb(ed, producer, op, scaled, bias)
         changed = True
     return changed
 

@@ -42,50 +42,54 @@ def validate(model: Model) -> None:
                                      f"{t} out of range (subgraph has {n} tensors)")
 
 
+def _at(si: int, ti: int, t) -> str:
+    return f"subgraph {si} tensor {ti} {t.name!r}"
+
+
 def _check_tensors(model: Model, si: int, sg: Subgraph) -> None:
     nbuf = len(model.buffers)
     for ti, t in enumerate(sg.tensors):
-        where = f"subgraph {si} tensor {ti} {t.name!r}"
         if any(d < 0 for d in t.shape):
-            raise ModelError(f"{where}: negative dimension in shape {list(t.shape)}")
+            raise ModelError(f"{_at(si, ti, t)}: negative dimension in shape {list(t.shape)}")
         if any(d > INT32_MAX for d in t.shape):
-            raise ModelError(f"{where}: dimension beyond int32 in shape {list(t.shape)}")
+            raise ModelError(f"{_at(si, ti, t)}: dimension beyond int32 in shape {list(t.shape)}")
         count = math.prod(t.shape)
         if count > MAX_ELEMENTS:
-            raise ModelError(f"{where}: shape {list(t.shape)} has {count} elements, an absurd "
-                             f"size (limit {MAX_ELEMENTS})")
+            raise ModelError(f"{_at(si, ti, t)}: shape {list(t.shape)} has {count} elements, an "
+                             f"absurd size (limit {MAX_ELEMENTS})")
         if t.shape_signature is not None and any(d < -1 for d in t.shape_signature):
-            raise ModelError(f"{where}: invalid shape_signature {list(t.shape_signature)}")
+            raise ModelError(f"{_at(si, ti, t)}: invalid shape_signature {list(t.shape_signature)}")
         if not 0 <= t.buffer < nbuf:
-            raise ModelError(f"{where}: buffer {t.buffer} out of range "
+            raise ModelError(f"{_at(si, ti, t)}: buffer {t.buffer} out of range "
                              f"(the model has {nbuf} buffers)")
         size = model.buffers[t.buffer].nbytes
         if size and t.sparsity is not None:  # the stored values only (checked by DENSIFY)
             if t.dtype in NUMPY_DTYPES and size % NUMPY_DTYPES[t.dtype].itemsize:
-                raise ModelError(f"{where}: buffer {t.buffer} of {size} bytes is no whole "
+                raise ModelError(f"{_at(si, ti, t)}: buffer {t.buffer} of {size} bytes is no whole "
                                  f"number of {t.dtype} values")
         elif size and t.dtype == "int4":
             if size != int4_bytes(count):
-                raise ModelError(f"{where}: buffer {t.buffer} holds {size} bytes but shape "
-                                 f"{list(t.shape)} of int4 needs {int4_bytes(count)} (two "
+                raise ModelError(f"{_at(si, ti, t)}: buffer {t.buffer} holds {size} bytes but "
+                                 f"shape {list(t.shape)} of int4 needs {int4_bytes(count)} (two "
                                  "values a byte)")
         elif size and t.dtype in NUMPY_DTYPES and t.dtype not in ("resource", "variant"):
             need = count * NUMPY_DTYPES[t.dtype].itemsize
             if size != need:
-                raise ModelError(f"{where}: buffer {t.buffer} holds {size} bytes but shape "
-                                 f"{list(t.shape)} of {t.dtype} needs {need}")
+                raise ModelError(f"{_at(si, ti, t)}: buffer {t.buffer} holds {size} bytes but "
+                                 f"shape {list(t.shape)} of {t.dtype} needs {need}")
         q = t.quantization
         if q is not None and q.scale.size:
             if q.scale.size > 1:
                 if not 0 <= q.quantized_dimension < len(t.shape):
-                    raise ModelError(f"{where}: quantized_dimension {q.quantized_dimension} out "
-                                     f"of range for shape {list(t.shape)}")
+                    raise ModelError(f"{_at(si, ti, t)}: quantized_dimension "
+                                     f"{q.quantized_dimension} out of range for shape "
+                                     f"{list(t.shape)}")
                 if q.scale.size != t.shape[q.quantized_dimension]:
-                    raise ModelError(f"{where}: {q.scale.size} per-channel scales for dimension "
-                                     f"{q.quantized_dimension} of size "
+                    raise ModelError(f"{_at(si, ti, t)}: {q.scale.size} per-channel scales for "
+                                     f"dimension {q.quantized_dimension} of size "
                                      f"{t.shape[q.quantized_dimension]}")
             if q.zero_point.size not in (0, q.scale.size):
-                raise ModelError(f"{where}: {q.zero_point.size} zero points for "
+                raise ModelError(f"{_at(si, ti, t)}: {q.zero_point.size} zero points for "
                                  f"{q.scale.size} scales")
     n = len(sg.tensors)
     for kind, ids in (("input", sg.inputs), ("output", sg.outputs)):

@@ -26,15 +26,20 @@ def fully_connected(node):
     act = clamp_activation(code, node)
     const_w = w.data
     # One row: the transposed view (a GEMV, as fast); more: contiguous, which OpenBLAS's AVX-512
-    # kernels run up to 2.4x faster.
-    wt_const = None if const_w is None else \
-        const_w.T if rows == 1 else np.ascontiguousarray(const_w.T)
+    # kernels run up to 2.4x faster. Made on first use: the converter prepares kernels only to
+    # infer shapes, and a large model's weights copied there cost seconds.
+    transposed = []
+
+    def weights_t():
+        if not transposed:
+            transposed.append(const_w.T if rows == 1 else np.ascontiguousarray(const_w.T))
+        return transposed[0]
     has_bias = b is not None
 
     def run(x, w, *rest):
         out = rest[-1]
         o2 = out.reshape(rows, units)
-        np.matmul(x.reshape(rows, depth), wt_const if wt_const is not None else w.T, out=o2)
+        np.matmul(x.reshape(rows, depth), weights_t() if const_w is not None else w.T, out=o2)
         if has_bias:
             np.add(o2, rest[0].reshape(units), out=o2)
         if act is not None:
@@ -48,12 +53,12 @@ def fully_connected(node):
         if bias is not None and b.data is not None and 1 < rows <= TILED_BIAS_ELEMENTS // units:
             bias = np.tile(bias, (rows, 1))    # a broadcast add costs 0.45 µs more a call
         lims = None if act is None else act.bounds
-        if rows == 1 and wt_const is not None and const_w.flags.c_contiguous \
+        if rows == 1 and const_w is not None and const_w.flags.c_contiguous \
                 and x2.flags.c_contiguous and o2.flags.c_contiguous:
             # A GEMV through np.dot: 0.4 µs less a call than matmul, the same BLAS sgemv
             return _bound_run(raw(np.dot), const_w, x2.reshape(depth), o2.reshape(units),
                               None if bias is None else bias.reshape(units), lims)
-        return _bound_run(np.matmul, x2, wt_const if wt_const is not None else w.T, o2, bias,
+        return _bound_run(np.matmul, x2, weights_t() if const_w is not None else w.T, o2, bias,
                           lims)
     run.bind = bind
     return run
