@@ -46,6 +46,7 @@ class Sequence:
         # Operands of the per-step ufuncs have the full [batch, width] shape: broadcasting a
         # [width] vector (or a Python float) costs more than the arithmetic on rows this small.
         self.b_h = np.ascontiguousarray(np.broadcast_to(self.b_h, (batch, len(b_h))))
+        self.scale_h_rows = np.ascontiguousarray(np.broadcast_to(self.scale_h, (batch, len(b_h))))
         steps = shapes[c.x][0]
         if self.fc_x is not None:   # the body's own kernel, prepared again for all the steps
             self.fc_x = _all_steps(body, self.fc_x[1], steps * batch)
@@ -156,7 +157,7 @@ class Sequence:
             run(np.ascontiguousarray(h), *args[1:-1], hp)
             if self.has_b_h:
                 hp += self.b_h
-            hp *= self.scale_h
+            hp *= self.scale_h_rows
 
     def _lstm_step(self, j, h, h_next, cs):
         z, tmp = self.hp, self.tmp
