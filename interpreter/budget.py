@@ -199,10 +199,19 @@ MAX_DIM = 2 ** 31 - 1
 
 
 def check_dims(node, shape, what: str) -> None:
-    """Refuse, naming the op, a shape with a dimension past MAX_DIM."""
-    if any(isinstance(d, (int, np.integer)) and int(d) > MAX_DIM for d in shape):
-        raise node.fail(f"{what} {[int(d) for d in shape]} has a dimension past 2^31-1 "
-                        "(TFLite's dimensions are int32)")
+    """Refuse, naming the op, a shape with a dimension past MAX_DIM, or whose dimensions other
+    than 0 multiply past what numpy can shape (an empty [0, 2^31-1, 2^31-1, 2^31-1])."""
+    dims = [int(d) for d in shape if isinstance(d, (int, np.integer))]
+    if any(d > MAX_DIM for d in dims):
+        raise node.fail(f"{what} {dims} has a dimension past 2^31-1 (TFLite's dimensions are "
+                        "int32)")
+    if 0 in dims:    # no bytes (the budget passes it), but numpy checks the other dims' product
+        count = 1
+        for d in dims:
+            count *= max(d, 1)
+        if count >= 1 << 59:    # times 16 bytes, past 2^63: "array is too big"
+            raise node.fail(f"{what} {dims} is empty, but its other dimensions multiply to "
+                            f"{count}, more than an array can have")
 
 
 def check_outputs(node) -> None:

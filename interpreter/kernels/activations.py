@@ -231,10 +231,13 @@ def row_sum(shape):
     return (lambda a: matmul(a, ones, out=flat)), rows
 
 
-def _last_axis(node):
+def _last_axis(node, same_type: bool = False):
     x = _same_shape(node)
     if len(x.shape) == 0:
         raise node.fail("the input must have at least one dimension")
+    if same_type and node.outputs[0].type_name != x.type_name:   # as LiteRT
+        raise node.fail(f"the output must be {x.type_name} (the input's type), got "
+                        f"{node.outputs[0].type_name}")
     return x
 
 
@@ -258,7 +261,7 @@ def _exps(shape, beta: float = 1.0):
 @register("SOFTMAX", "float32")
 def softmax(node):
     """exp((x - max) * beta) / sum, along the last axis."""
-    x = _last_axis(node)
+    x = _last_axis(node, same_type=True)
     exps, rows, _ = _exps(x.shape, float(getattr(node.options, "beta", 1.0)))
 
     def run(x, out):
@@ -270,7 +273,7 @@ def softmax(node):
 @register("LOG_SOFTMAX", "float32")
 def log_softmax(node):
     """x - max - log(sum(exp(x - max))), along the last axis."""
-    x = _last_axis(node)
+    x = _last_axis(node, same_type=True)
     exps, rows, row_max = _exps(x.shape)
 
     def run(x, out):

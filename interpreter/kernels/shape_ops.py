@@ -22,6 +22,12 @@ def _copy_reshaped(shape: tuple):
     return run
 
 
+def _one_output(node) -> None:
+    """LiteRT's NumOutputs(node) == 1 (a second output no kernel writes reached a fold)."""
+    if len(node.outputs) != 1:
+        raise node.fail(f"has {len(node.outputs)} outputs; {node.op} writes 1")
+
+
 def _known(node, value) -> None:
     """Mark output 0's value as known at prepare (then no step runs)."""
     value = np.asarray(value, node.outputs[0].dtype).reshape(node.outputs[0].shape)
@@ -155,6 +161,7 @@ def shape(node):
 @register("RANK", *DATA_TYPES)
 def rank(node):
     node.expect_inputs(1)
+    _one_output(node)
     node.outputs[0].shape = ()
     _known(node, len(node.input(0).shape))
     return _copy_reshaped(())
@@ -237,6 +244,11 @@ def zeros_like(node):
 @register("RANGE", "int32", "int64", "float32")
 def range_(node):
     node.expect_inputs(3)
+    _one_output(node)
+    for k, what in enumerate(("start", "limit", "delta")):   # as LiteRT: 0-d each
+        if len(node.input(k).shape) != 0:
+            raise node.fail(f"the {what} (input {k}) must be a scalar, got shape "
+                            f"{list(node.input(k).shape)}")
     dtype = node.input(0).dtype
     if any(known_at_run_time(node, k) for k in range(3)):
         node.dynamic = True

@@ -50,6 +50,13 @@ def _tile(x_shape, dtype, multiples, const_x=False):
                    [((1,), "float32")], consts)
 
 
+def _range(shapes, outputs: int):
+    consts = {k: np.full(shape, v, np.int32) for k, (shape, v) in enumerate(zip(shapes,
+                                                                            (0, 5, 1)))}
+    return _one_op("RANGE", [(shape, "int32") for shape in shapes],
+                   [((5,), "int32")] * outputs, consts)
+
+
 # case -> (file, what edgelite's refusal says)
 CASES = {
     "DILATE dilations float inf": (lambda: _dilate("float32", [np.inf, 2]),
@@ -69,6 +76,19 @@ CASES = {
     "RANDOM_UNIFORM 2-d shape": (lambda: _random_uniform((1, 2), [3, 1]),
                                  r"the shape \(input 0\) must be a vector, got a tensor of "
                                  r"rank 2"),
+    "LOG_SOFTMAX to int64": (lambda: _one_op("LOG_SOFTMAX", [((2, 3), "float32")],
+                                             [((2, 3), "int64")]),
+                             r"LOG_SOFTMAX\): the output must be float32 \(the input's type\), "
+                             r"got int64"),
+    "RANK with 2 outputs": (lambda: _one_op("RANK", [((2, 5), "float32")],
+                                            [((), "int32"), ((), "int32")],
+                                            {0: np.ones((2, 5), np.float32)}),
+                            r"RANK\): has 2 outputs; RANK writes 1"),
+    "RANGE with 2 outputs": (lambda: _range([(), (), ()], 2),
+                             r"RANGE\): has 2 outputs; RANGE writes 1"),
+    "RANGE of a [1, 1] start": (lambda: _range([(1, 1), (), ()], 1),
+                                r"RANGE\): the start \(input 0\) must be a scalar, got shape "
+                                r"\[1, 1\]"),
     "TILE [1, 2] by [0, 2^31-1]": (lambda: _tile((1, 2), "int32", [0, BIG]),   # seed 13813
                                    r"TILE\): output 0's shape \[0, 4294967294\] has a "
                                    r"dimension past 2\^31-1"),
@@ -116,3 +136,21 @@ def test_a_dimension_past_int32_while_running_is_named():
     with pytest.raises(KernelError, match=r"TILE\): an output \[0, 10737418235\] has a "
                                           r"dimension past 2\^31-1"):
         it.invoke()
+
+
+def test_an_empty_shape_numpy_cannot_make_is_a_deliberate_leniency_the_other_way():
+    """FILL of [0, 2^31-1, 65536, 2^31-1] (fuzz seed 5973): no bytes, but numpy cannot shape an
+    array whose other dimensions multiply past 2^63 bytes ("array is too big" before); LiteRT
+    runs it (an empty output, which its Python get_tensor cannot give either), edgelite refuses
+    it by name."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    content = _one_op("FILL", [((4,), "int32"), ((), "float32")], [((1,), "float32")],
+                      {0: np.int32([0, BIG, 65536, BIG]), 1: np.float32(1)})
+    theirs = LiteRT(model_content=content)
+    theirs.allocate_tensors()
+    theirs.invoke()
+    assert list(theirs.get_output_details()[0]["shape"]) == [0, BIG, 65536, BIG]
+    with pytest.raises(KernelError, match=r"FILL\): output 0's shape \[0, 2147483647, 65536, "
+                                          r"2147483647\] is empty, but its other dimensions "
+                                          r"multiply to \d+, more than an array can have"):
+        _edgelite(content)
