@@ -50,13 +50,15 @@ def initializer(init) -> np.ndarray:
     memo = _MEMO.get()
     if memo is None:
         return numpy_helper.to_array(init)
-    key = (init.name, init.data_type, tuple(init.dims), init.data_location)
-    value = memo.initializers.get(key)
-    if value is None:
+    # The proto object itself is the key (protobuf gives the same object for the same element
+    # of the model, which all imports of a conversion read): names may repeat in subgraphs.
+    # Holding it keeps its id from being reused.
+    hit = memo.initializers.get(id(init))
+    if hit is None:
         value = numpy_helper.to_array(init)
         memo.keep(value)
-        memo.initializers[key] = value
-    return value
+        hit = memo.initializers[id(init)] = (init, value)
+    return hit[1]
 
 
 def _part(value):

@@ -17,19 +17,21 @@ class _Constants:
     first asked (the patterns look at a few scalars; a large model's weights are not read)."""
 
     def __init__(self, graph):
-        self.protos = {init.name: init for init in graph.initializer}
-        for node in graph.node:
-            if node.op_type == "Constant" and node.attribute and \
-                    node.attribute[0].name == "value":
-                self.protos[node.output[0]] = node.attribute[0].t
+        self.initializers = {init.name: init for init in graph.initializer}
+        self.constants = {node.output[0]: node.attribute[0].t for node in graph.node
+                          if node.op_type == "Constant" and node.attribute and
+                          node.attribute[0].name == "value"}
         self.values: dict = {}
 
     def get(self, name: str):
         if name not in self.values:
             from onnx import numpy_helper
 
-            proto = self.protos.get(name)
-            self.values[name] = None if proto is None else numpy_helper.to_array(proto)
+            from . import memo
+
+            init, const = self.initializers.get(name), self.constants.get(name)
+            self.values[name] = memo.initializer(init) if init is not None else \
+                None if const is None else numpy_helper.to_array(const)
         return self.values[name]
 
 
