@@ -1,8 +1,10 @@
 """The fused sequence kernel of a Keras LSTM/GRU/SimpleRNN WHILE loop (matched by while_rnn.py).
 
-Per run: the input projection of all the steps the loop takes in one GEMM (or, with
-dynamic-range weights, the body's own FULLY_CONNECTED kernel a step at a time); per step: one
-matmul with the recurrent weights, then the gates in whole-array ufuncs on views made once.
+Per run: the input projection of all the steps the loop takes in one GEMM (with dynamic-range
+weights, one call of the body's FULLY_CONNECTED kernel prepared for all the steps' rows); per
+step: one matmul with the recurrent weights (dynamic-range: hybrid_row.py's one-row product, the
+kernel's numbers bit for bit, or the kernel itself for a batch), then the gates in whole-array
+ufuncs on views made once.
 
 LOGISTIC is 0.5 + 0.5 tanh(x / 2) (an identity; at most ~3e-8 absolute from the LOGISTIC kernel):
 the sigmoid columns of both projections are scaled by 0.5 (exact) before the sum, one tanh covers
@@ -13,6 +15,8 @@ or so of the op-by-op loop.
 from __future__ import annotations
 
 import numpy as np
+
+from .hybrid_row import row_product
 
 F32 = np.float32
 
@@ -51,8 +55,15 @@ class Sequence:
         if self.fc_x is not None:   # the body's own kernel, prepared again for all the steps
             self.fc_x = _all_steps(body, self.fc_x[1], steps * batch)
             self.xp_all = np.zeros((steps, batch, len(b_x)), F32)
+        self.row_h = None
         if self.fc_h is not None:
-            self.fc_h = self.fc_h[0]
+            step, op = self.fc_h
+            self.fc_h = step
+            if batch == 1:   # one row a step: the kernel's arithmetic with scalar statistics
+                infos = body.infos
+                b_info = infos[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 \
+                    else None
+                self.row_h = row_product(op.options, infos[op.inputs[1]], b_info)
         self.xp = np.zeros((steps, batch, len(b_x)), F32)
         self.hp = np.zeros((batch, len(b_h)), F32)
         self.tmp = np.zeros((batch, units), F32)
@@ -153,8 +164,11 @@ class Sequence:
             if self.has_b_h:
                 hp += self.b_h
         else:
-            run, args = self.fc_h
-            run(np.ascontiguousarray(h), *args[1:-1], hp)
+            if self.row_h is not None:
+                self.row_h(h, hp)
+            else:
+                run, args = self.fc_h
+                run(np.ascontiguousarray(h), *args[1:-1], hp)
             if self.has_b_h:
                 hp += self.b_h
             hp *= self.scale_h_rows
