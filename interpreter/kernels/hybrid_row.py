@@ -17,14 +17,7 @@ from .fixed_point import EXACT_F32, round_half_away
 from .hybrid import _round_litert
 
 F32 = np.float32
-_ZERO, _HALF = F32(0), F32(0.5)
-
-
-def _rounded_bounds(y):
-    """hybrid._rounded for one float32 value: the least and greatest of its roundings."""
-    neon = np.trunc(y + np.copysign(_HALF, y))
-    exact, even = F32(round_half_away(float(y))), np.rint(y)
-    return min(neon, exact, even), max(neon, exact, even)
+_ZERO = F32(0)
 
 
 class RowProduct:
@@ -52,15 +45,14 @@ class RowProduct:
         q = self.q
         lo, hi = x.min(), x.max()
         if self.asymmetric:
-            row_scale, offset, clamp = self._asymmetric(x, lo, hi)
+            row_scale, offset = self._asymmetric(x, lo, hi)
         else:
-            row_scale, offset, clamp = self._symmetric(x, lo, hi)
+            row_scale, offset = self._symmetric(x, lo, hi)
         sign = F32(1) if lo >= 0 else F32(-1) if hi <= 0 else _ZERO
         _round_litert(q, self.half, np.array([sign], F32))
-        if offset is not None:
-            np.add(q, offset, out=q)
-            if clamp:
-                np.clip(q, F32(-128), F32(127), out=q)
+        if offset is not None:   # the kernel clamps where its bounds say it moves something;
+            np.add(q, offset, out=q)   # clamping always gives the same numbers
+            np.clip(q, F32(-128), F32(127), out=q)
         np.dot(q if self.dtype == F32 else q.astype(np.float64), self.wt, out=self.acc)
         if offset is not None:
             np.multiply(self.col_sums, float(offset), out=self.acc64)
@@ -77,8 +69,8 @@ class RowProduct:
             np.add(out, self.bias, out=out)
 
     def _asymmetric(self, x, lo, hi):
-        """quantize_rows_asymmetric for one row: (scale, zero point, clamp needed), q = x / scale
-        (before rounding) in self.q."""
+        """quantize_rows_asymmetric for one row: (scale, zero point), q = x / scale (before
+        rounding) in self.q."""
         rmin, rmax = min(lo, _ZERO), max(hi, _ZERO)
         flat = rmin == rmax
         scale = 1.0 if flat else float(F32(rmax - rmin)) / 255.0
@@ -92,20 +84,18 @@ class RowProduct:
         offset = F32(zp)
         inv = F32(1.0 / float(scale32))
         np.multiply(x, inv, out=self.q)
-        low, _ = _rounded_bounds(lo * inv)
-        _, high = _rounded_bounds(hi * inv)
-        clamp = bool(low + offset < -128 or high + offset > 127)
-        return scale32, offset, clamp
+        return scale32, offset
 
     def _symmetric(self, x, lo, hi):
-        """quantize_rows_symmetric for one row: (scale, None, False), q = x * (127 / r)."""
+        """quantize_rows_symmetric for one row: (scale, None), q = x * (127 / r) (|q| <= 127:
+        no clamp, as the kernel)."""
         r = max(abs(lo), abs(hi))
         zero = r == 0
         safe = F32(1) if zero else r
         scale32 = F32(1) if zero else F32(safe / F32(127))
         inv = F32(F32(127) / safe)
         np.multiply(x, inv, out=self.q)
-        return scale32, None, False
+        return scale32, None
 
 
 def row_product(node_options, w_info, bias_info):
