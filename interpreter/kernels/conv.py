@@ -175,6 +175,9 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
         bounds found once; one frame a call. Constant weights, one group only."""
         if not const or groups != 1:
             return None
+        out2, out_rows = fixed_view(out, (p, og)), fixed_view(out, act_rows)
+        if p * (k + 1) <= TAKE_ELEMENTS and x.flags.c_contiguous and out2 is not None:
+            return _gather_run(x, win, kh, kw, cg, wg_const[0], out2, out_rows, act)
         if not bound:
             bind()
         cols, dest, rows, ones = bound
@@ -185,12 +188,49 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
             src, dst = win.row_items(x), rows
         else:
             src, dst = fixed_view(win.view(x), (kh, kw, n, ho, wo, groups, cg)), dest
-        out2, out_rows = fixed_view(out, (p, og)), fixed_view(out, act_rows)
         if src is None or out2 is None or out_rows is None:
             return None
         return _im2col_run(copy_in, x, dst, src, ones, cols[:, 0], wg_const[0], out2,
                            out_rows, act)
     run.bind = fixed
+    return run
+
+
+# A small convolution (at most this many im2col elements) gathers its im2col matrix in one
+# take from its input plus a 0 (padding) and a 1 (the bias column): one call instead of the
+# padded copy, the window copy and the ones column (digits CNN: ~1.5 µs less a convolution).
+TAKE_ELEMENTS = 4096
+
+
+def _gather_run(x, win, kh, kw, cg, weights, out, out_rows, act):
+    """im2col by one take over an index table made here, then the matmul and the clamp."""
+    n, h, w, c = x.shape
+    size = x.size
+    source = np.zeros(size + 2, F32)          # [x..., 0, 1]
+    source[size + 1] = 1.0
+    head = source[:size]
+    ny, nx = np.arange(win.ho) * win.sh - win.pt, np.arange(win.wo) * win.sw - win.pl
+    ys = ny[:, None] + np.arange(kh)[None, :] * win.dh           # [Ho, kh]
+    xs = nx[:, None] + np.arange(kw)[None, :] * win.dw           # [Wo, kw]
+    inside = ((ys >= 0) & (ys < h))[None, :, None, :, None, None] \
+        & ((xs >= 0) & (xs < w))[None, None, :, None, :, None]
+    index = (np.arange(n)[:, None, None, None, None, None] * (h * w * c)
+             + ys[None, :, None, :, None, None] * (w * c) + xs[None, None, :, None, :, None] * c
+             + np.arange(cg)[None, None, None, None, None, :])       # [N, Ho, Wo, kh, kw, C]
+    index = np.where(inside, index, size).reshape(n * win.ho * win.wo, kh * kw * cg)
+    index = np.ascontiguousarray(np.concatenate(
+        [index, np.full((index.shape[0], 1), size + 1)], axis=1), dtype=np.intp)
+    cols = np.empty(index.shape, F32)
+    copyto, take, matmul = raw(np.copyto), source.take, np.matmul
+    flat = x.reshape(-1)
+    lo, hi = (None, None) if act is None else act.bounds
+
+    def run():
+        copyto(head, flat)
+        take(index, out=cols, mode="wrap")    # every index is in range: "wrap" checks nothing
+        matmul(cols, weights, out)
+        if lo is not None:
+            clip(out_rows, lo, hi, out_rows)
     return run
 
 
