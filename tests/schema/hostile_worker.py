@@ -29,7 +29,13 @@ HANG_CPU_S = 10.0   # a case (a file under 1 MB) taking more CPU time than this 
 INTERNAL = ("TypeError", "IndexError", "KeyError", "AttributeError", "RecursionError",
             "ZeroDivisionError", "OverflowError", "AssertionError", "NameError",
             "UnboundLocalError", "StopIteration", "FloatingPointError")
-_INTERNAL_WORDS = re.compile(r"\b(" + "|".join(INTERNAL) + r")\b")
+_INTERNAL_WORDS = re.compile(r"\b\w*(" + "|".join(INTERNAL) + r")\b")   # UFuncTypeError too
+# What the interpreter writes around an exception no check of a kernel named (numpy's ValueError
+# "cannot reshape", "array is too big"): "... failed: ValueError: ...", "cannot be prepared:
+# ...", "cannot be folded (its inputs are constants): ..."; the named errors may nest in these.
+_WRAPPED = re.compile(r"(failed|cannot be prepared|cannot be folded \(its inputs are "
+                      r"constants\)): (\w+): ")
+_NAMED = ("RuntimeError", "KernelError", "MemoryBudgetError", "IndexOutOfRange")
 
 
 def _limit_memory() -> None:
@@ -82,6 +88,8 @@ def _is_internal(e: BaseException) -> bool:
     seen = 0
     while e is not None and seen < 8:
         if type(e).__name__ in INTERNAL or _INTERNAL_WORDS.search(str(e)):
+            return True
+        if any(m.group(2) not in _NAMED for m in _WRAPPED.finditer(str(e))):
             return True
         e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
         seen += 1
