@@ -81,9 +81,9 @@ def _head_split(ed: Editor, t: int):
     elementwise ops only (a branch `merge_head_transposes` takes: q scaled before its heads are
     split, as Whisper's)."""
     branch = _branch(ed, t)
-    if branch is None or branch[0] is None:
+    if branch is None or not branch[0]:
         return None
-    return ed.shape(branch[0].outputs[0]), ed.transpose_perm(branch[2])
+    return ed.shape(branch[0][-1].outputs[0]), ed.transpose_perm(branch[2])
 
 
 def _projection(ed: Editor, op):
@@ -192,22 +192,22 @@ def _reaches_only(ed: Editor, t: int, target: int, depth: int) -> bool:
 
 
 def _branch(ed: Editor, t: int):
-    """(reshape or None, [elementwise ops], transpose) reading slice t, each op the one reader
-    of the one before."""
-    reshape, chain = None, []
+    """([reshapes], [elementwise ops], transpose) reading slice t, each op the one reader of the
+    one before (reshapes in a row, as dynamo's views, count as the last one)."""
+    reshapes, chain = [], []
     while True:
         op = _sole_reader(ed, t)
         if op is None:
             return None
-        if op.op == "RESHAPE" and reshape is None:
-            reshape = op   # scalar elementwise ops before it run on the slice in any shape
+        if op.op == "RESHAPE":
+            reshapes.append(op)   # scalar elementwise ops run on the slice in any shape
         elif _scalar_elementwise(ed, op, t):
             chain.append(op)
         else:
             perm = ed.transpose_perm(op)
             if perm is None or op.inputs[0] != t or not moves_data(perm, ed.shape(t)):
                 return None   # a transpose of size-1 dims is a reshape: nothing to merge
-            return reshape, chain, op
+            return reshapes, chain, op
         t = op.outputs[0]
 
 
@@ -245,7 +245,7 @@ def _plan(ed: Editor, shape, axis: int, slices):
     branches = [_branch(ed, t) for t in slices]
     if any(b is None for b in branches):
         return None
-    reshapes = {None if r is None else ed.shape(r.outputs[0]) for r, _, _ in branches}
+    reshapes = {ed.shape(r[-1].outputs[0]) if r else None for r, _, _ in branches}
     perms = {ed.transpose_perm(t) for _, _, t in branches}
     if len(reshapes) != 1 or len(perms) != 1:
         return None
@@ -372,12 +372,12 @@ def _rewrite(ed: Editor, x: int, first, gathers, plan) -> None:
     ed.insert_before(first, ed.new_op(
         "TRANSPOSE", [split, ed.const(np.array(whole, np.int32), f"{name}/heads_perm")],
         [moved]))
-    for g, (reshape, chain, transpose) in zip(gathers, branches):
+    for g, (reshapes, chain, transpose) in zip(gathers, branches):
         ed.set_input(g, 0, moved)
         g.options = g.options.replace(axis=0)
         for op in [g] + chain:
             ed.sg.tensors[op.outputs[0]].shape = moved_shape[1:]
-        if reshape is not None:
+        for reshape in reshapes:
             ed.replace_uses(reshape.outputs[0], reshape.inputs[0])
             ed.remove(reshape)
         ed.replace_uses(transpose.outputs[0], transpose.inputs[0])

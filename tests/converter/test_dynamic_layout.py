@@ -11,10 +11,11 @@ from onnx import helper
 
 from edgelite.converter.builder import regroup
 from edgelite.converter.editor import Editor
+from edgelite.converter.pass_attention import merge_parallel_projections
 from edgelite.converter.pass_layout import push_transposes
 from tests.converter.dynamic_models import MODELS, F, _graph, _Net
 from tests.converter.test_convert_dynamic import check_sizes, convert
-from tests.converter.test_convert_passes import graph, same_after
+from tests.converter.test_convert_passes import graph, same_after, w
 
 pytest.importorskip("ai_edge_litert.interpreter")
 
@@ -165,17 +166,35 @@ def test_gathers_of_gathers_of_shapes_compose():
     assert all(producer[op.inputs[0]].op == "SHAPE" for op in gathers)
 
 
-@pytest.mark.parametrize("fixed", [False, True])
-def test_projections_merge_with_and_without_bias(fixed):
+@pytest.mark.parametrize("shape", [None, (2, 19, 8)])
+def test_projections_merge_with_and_without_bias(shape):
     """q scaled before its reshape and a k with no bias still merge with v into one projection
     (a zero bias for k): one TRANSPOSE for q, k and v, one for the context, with the sizes open
     or fixed."""
     proto, sizes = whisper_attention()
-    conversion = convert(proto, {"x": sizes[1][0]} if fixed else None)
+    conversion = convert(proto, shape and {"x": shape})
     assert not conversion.warnings
     assert conversion.transposes <= 2, conversion.ops_out
     assert conversion.ops_out["FULLY_CONNECTED"] == 2
-    check_sizes(proto, conversion, sizes[1:2] if fixed else sizes)
+    check_sizes(proto, conversion, [[shape]] if shape else sizes)
+
+
+def test_projection_merges_through_reshapes_in_a_row():
+    """A head split reached through two RESHAPEs in a row (T5's dynamo export, before
+    merge_reshapes has run) merges with the others: one FULLY_CONNECTED, same outputs."""
+    weights = [w(8, 8) for _ in range(3)]
+
+    def build(b, x):
+        outs = []
+        for k, weight in enumerate(weights):
+            y = b.op("FULLY_CONNECTED", [x, b.const(weight), -1], {"keep_num_dims": True})
+            if k == 1:
+                y = b.reshape(y, (16, 8))
+            outs.append(b.transpose(b.reshape(y, (1, 16, 2, 4)), (0, 2, 1, 3)))
+        return outs
+    model, feeds = graph([(1, 16, 8)], build)
+    after = same_after(merge_parallel_projections, model, feeds)
+    assert after["FULLY_CONNECTED"] == 1
 
 
 @pytest.mark.parametrize("built", ["concatenation", "shape"])
