@@ -197,7 +197,7 @@ def while_(node):
     n = len(node.inputs)
     loop = Loop(cond, body)
     try:
-        sequence = while_rnn.match(cond, body)
+        sequence = while_rnn.match(node, cond, body)
     except while_rnn.NoMatch:
         sequence = None
     if sequence is not None:   # a Keras LSTM/GRU layer: one fused sequence kernel

@@ -104,6 +104,17 @@ def _bounds(cond) -> list:
     return found
 
 
+def _fits(node, body, cell, proj) -> None:
+    """The fused loop's buffers (the input projections of every step) within the interpreter's
+    allocation budget, else MemoryBudgetError (the loop then runs op by op, budgeted there)."""
+    from ..budget import check
+    steps, batch = body.infos[body.sg.inputs[cell.x]].shape[:2]
+    width = len(proj["x"][1])
+    copies = 2 if proj["x"][2] is not None else 1
+    check(node, int(steps) * int(batch) * width * 4 * copies,
+          f"the fused loop's input projections [{steps}, {batch}, {width}]")
+
+
 class _Cell:
     """What the matcher found: loop variable roles, weights (float or the body's FC steps)."""
 
@@ -505,11 +516,21 @@ def _gru_with(g, cell, k_h) -> None:
             raise NoMatch("the gates' pieces overlap or are not as wide as the state")
 
 
-def match(cond, body):
-    """A fused sequence kernel for the WHILE over `cond` and `body` (prepared plans), or raise
-    NoMatch."""
+def match(node, cond, body):
+    """A fused sequence kernel for the WHILE `node` over `cond` and `body` (prepared plans), or
+    raise NoMatch. A graph the matcher's reading did not foresee (an option missing, a rank it
+    does not expect) is no cell: NoMatch, and the loop runs as it is."""
     if body.runtime.reference or body.runtime.delegates:
         raise NoMatch("BUILTIN_REF or delegates: the loop runs op by op")
+    try:
+        return _match(node, cond, body)
+    except NoMatch:
+        raise
+    except Exception as e:
+        raise NoMatch(f"{type(e).__name__}: {e}") from None
+
+
+def _match(node, cond, body):
     bounds = _bounds(cond)
     g = _Graph(body)
     counters, passed, rest = _roles(g, body, bounds)
@@ -535,5 +556,6 @@ def match(cond, body):
             if any(body.infos[body.sg.inputs[k]].dtype != F32 for k in cells) or \
                     len(body.infos[body.sg.inputs[cell.h]].shape) != 2:
                 continue
+            _fits(node, body, cell, g.proj)
             return Sequence(cell, dict(g.proj), bounds, body)
     raise NoMatch("not a Keras LSTM/GRU/SimpleRNN loop")
