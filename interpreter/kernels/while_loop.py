@@ -86,6 +86,8 @@ def swap_plan(cond, body):
     """(_Swapped, "") for a loop whose state can be swapped by reference, else (None, why not)."""
     if cond.runtime.delegates:
         return None, "delegates place the subgraphs' steps"
+    if cond.runtime.preserve_all:
+        return None, "experimental_preserve_all_tensors: the body's tensors are read as it ran"
     if any(not args for _, args in cond.steps) or any(not args for _, args in body.steps):
         return None, "a step's shapes are known only while running"
     bi, bo, ci = body.sg.inputs, body.sg.outputs, cond.sg.inputs

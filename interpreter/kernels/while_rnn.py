@@ -520,8 +520,9 @@ def match(node, cond, body):
     """A fused sequence kernel for the WHILE `node` over `cond` and `body` (prepared plans), or
     raise NoMatch. A graph the matcher's reading did not foresee (an option missing, a rank it
     does not expect) is no cell: NoMatch, and the loop runs as it is."""
-    if body.runtime.reference or body.runtime.delegates:
-        raise NoMatch("BUILTIN_REF or delegates: the loop runs op by op")
+    if body.runtime.reference or body.runtime.delegates or body.runtime.preserve_all:
+        raise NoMatch("BUILTIN_REF, delegates or experimental_preserve_all_tensors (the body's "
+                      "tensors are read): the loop runs op by op")
     try:
         return _match(node, cond, body)
     except NoMatch:

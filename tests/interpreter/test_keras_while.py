@@ -139,3 +139,20 @@ def test_keras_while_past_the_sequence_fails_naming_the_gather():
         _run(edgelite_interpreter, content, invokes=1)
     with pytest.raises(RuntimeError, match="GATHER"):
         _run(litert, content, invokes=1)
+
+
+def test_keras_while_with_preserve_all_tensors_runs_op_by_op():
+    """experimental_preserve_all_tensors reads the body's tensors as they ran: no fused kernel,
+    the same outputs."""
+    content = keras_while(kind="lstm")
+    it = edgelite_interpreter.Interpreter(model_content=content,
+                                          experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    for d, f in zip(it.get_input_details(), _feeds(it, 0)):
+        it.set_tensor(d["index"], f)
+    it.invoke()
+    ours = [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+    assert_close(ours, _run(litert, content, invokes=1)[0], rtol=1e-5, atol=1e-6)
+    body = it._runtime.subgraph(2)
+    h_last = body.arrays[body.sg.outputs[3]]   # the last iteration's h, as LiteRT keeps it
+    np.testing.assert_allclose(h_last, ours[1], rtol=1e-6, atol=1e-7)
