@@ -1,5 +1,6 @@
 """`tflite-convert MODEL.onnx -o OUT.tflite` (also `edgelite convert`): convert, summarize, and
-with `--check` compare onnxruntime, edgelite and LiteRT on the same inputs.
+with `--check` compare onnxruntime, edgelite and LiteRT on the same inputs. MODEL may be a
+torch.export program (`torch.export.save`'s .pt2): torch's ONNX exporter makes the ONNX model.
 
 Needs the `convert` extra (onnx); the converter loads when the command runs.
 """
@@ -14,7 +15,8 @@ from .common import (CliError, check_writable, echo, error_line, fail, needs, po
 from .params import Arg, Opt
 
 def convert_command(
-    model: Annotated[Path, Arg("the ONNX model (.onnx; external data beside it)")],
+    model: Annotated[Path, Arg("the ONNX model (.onnx; external data beside it), or a "
+                               "torch.export program (.pt2, needs torch)")],
     output: Annotated[Path | None, Opt(
         "-o", "--output", help="the .tflite to write (default: MODEL with .tflite)")] = None,
     input_shape: Annotated[list[str], Opt(
@@ -128,7 +130,12 @@ def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
     from edgelite.converter.quantize import conversion as quantized
 
     output = output_path(model, output)
-    converter = TFLiteConverter.from_onnx(model, parse_input_shapes(input_shape))
+    if model.suffix == ".pt2":      # torch.export.save's program: exported to ONNX in memory
+        converter = TFLiteConverter.from_exported_program(model, parse_input_shapes(input_shape))
+        model_source = converter._model
+    else:
+        converter = TFLiteConverter.from_onnx(model, parse_input_shapes(input_shape))
+        model_source = model
     converter.keep_io_layout = keep_io_layout
     quantized.configure(converter, *quantization)
     if training is not None:
@@ -141,7 +148,7 @@ def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
         return
     written = f"({output} was written; the check failed)"
     if result.quantization is not None:
-        lines, failure = quantized.check(result, model, inputs)
+        lines, failure = quantized.check(result, model_source, inputs)
         echo("\n".join(lines))
         if failure:
             fail(f"{failure} {written}")
@@ -149,7 +156,7 @@ def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
     from edgelite.converter.check import compare, load_feeds, missing_oracles
 
     feeds, notes = load_feeds(result, inputs) if inputs is not None else (None, [])
-    rows = compare(result, model, feeds, *tolerance)
+    rows = compare(result, model_source, feeds, *tolerance)
     missing = missing_oracles()
     echo("\n".join(check_lines(rows) + [f"  note: {m}" for m in notes + missing]))
     if len(missing) == 2:

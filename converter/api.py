@@ -120,6 +120,17 @@ class TFLiteConverter:
         proto = export_onnx(module, example_inputs, dynamic_shapes, input_names, exporter, opset)
         return cls(proto)
 
+    @classmethod
+    def from_exported_program(cls, program, input_shapes: dict | None = None,
+                              opset: int = 18) -> "TFLiteConverter":
+        """A torch.export program (a torch.export.ExportedProgram, or the path of the .pt2 that
+        torch.export.save wrote), exported by torch's ONNX exporter (needs the `torch` extra
+        and onnxscript), then converted like an ONNX model. Its dynamic dims stay dynamic;
+        `input_shapes` fixes them as from_onnx's does."""
+        from .torch_export import export_program
+
+        return cls(export_program(program, opset), input_shapes)
+
     def convert(self) -> bytes:
         """The `.tflite` model as bytes; raises `ConversionError` (a ValueError) with one message
         that names every problem."""

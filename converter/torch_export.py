@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import inspect
 import io
+import logging
+import os
 import warnings
 
 from .errors import ConversionError
@@ -14,14 +16,63 @@ EXPORTERS = ("torchscript", "dynamo")
 OPSET = 18
 
 
-def _torch():
+def _torch(what: str = "from_torch"):
     try:
         import torch
     except ImportError:
-        raise ConversionError("from_torch needs torch (pip install \"edgelite[torch]\", or "
+        raise ConversionError(f"{what} needs torch (pip install \"edgelite[torch]\", or "
                               "torch itself); without it convert an ONNX file with "
                               "from_onnx") from None
     return torch
+
+
+PROGRAM = "converting a torch.export program (.pt2)"
+
+
+def load_program(path):
+    """The torch.export.ExportedProgram that `torch.export.save` wrote to `path` (a .pt2)."""
+    torch = _torch(PROGRAM)
+    logger = logging.getLogger("torch.export")   # its traceback of a failed first attempt
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        return torch.export.load(str(path))
+    except FileNotFoundError:
+        raise ConversionError(f"{path}: no such file") from None
+    except Exception as e:      # a zip that is not a program, a program of another torch
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise ConversionError(f"{path} is not a torch.export program that this torch "
+                              f"({torch.__version__}) loads (torch.export.save writes one): "
+                              f"{type(e).__name__}: {first}") from None
+    finally:
+        logger.setLevel(level)
+
+
+def export_program(program, opset: int = OPSET):
+    """A torch.export program (an ExportedProgram, or the path of a .pt2) as an
+    onnx.ModelProto, through torch's dynamo ONNX exporter: the program's dynamic dims (its
+    torch.export.Dim) stay open dims of the ONNX model, its inputs keep forward's names."""
+    torch = _torch(PROGRAM)
+    if not isinstance(program, torch.export.ExportedProgram):
+        if isinstance(program, (str, os.PathLike)):
+            program = load_program(program)
+        else:
+            raise ConversionError(f"expected a torch.export.ExportedProgram or the path of a "
+                                  f".pt2, not {type(program).__name__}")
+    try:
+        import onnxscript  # noqa: F401  torch's dynamo exporter writes ONNX through it
+    except ImportError:
+        raise ConversionError(f"{PROGRAM} needs onnxscript (pip install onnxscript): torch's "
+                              "ONNX exporter for programs uses it") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.onnx.export(program, (), dynamo=True, opset_version=opset,
+                                     verbose=False).model_proto
+    except Exception as e:      # torch's exporter raises many kinds; one message for them
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise ConversionError(f"torch's ONNX exporter failed on the program: "
+                              f"{type(e).__name__}: {first}") from e
 
 
 def input_names_of(module, count: int) -> list:

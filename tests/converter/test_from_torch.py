@@ -116,3 +116,81 @@ def test_without_torch_the_converter_imports_and_from_torch_says_what_to_install
     """, blocked=("torch",))
     assert result.returncode == 0, result.stderr
     assert 'from_torch needs torch (pip install "edgelite[torch]"' in result.stdout
+
+
+# -- a saved torch.export program (.pt2): TFLiteConverter.from_exported_program, tflite-convert
+
+def _saved_program(tmp_path):
+    """The convnet exported by torch.export with a dynamic batch (at most 64) and saved."""
+    torch = require("torch")
+    require("onnxscript")
+    net, _ = _convnet()
+    batch = torch.export.Dim("batch", max=64)
+    program = torch.export.export(net, (torch.randn(2, 3, 32, 32),),
+                                  dynamic_shapes={"image": {0: batch}})
+    path = tmp_path / "convnet.pt2"
+    torch.export.save(program, str(path))
+    return net, path
+
+
+def test_exported_program_keeps_its_dynamic_batch(tmp_path):
+    torch = require("torch")
+    from edgelite.converter import TFLiteConverter
+    from edgelite.interpreter import Interpreter
+
+    net, path = _saved_program(tmp_path)
+    converter = TFLiteConverter.from_exported_program(path)
+    content = converter.convert()
+    conversion = converter.last_conversion
+    sg = conversion.model.subgraphs[0]
+    assert sg.tensors[sg.inputs[0]].shape_signature[0] == -1
+    assert [e["name"] for e in conversion.io_layout["inputs"]] == ["image"]
+    litert = require("ai_edge_litert.interpreter")
+    x = torch.randn(3, 3, 32, 32)
+    with torch.no_grad():
+        expected = net(x).numpy()
+    for cls in (Interpreter, litert.Interpreter):
+        it = cls(model_content=content)
+        it.resize_tensor_input(it.get_input_details()[0]["index"], [3, 32, 32, 3])
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"],
+                      np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1)))
+        it.invoke()
+        got = it.get_tensor(it.get_output_details()[0]["index"])
+        assert np.abs(got - expected).max() <= 1e-5 + 1e-4 * np.abs(expected).max(), cls
+
+
+def test_tflite_convert_on_a_pt2_checks_it(tmp_path):
+    from tests.cli.helpers import invoke
+
+    _, path = _saved_program(tmp_path)
+    out = tmp_path / "convnet.tflite"
+    result = invoke([path, "-o", out, "--check"], prog="tflite-convert")
+    assert result.exit_code == 0, result.output
+    assert "convnet.pt2 -> " in result.stdout and "CONV_2D" in result.stdout
+    assert "input    image: float32 [-1, 32, 32, 3]" in result.stdout
+    assert "edgelite" in result.stdout and "LiteRT" in result.stdout   # --check's errors
+    assert out.stat().st_size > 0
+
+
+def test_tflite_convert_on_a_file_that_is_no_program(tmp_path):
+    require("torch")
+    from tests.cli.helpers import invoke
+
+    path = tmp_path / "broken.pt2"
+    path.write_bytes(b"PK\x03\x04 not a program")
+    result = invoke([path], prog="tflite-convert")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not a torch.export program" in lines[0], result.stderr
+
+
+def test_tflite_convert_on_a_pt2_without_torch_says_what_to_install(tmp_path):
+    from tests.cli.helpers import run_blocked
+
+    path = tmp_path / "m.pt2"
+    path.write_bytes(b"PK\x03\x04")
+    result = run_blocked("tflite-convert", [path], blocked=("torch",))
+    assert result.returncode == 1, result.stderr
+    assert 'converting a torch.export program (.pt2) needs torch (pip install ' \
+        '"edgelite[torch]"' in result.stderr
