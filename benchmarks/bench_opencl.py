@@ -5,9 +5,10 @@
                                       [--json OUT] [--profile]
 
 Each thread count T of --threads (default 1): the numpy path with num_threads=T (OpenBLAS; the
-first T only), the delegate with "threads": T (on PoCL: T worker threads run its work-groups)
-and LiteRT with num_threads=T (XNNPACK), in one process per T (PoCL starts its workers once per
-process, as many as the first delegate's "threads"). Latency: median of single invokes, every
+first T only), the delegate with "threads": T (on PoCL: T worker threads run its work-groups;
+T = 1 PoCL's basic device, the calling thread) and LiteRT with num_threads=T (XNNPACK), in one
+process per T (PoCL starts its workers once per process, as many as the first delegate's
+"threads"). Latency: median of single invokes, every
 runner in alternating blocks with a pause before each block (as bench_models.py), so load from
 other processes falls on all of them alike; beside it the median CPU time of the process per
 invoke. mobilenet_v2_int8 runs through the delegate with "int8": "dequantize" (LiteRT: its int8

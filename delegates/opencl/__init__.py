@@ -21,7 +21,10 @@ convolutions (the model's image, not rounded before the first layer).
 "weights": "fp32" keeps weights in float32 under fp16 activations (see tests/delegates).
 "threads" (CPU devices): the compute units kernels run on, a sub-device of that many (PoCL runs
 a worker thread per compute unit; default the interpreter's num_threads, all of them outside an
-interpreter; POCL_MAX_PTHREAD_COUNT caps them).
+interpreter; POCL_MAX_PTHREAD_COUNT caps them). PoCL 3.0 runs a sub-device's kernels on all of
+its workers, so on PoCL one thread is its "basic" device (kernels on the invoking thread), and
+the first delegate of a process with "threads" of 2 or more sets PoCL's worker pool (device.py:
+_first_listing); the delegates after it share that pool.
 "int8": "dequantize" runs int8 / uint8 ops as float ops on their real values, weights
 dequantized once (quant.py: outputs within a few steps of BUILTIN_REF's); the default "cpu"
 leaves them to the CPU kernels (bit-exact).

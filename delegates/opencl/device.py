@@ -50,10 +50,18 @@ def _all_devices(cl) -> list:
             devices.extend(p.get_devices())
         except Exception:
             continue
+    devices.sort(key=_added)
     if not devices:
         raise DelegateError("OpenCL platforms found (" + ", ".join(p.name for p in platforms)
                             + ") but no device on any of them")
     return devices
+
+
+def _added(device) -> bool:
+    """PoCL's "basic" device, which _first_listing lists for one thread: sorted after all
+    others, so that a choice by kind or index finds what it found without it."""
+    return "Portable Computing Language" in device.platform.name \
+        and device.name.startswith("basic")
 
 
 def _describe(devices) -> str:
@@ -81,7 +89,7 @@ def choose(cl, want=None):
         p, _, d = text.partition(":")
         try:
             platform = cl.get_platforms()[int(p or 0)]
-            return platform.get_devices()[int(d or 0)]
+            return sorted(platform.get_devices(), key=_added)[int(d or 0)]
         except (ValueError, IndexError):
             pass
     elif text.isdigit() and int(text) < len(devices):
@@ -205,34 +213,62 @@ def _text(name: str) -> str:
 
 
 _POOL = "POCL_MAX_PTHREAD_COUNT"
+_DEVICES_VAR = "POCL_DEVICES"
 _opened = False  # whether this module has listed the OpenCL devices yet
 
 
 def _first_listing(cl, want, threads):
-    """`choose(cl, want)`; at the first listing in this process with `threads` given (and no
-    POCL_MAX_PTHREAD_COUNT set by the user), PoCL's CPU device is started with that many
-    worker threads: PoCL 3.0 starts one per core when its devices are first listed, and runs
-    every kernel on all of them, a sub-device's too (measured: "threads": 1 kept both of 2
-    workers busy). The variable is set for that call only (not for child processes); later
-    delegates of the process share the pool that it made."""
+    """`choose(cl, want)`. PoCL 3.0 makes its devices when they are first listed in a process,
+    and two things must be asked for then, by variables it reads at that moment (set for this
+    call only, not for child processes, and only where the user has not set them):
+
+    - POCL_DEVICES="pthread basic": besides the threaded CPU device, PoCL's "basic" one, which
+      runs kernels on the thread that waits for them: "threads": 1 runs there (`_single`), so
+      an invoke hands no work to a worker that must first get a core (on a loaded 2-core
+      machine face detection took 2.5 ms a invoke through one PoCL worker, 0.75 ms on basic,
+      LiteRT 0.70 ms; CPU 0.90 / 0.74 / 0.69 ms) and pays no worker hand-offs (MobileNetV2
+      5.6 -> 5.4 ms CPU).
+    - POCL_MAX_PTHREAD_COUNT=threads (from 2 threads on): the threaded device's worker pool.
+      PoCL 3.0 runs every kernel on all of its workers, a sub-device's too (measured:
+      "threads": 1 as a sub-device kept both workers of 2 busy); later delegates of the
+      process share the pool that the first one made."""
     global _opened
-    if _opened or threads is None or _POOL in os.environ:
-        _opened = True
+    if _opened:
         return choose(cl, want)
-    os.environ[_POOL] = str(threads)
+    names = []
+    if _DEVICES_VAR not in os.environ:
+        os.environ[_DEVICES_VAR] = "pthread basic"
+        names.append(_DEVICES_VAR)
+    if threads is not None and threads > 1 and _POOL not in os.environ:
+        os.environ[_POOL] = str(threads)
+        names.append(_POOL)
     try:
         return choose(cl, want)
     finally:
-        del os.environ[_POOL]
+        for name in names:
+            del os.environ[name]
         _opened = True
+
+
+def _single(cl, device):
+    """PoCL's "basic" device beside `device`, PoCL's threaded CPU device, or None."""
+    from .pocl_cpu import is_pocl_cpu
+    if not is_pocl_cpu(device) or not device.name.startswith("pthread"):
+        return None
+    try:
+        found = [d for d in device.platform.get_devices(cl.device_type.CPU)
+                 if d.name.startswith("basic")]
+    except cl.Error:
+        return None
+    return found[0] if found else None
 
 
 def open_device(want=None, threads=None) -> Device:
     """The shared `Device` for option `want` (see `choose`). `threads` (a CPU device only): the
     compute units its kernels run on, as a sub-device of that many (PoCL's CPU device runs a
     worker thread per compute unit, all of them by default; a first delegate of the process
-    with "threads" sets how many PoCL starts: `_first_listing`); None or more than it has:
-    all."""
+    with "threads" sets how many PoCL starts: `_first_listing`); on PoCL 1 is its "basic"
+    device (kernels on the calling thread); None or more than it has: all."""
     cl = _import_cl()
     if isinstance(threads, str) and threads.strip().isdigit():
         threads = int(threads)
@@ -241,6 +277,8 @@ def open_device(want=None, threads=None) -> Device:
         raise DelegateError(f"threads {threads!r}: use a whole number >= 1 (or None: all "
                             "of the device's compute units)")
     device = _first_listing(cl, want, threads)
+    if threads == 1 and _single(cl, device) is not None:
+        device, threads = _single(cl, device), None  # one thread: the calling one
     if threads is not None:
         if not device.type & cl.device_type.CPU or threads >= device.max_compute_units:
             threads = None

@@ -1,8 +1,8 @@
 """The compiled CPU path (the OpenCL delegate on PoCL's CPU device), timing-free: kernels are
 compiled for the CPU of PoCL's built-in library, so that its functions inline (no call per
 vload16 / fma left in the compiled code); "threads" gives a sub-device of that many compute
-units; a second start with warm caches compiles nothing. Speed itself is benchmarks/
-bench_opencl.py's."""
+units (one thread: PoCL's basic device); a second start with warm caches compiles nothing.
+Speed itself is benchmarks/bench_opencl.py's."""
 from __future__ import annotations
 
 import json
@@ -69,8 +69,9 @@ def test_threads_is_a_sub_device_of_that_many_compute_units():
     total = d.dev.device.max_compute_units
     one = load_delegate("opencl", {"threads": 1})
     assert one.dev.threads == 1 and one.dev.device.max_compute_units == 1
-    if total > 1:
-        assert one.dev is not d.dev and one.dev.device.parent_device is not None
+    if total > 1:  # PoCL's basic device (_first_listing), elsewhere a sub-device
+        assert one.dev is not d.dev and (one.dev.name.startswith("basic")
+                                         or one.dev.device.parent_device is not None)
     assert load_delegate("opencl", {"threads": "1"}).dev is one.dev
     assert load_delegate("opencl", {"threads": total + 3}).dev.threads == total
     for bad in (0, -1, 1.5, "two", True):
@@ -99,34 +100,46 @@ def test_threads_is_a_sub_device_of_that_many_compute_units():
 POOL = r"""
 import json, os, sys
 from edgelite.delegates import load_delegate
-options = {"device": "cpu"} if sys.argv[1] == "all" else {"device": "cpu", "threads": 1}
+options = {"device": "cpu"}
+if sys.argv[1] != "all":
+    options["threads"] = int(sys.argv[1])
 d = load_delegate("opencl", options)
 import pyopencl as cl
-root = [x for p in cl.get_platforms() for x in p.get_devices() if x.type & cl.device_type.CPU]
+root = [x for p in cl.get_platforms() for x in p.get_devices(cl.device_type.CPU)
+        if x.name.startswith("pthread")]
 print(json.dumps({"root_units": root[0].max_compute_units, "threads": d.dev.threads,
-                  "env": os.environ.get("POCL_MAX_PTHREAD_COUNT")}))
+                  "name": d.dev.name, "env": [os.environ.get("POCL_MAX_PTHREAD_COUNT"),
+                                              os.environ.get("POCL_DEVICES")]}))
 """
 
 
 @pytest.mark.opencl
-def test_first_delegate_with_threads_sizes_pocls_worker_pool(tmp_path):
+def test_first_listing_gives_one_thread_pocls_basic_device_and_sizes_the_pool(tmp_path):
     """PoCL 3.0 runs a sub-device's kernels on every worker thread (measured: "threads": 1
-    kept both workers of a 2-core machine busy), so the first delegate of a process with
-    "threads" starts PoCL with that many workers (POCL_MAX_PTHREAD_COUNT for that call only):
-    the root device itself then has that many compute units."""
+    kept both workers of a 2-core machine busy). So the first listing of the process asks
+    PoCL for its "basic" device too, where "threads": 1 runs (kernels on the calling thread),
+    and a first delegate with "threads" of 2 or more sizes the threaded device's worker pool;
+    the variables are set for that call only."""
     _pocl_cpu()
     env = _fresh_env(tmp_path)
-    env.pop("POCL_MAX_PTHREAD_COUNT", None)
-    runs = {}
-    for which in ("one", "all"):
+    for name in ("POCL_MAX_PTHREAD_COUNT", "POCL_DEVICES"):
+        env.pop(name, None)
+    cores = os.cpu_count() or 1
+
+    def run(which):
         r = subprocess.run([sys.executable, "-c", POOL, which], env=env, capture_output=True,
                            text=True, cwd=ROOT, timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]
-        runs[which] = json.loads(r.stdout.strip().splitlines()[-1])
-    assert runs["one"] == {"root_units": 1, "threads": 1, "env": None}, runs
-    assert runs["all"]["env"] is None and runs["all"]["threads"] == runs["all"]["root_units"]
-    if (os.cpu_count() or 1) > 1:
-        assert runs["all"]["root_units"] > 1, runs
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    one, every = run("1"), run("all")
+    assert one["name"].startswith("basic") and one["threads"] == 1, one
+    assert every["name"].startswith("pthread") and every["threads"] == every["root_units"]
+    assert one["env"] == every["env"] == [None, None]
+    if cores > 1:
+        assert every["root_units"] > 1 and one["root_units"] == every["root_units"]
+    if cores > 2:
+        pool = run("2")
+        assert pool["root_units"] == 2 and pool["threads"] == 2, pool
 
 
 STARTUP = r"""
