@@ -30,17 +30,17 @@ class _Swapped:
         swap.update({id(y): x for x, y in zip(a, b) if x is not y})
         to_a = {id(cond.arrays[t]): x for t, x in zip(cond.sg.inputs, a)}
         to_b = {id(cond.arrays[t]): y for t, y in zip(cond.sg.inputs, b)}
-        self.body_a = list(body.steps)
+        self.body_a = _rebind(body.steps, {})
         self.body_b = _rebind(body.steps, swap)
         self.cond_a = _rebind(cond.steps, to_a)
         self.cond_b = _rebind(cond.steps, to_b)
         flag = cond.arrays[cond.sg.outputs[0]]
         self.flag_a = to_a.get(id(flag), flag).reshape(-1)
         self.flag_b = to_b.get(id(flag), flag).reshape(-1)
-        self.where = {}   # id(step list) -> (plan, list), to name a failed step
+        self.where = {}   # id(step list) -> (plan, list, operator indices), to name a failure
         for plan, steps in ((cond, self.cond_a), (cond, self.cond_b), (body, self.body_a),
                             (body, self.body_b)):
-            self.where[id(steps)] = (plan, steps)
+            self.where[id(steps)] = (plan, steps, _ops(plan))
 
     def spin(self) -> list:
         """Run the loop from the state in A; returns the arrays holding the final state."""
@@ -66,9 +66,9 @@ class _Swapped:
                 for run, args in steps:
                     run(*args)
         except Exception as e:
-            plan, steps = self.where[id(steps)]
+            plan, steps, ops = self.where[id(steps)]
             k = next((i for i, (r, _) in enumerate(steps) if r is run), 0)
-            oi = plan.step_ops[k]
+            oi = ops[k]
             op = plan.sg.operators[oi].op
             if isinstance(e, KernelError):
                 if str(e).startswith("subgraph "):
@@ -79,7 +79,24 @@ class _Swapped:
 
 
 def _rebind(steps, mapping: dict) -> list:
-    return [(run, tuple(mapping.get(id(x), x) for x in args)) for run, args in steps]
+    """The steps with the arrays of `mapping` swapped in, less the plan's view steps (a
+    RESHAPE whose output is a view of its input: nothing to run; a view of the loop state itself
+    is refused by swap_plan's shared-memory check)."""
+    view = _view_step()
+    return [(run, tuple(mapping.get(id(x), x) for x in args)) for run, args in steps
+            if run is not view]
+
+
+def _ops(plan) -> list:
+    """The operator index of each step _rebind keeps."""
+    view = _view_step()
+    return [oi for (run, _), oi in zip(plan.steps, plan.step_ops) if run is not view]
+
+
+def _view_step():
+    """The plan's step of a view (plan._view_step), None where the plan has none."""
+    from .. import plan   # the plan that runs these kernels (imported by then)
+    return getattr(plan, "_view_step", None)
 
 
 def swap_plan(cond, body):
@@ -88,8 +105,12 @@ def swap_plan(cond, body):
         return None, "delegates place the subgraphs' steps"
     if cond.runtime.preserve_all:
         return None, "experimental_preserve_all_tensors: the body's tensors are read as it ran"
-    if any(not args for _, args in cond.steps) or any(not args for _, args in body.steps):
+    if any(t in plan.dynamic for plan in (cond, body) for oi in plan.step_ops
+           for t in plan.sg.operators[oi].outputs):
         return None, "a step's shapes are known only while running"
+    view = _view_step()
+    if any(not args and run is not view for run, args in cond.steps + body.steps):
+        return None, "a step of no arrays"
     bi, bo, ci = body.sg.inputs, body.sg.outputs, cond.sg.inputs
     if len(set(bi)) != len(bi) or len(set(bo)) != len(bo) or len(set(ci)) != len(ci):
         return None, "a tensor is two loop variables"

@@ -32,7 +32,9 @@ def _loop_model(body_kind: str, limit: int = 1000) -> bytes:
     """Loop variables (i int32, x float32[3], w float32[3]) while i < limit:
     - "plain": i + 1, x * 0.5 + w, w unchanged (passed through);
     - "swap": i + 1, then x and w exchanged (each output is the other variable's input);
-    - "constant": i + 1, x * 0.5 + w, and w's output a constant tensor."""
+    - "constant": i + 1, x * 0.5 + w, and w's output a constant tensor;
+    - "reshape", "reshape_state": as "plain" through RESHAPEs (views in the plan), one of x
+      itself in "reshape_state"."""
     model = Model()
     main = Subgraph(name="main")
     ins = [main.add_tensor(Tensor("i", (), "int32")), main.add_tensor(Tensor("x", (3,))),
@@ -57,6 +59,22 @@ def _loop_model(body_kind: str, limit: int = 1000) -> bytes:
     ops = [_op("ADD", [i, one], [i2])]
     if body_kind == "swap":
         body.outputs = [i2, w, x]
+    elif body_kind in ("reshape", "reshape_state"):
+        # RESHAPEs inside the body: the plan makes them views of their inputs (no step); in
+        # "reshape_state" one is a view of the loop variable x itself.
+        row = _const(model, body, "row", np.array([1, 3], np.int32))
+        flat = _const(model, body, "flat", np.array([3], np.int32))
+        xs = [body.add_tensor(Tensor(f"x{k}", shape)) for k, shape in
+              enumerate([(1, 3), (1, 3), (3,), (3,)])]
+        if body_kind == "reshape":
+            ops += [_op("MUL", [x, half], [xs[3]]), _op("RESHAPE", [xs[3], row], [xs[0]]),
+                    _op("RESHAPE", [xs[0], flat], [xs[2]])]
+        else:
+            ops += [_op("RESHAPE", [x, row], [xs[0]]), _op("MUL", [xs[0], half], [xs[1]]),
+                    _op("RESHAPE", [xs[1], flat], [xs[2]])]
+        x2 = body.add_tensor(Tensor("x2", (3,)))
+        ops.append(_op("ADD", [xs[2], w], [x2]))
+        body.outputs = [i2, x2, w]
     else:
         xh, x2 = body.add_tensor(Tensor("xh", (3,))), body.add_tensor(Tensor("x2", (3,)))
         ops += [_op("MUL", [x, half], [xh]), _op("ADD", [xh, w], [x2])]
@@ -91,11 +109,11 @@ def _expected(kind: str, start: int, limit: int = 1000) -> list:
             x, w = w, x
         else:
             x = x * np.float32(0.5) + w
-            w = w if kind == "plain" else np.array([1, -2, 3], np.float32)
+            w = np.array([1, -2, 3], np.float32) if kind == "constant" else w
     return [np.int32(i), x, w]
 
 
-@pytest.mark.parametrize("kind", ["plain", "swap", "constant"])
+@pytest.mark.parametrize("kind", ["plain", "swap", "constant", "reshape", "reshape_state"])
 @pytest.mark.parametrize("iterations", [0, 1, 2, 3, 10])
 def test_while_state(kind, iterations):
     """Against the loop in numpy, and LiteRT where it agrees: LiteRT's WHILE shares the body's
@@ -140,7 +158,8 @@ def _work(it, start: int) -> tuple:
 
 
 @pytest.mark.parametrize("kind, mode", [("plain", "swap"), ("swap", "copy"),
-                                        ("constant", "copy")])
+                                        ("constant", "copy"), ("reshape", "swap"),
+                                        ("reshape_state", "copy")])
 def test_while_work_per_iteration(kind, mode):
     """The guard of issue 17's WHILE speed, without a clock: a swapped loop runs one Python frame
     per op per iteration (the kernels' own) and copies nothing per iteration."""
