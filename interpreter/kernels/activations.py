@@ -289,7 +289,7 @@ L2_EPSILON = 1e-6  # TFLite's l2norm.cc: x / max(sqrt(sum(x^2)), 1e-6)
 
 @register("L2_NORMALIZATION", "float32")
 def l2_normalization(node):
-    x = _last_axis(node)
+    x = _last_axis(node, same_type=True)
     if getattr(node.options, "fused_activation_function", 0):
         raise node.fail("a fused activation is not supported (TFLite refuses it too)")
     total, rows = row_sum(x.shape)

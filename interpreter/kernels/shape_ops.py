@@ -149,6 +149,7 @@ def _expanded(node, in_shape: tuple, axis) -> tuple:
 @register("SHAPE", *DATA_TYPES)
 def shape(node):
     node.expect_inputs(1)
+    _one_output(node)
     out = node.outputs[0]
     if out.type_name not in ("int32", "int64"):
         raise node.fail(f"the output must be int32 or int64, got {out.type_name}")
