@@ -84,19 +84,32 @@ def _pick(b, t: int, index: int) -> int:
 
 
 def _no_empty_boxes(b, boxes: int) -> int:
-    """Boxes with no area get one of 1e-6 of their coordinates' size. TFLite pushes a selected
-    box back into its queue, where its IoU with itself suppresses it; an empty box's IoU is 0, so
-    TFLite selects it again and again (every output past it is that box), where onnxruntime
-    selects it once. The thin box it becomes suppresses itself and nothing else but another
-    (formerly) empty box over it, as its IoU with any box is its area over the other's."""
+    """Boxes with no area moved far away, each to a unit box of its own ([batch, N, 4]). TFLite
+    pushes a selected box back into its queue, where its IoU with itself suppresses it; an empty
+    box's IoU is 0, so TFLite selects it again and again (every output past it is that box),
+    where onnxruntime selects it once, and never lets it suppress or be suppressed. A box apart
+    from every other one does the same. (A thin box instead would suppress the other empty
+    boxes on its line: detections clipped at an image's edge.) Only the selection sees this:
+    the kept boxes are read from the model's own tensor."""
     last = b.rank(boxes) - 1
     low = b.op("GATHER", [boxes, b.const(np.array([0, 1], np.int32))], {"axis": last})
     high = b.op("GATHER", [boxes, b.const(np.array([2, 3], np.int32))], {"axis": last})
-    empty = b.op("EQUAL", [low, high], dtype="bool")
-    step = b.op("MUL", [b.op("MAXIMUM", [b.op("ABS", [high]), b.const(np.float32(1))]),
-                        b.const(np.float32(1e-6))])
-    high = b.op("SELECT_V2", [empty, b.op("ADD", [high, step]), high], dtype="float32")
-    return b.op("CONCATENATION", [low, high], {"axis": last})
+    side = b.op("REDUCE_MIN", [b.op("ABS", [b.op("SUB", [high, low])]),
+                               b.const(np.array([last], np.int32))], {"keep_dims": True})
+    empty = b.op("EQUAL", [side, b.const(np.float32(0))], dtype="bool")          # [B, N, 1]
+    every = b.const(np.arange(b.rank(boxes), dtype=np.int32))
+    unit = b.op("MAXIMUM", [b.op("REDUCE_MAX", [b.op("ABS", [boxes]), every],
+                                 {"keep_dims": False}), b.const(np.float32(1))])
+    count = b.op("GATHER", [b.dims_of(boxes, "int32"), b.const(np.array(1, np.int32))],
+                 {"axis": 0})
+    place = b.cast(b.op("RANGE", [b.const(np.array(0, np.int32)), count,
+                                  b.const(np.array(1, np.int32))]), "float32")
+    place = b.reshape(place, (1, b.shape(boxes)[1], 1))
+    start = b.op("MUL", [b.op("ADD", [b.op("MUL", [place, b.const(np.float32(3))]),
+                                      b.const(np.float32(2))]), unit])         # [1, N, 1]
+    far = b.op("ADD", [start, b.op("MUL", [unit, b.const(
+        np.array([0, 0, 1, 1], np.float32))])])                                 # [1, N, 4]
+    return b.op("SELECT_V2", [empty, far, boxes], dtype="float32")
 
 
 def _corners(b, boxes: int) -> int:

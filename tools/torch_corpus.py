@@ -44,6 +44,9 @@ class Export:
     dynamic_axes: dict = field(default_factory=dict)
     sizes: list = field(default_factory=list)     # [{input: shape}], for a dynamic export
     int_high: int = 2                             # integer inputs drawn from [0, int_high)
+    # Detections sorted by score (rows of every output): near-tied scores may come out in
+    # another order (corpus_report matches rows then).
+    ranked: bool = False
 
 
 # -- torchvision ---------------------------------------------------------------------------------
@@ -152,7 +155,7 @@ def _vision_exports() -> list:
                      ("lraspp", "lraspp_mobilenet_v3_large")):
         axes, sizes = _image()
         out.append(Export(f"tv_{name}", _segmentation(fn), {"x": axes}, sizes))
-    out.append(Export("tv_ssdlite", _ssdlite))
+    out.append(Export("tv_ssdlite", _ssdlite, ranked=True))
     axes, sizes = _batch_only((1, 3, 8, 112, 112))
     out.append(Export("tv_r3d_18", _vision("r3d_18", (1, 3, 8, 112, 112), module="video"),
                       {"x": axes}, sizes))
@@ -400,6 +403,7 @@ def export_one(spec: Export, exporter: str, dynamic: bool, out: Path) -> dict:
     stem = f"{spec.name}.{exporter}" + (".dynamic" if dynamic else "")
     entry = {"model": spec.name, "exporter": exporter, "dynamic": dynamic,
              "file": f"{stem}.onnx", "inputs": f"{stem}.npz", "int_high": spec.int_high,
+             "ranked": spec.ranked,
              "torch": torch.__version__}
     start = time.perf_counter()
     try:

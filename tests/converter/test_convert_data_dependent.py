@@ -112,21 +112,26 @@ def test_litert_sizes_the_outputs_by_the_values():
     np.testing.assert_allclose(got[0], 2 * x[::-1][:2], rtol=1e-6)
 
 
-def _boxes(rng, count: int = 16, empty=()):
+def _boxes(rng, count: int = 16, empty=(), line=()):
     corner = rng.uniform(0, 10, (count, 2)).astype(np.float32)
     boxes = np.concatenate([corner, corner + rng.uniform(1, 4, (count, 2))], 1)
     for k in empty:          # a box clipped to nothing: x1 == x2
         boxes[k, 3] = boxes[k, 1]
+    for k in line:           # boxes clipped to the edge y = 0, overlapping along it
+        boxes[k] = [0, 1 + 0.1 * k, 0, 6 + 0.1 * k]
     return boxes.astype(np.float32)
 
 
-@pytest.mark.parametrize("case", ["random", "empty_box", "none_pass"])
+@pytest.mark.parametrize("case", ["random", "empty_box", "edge_line", "none_pass"])
 def test_nms_after_a_score_filter(case):
     rng = np.random.default_rng(7)
-    boxes = _boxes(rng, empty=(3, 9) if case == "empty_box" else ())
+    boxes = _boxes(rng, empty=(3, 9) if case == "empty_box" else (),
+                   line=(2, 5, 11) if case == "edge_line" else ())
     scores = rng.standard_normal(16).astype(np.float32)
     if case == "empty_box":
         scores[[3, 9]] = [5.0, 4.0]        # selected first: TFLite would repeat them
+    if case == "edge_line":
+        scores[[2, 5, 11]] = [5.0, 4.0, 3.0]   # onnxruntime keeps all three
     if case == "none_pass":
         scores = -np.abs(scores)
     _check(filtered_nms(), {"b": boxes, "s": scores})
