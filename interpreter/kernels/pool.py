@@ -109,7 +109,9 @@ def _separable_max(win, x, out, lims):
     n, ho, wo, c = win.shape
     sn, sy, sx, sc = x.strides
     width = (wo - 1) * win.sw + (win.kw - 1) * win.dw + 1     # input columns the taps read
-    rows = [as_strided(x[:, i * win.dh:], (n, ho, width, c), (sn, sy * win.sh, sx, sc),
+    # one column per window (kw 1): the rows read every sw-th column, no column fold follows
+    width, step = (wo, sx * win.sw) if win.kw == 1 else (width, sx)
+    rows = [as_strided(x[:, i * win.dh:], (n, ho, width, c), (sn, sy * win.sh, step, sc),
                        writeable=False) for i in range(win.kh)]
     if win.kw == 1:
         folded, cols = out, None
