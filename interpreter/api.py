@@ -272,8 +272,24 @@ class Interpreter:
         return value
 
     def set_tensor(self, tensor_index, value) -> None:
-        with self._exclusive("set_tensor()"):
+        if not self._busy.acquire(blocking=False):   # _exclusive, inlined: the hot path
+            raise self._concurrent("set_tensor()")
+        outer, self._busy_with = self._busy_with, "set_tensor()"
+        try:
+            # An array of the tensor's type and shape: copied at once (the checks and the
+            # messages of _set_tensor for everything else); 2.6 -> ~1 µs on a small input.
+            arrays = self._main.arrays
+            if type(value) is np.ndarray and type(tensor_index) is int and self._allocated \
+                    and self._main.ready and 0 <= tensor_index < len(arrays):
+                target = arrays[tensor_index]
+                if target is not None and value.shape == target.shape \
+                        and value.dtype == target.dtype and target.flags.writeable:
+                    _copyto(target, value)
+                    return
             self._set_tensor(tensor_index, value)
+        finally:
+            self._busy_with = outer
+            self._busy.release()
 
     def _set_tensor(self, tensor_index, value) -> None:
         target = self._array(tensor_index)
@@ -299,8 +315,19 @@ class Interpreter:
         np.copyto(target, value)
 
     def get_tensor(self, tensor_index, subgraph_index=0) -> np.ndarray:
-        with self._exclusive("get_tensor()"):
+        if not self._busy.acquire(blocking=False):   # _exclusive, inlined: the hot path
+            raise self._concurrent("get_tensor()")
+        outer, self._busy_with = self._busy_with, "get_tensor()"
+        try:
+            arrays = self._main.arrays
+            if subgraph_index == 0 and type(tensor_index) is int and self._allocated \
+                    and self._main.ready and 0 <= tensor_index < len(arrays) \
+                    and arrays[tensor_index] is not None:
+                return arrays[tensor_index].copy()
             return np.array(self._array(tensor_index, subgraph_index))
+        finally:
+            self._busy_with = outer
+            self._busy.release()
 
     def tensor(self, tensor_index):
         """A function returning a zero-copy view of the tensor's current memory. As in LiteRT,
@@ -409,6 +436,8 @@ class Interpreter:
         raise ValueError(f'Invalid signature_key provided: "{signature_key}". The model has: '
                          f"{[s.signature_key for s in sigs]}")
 
+
+_copyto = getattr(np.copyto, "_implementation", np.copyto)   # without __array_function__
 
 _TFL_TYPE_NAMES = {np.dtype(np.float32): "FLOAT32", np.dtype(np.float64): "FLOAT64",
                    np.dtype(np.float16): "FLOAT16", np.dtype(np.int8): "INT8",

@@ -219,3 +219,24 @@ def test_a_reshape_inside_the_graph_is_a_view_and_runs_no_step(models_dir):
     last = Interpreter(model_content=op_model("RESHAPE", [In((2, 3)), np.array([3, 2], np.int32)]))
     last.allocate_tensors()
     assert len(last._main.steps) == 1
+
+
+def test_set_tensor_and_get_tensor_of_the_right_array_are_one_call_each(models_dir):
+    """An input of the tensor's type and shape is copied in without the checks that build the
+    messages (1 Python frame: set_tensor; was 12), an output copied out the same way (was 10); the
+    values are what they should be, and a wrong array still gets its message."""
+    it = ready(path=str(models_dir / "digits_cnn.tflite"))
+    x = np.random.default_rng(4).random((1, 8, 8, 1), np.float32)
+    i, o = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+    assert python_calls(lambda: it.set_tensor(i, x)) <= 2      # the lambda, set_tensor
+    it.invoke()
+    assert python_calls(lambda: it.get_tensor(o)) <= 2
+    out = it.get_tensor(o)
+    out[...] = 0     # a copy: the interpreter's output is untouched
+    reference = Interpreter(model_path=str(models_dir / "digits_cnn.tflite"))
+    reference.allocate_tensors()
+    reference.set_tensor(i, x)
+    reference.invoke()
+    np.testing.assert_array_equal(it.get_tensor(o), reference.get_tensor(o))
+    with pytest.raises(ValueError, match="Got value of type FLOAT64 but expected type FLOAT32"):
+        it.set_tensor(i, x.astype(np.float64))
