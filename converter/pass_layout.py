@@ -457,13 +457,17 @@ def moves_data(perm, shape) -> bool:
 
 
 def merge_reshapes(model: Model) -> bool:
-    """RESHAPE of a RESHAPE's output reads the first one's input."""
+    """RESHAPE of a RESHAPE's output reads the first one's input, unless only the first one's
+    target is computed (it follows dynamic dims that its input has merged: GPT-2's [b * s, 3 d]
+    -> [b, s, 3 d]; a constant target written at this conversion's sizes is made to follow them
+    from its own input's SHAPE later, which [b * s, ...] could not give)."""
     changed = False
     for sg in model.subgraphs:
         ed = Editor(model, sg)
         for op in sg.operators:
             inner = ed.producer(op.inputs[0]) if op.op == "RESHAPE" else None
-            if inner is not None and inner.op == "RESHAPE":
+            if inner is not None and inner.op == "RESHAPE" and \
+                    not (_computed_target(ed, inner) and not _computed_target(ed, op)):
                 op.inputs[0] = inner.inputs[0]
                 changed = True
         if changed:

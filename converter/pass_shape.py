@@ -108,7 +108,7 @@ def fold_gather_of_gather(model: Model) -> bool:
             if i is None or j is None or i.ndim != 1 or j.size == 0 or \
                     j.min() < 0 or j.max() >= i.size:
                 continue
-            index = np.ascontiguousarray(i[j]).astype(np.int32)
+            index = np.array(i[j], np.int32)   # 0-d for a scalar j (ascontiguousarray: 1-d)
             ed.set_inputs(op, [inner.inputs[0], ed.const(
                 index, f"{sg.tensors[op.inputs[1]].name}/composed")])
             changed = True

@@ -13,9 +13,10 @@ from edgelite.converter.builder import regroup
 from edgelite.converter.editor import Editor
 from edgelite.converter.pass_attention import merge_parallel_projections
 from edgelite.converter.pass_layout import push_transposes
+from edgelite.converter.pass_shape import fold_gather_of_gather
 from tests.converter.dynamic_models import MODELS, F, _graph, _Net
 from tests.converter.test_convert_dynamic import check_sizes, convert
-from tests.converter.test_convert_passes import graph, same_after, w
+from tests.converter.test_convert_passes import graph, outputs, same_after, w
 
 pytest.importorskip("ai_edge_litert.interpreter")
 
@@ -108,6 +109,28 @@ def whisper_attention(heads: int = 2, dh: int = 4):
     proto = _graph("whisper_attention", net.nodes, [("x", ["batch", "seq", d], F)], ["y"],
                    net.inits)
     return proto, [[(1, 5, d)], [(2, 19, d)], [(3, 40, d)]]
+
+
+def gpt2_attention(heads: int = 2, dh: int = 4):
+    """GPT-2's attention as torch exports it: c_attn on the tokens flattened (Reshape [-1, d],
+    MatMul, Add, Reshape [b, s, 3 d] from Shape), Split into q, k and v, each Reshape
+    [b, s, h, dh] from Shape and Transpose, k to [b, h, dh, s]; x [batch, seq, d]."""
+    d = heads * dh
+    net = _Net(10)
+    b, s = net.dim("x", 0), net.dim("x", 1)
+    flat = net.op("Reshape", ["x", net.const(np.array([-1, d], np.int64))])
+    qkv = net.op("Reshape", [net.linear(flat, d, 3 * d), net.vec(b, s, 3 * d)])
+    parts = net.op("Split", [qkv, net.const(np.array([d] * 3, np.int64))], n_out=3, axis=2)
+    q, k, v = (net.op("Transpose", [net.op("Reshape", [t, net.vec(b, s, heads, dh)])],
+                      perm=perm)
+               for t, perm in zip(parts, ([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3])))
+    attn = net.op("MatMul", [net.op("Softmax", [net.op("MatMul", [q, k])], axis=-1), v])
+    merged = net.op("Reshape", [net.op("Transpose", [attn], perm=[0, 2, 1, 3]),
+                                net.vec(b, s, d)])
+    net.nodes.append(helper.make_node("Identity", [net.linear(merged, d, d)], ["y"]))
+    proto = _graph("gpt2_attention", net.nodes, [("x", ["batch", "seq", d], F)], ["y"],
+                   net.inits)
+    return proto, [[(1, 6, d)], [(2, 23, d)], [(3, 47, d)]]
 
 
 def test_regroup_keeps_output_order():
@@ -225,3 +248,35 @@ def test_transpose_passes_a_computed_reshape_target(built):
     after = same_after(push_transposes, model, feeds)
     assert "TRANSPOSE" not in after
     assert after["CONCATENATION" if built == "concatenation" else "GATHER"] == 1
+
+
+def test_split_heads_of_flattened_tokens_stay_dynamic():
+    """GPT-2's q, k and v split from one projection of [b * s, d] tokens: merged into one
+    RESHAPE + TRANSPOSE, whose target is computed from the [b, s, 3 d] reshape it reads (that
+    reshape stays: its computed target is what knows b and s), so the dims stay dynamic."""
+    proto, sizes = gpt2_attention()
+    conversion = convert(proto)
+    assert not conversion.warnings
+    assert conversion.transposes <= 2, conversion.ops_out
+    check_sizes(proto, conversion, sizes)
+
+
+@pytest.mark.parametrize("index", [np.array(1, np.int32), np.array([2, 1], np.int32)])
+def test_gather_of_gather_keeps_the_index_shape(index):
+    """GATHER(GATHER(SHAPE, perm), j) is GATHER(SHAPE, perm[j]) with j's shape: a scalar j
+    stays a scalar (T5's RANGE reads one as its limit)."""
+    model, feeds = graph([(2, 3, 5)], lambda b, x: x)
+    sg = model.subgraphs[0]
+    ed = Editor(model, sg)
+    dims, moved = ed.tensor("dims", (3,), "int32"), ed.tensor("moved", (3,), "int32")
+    y = ed.tensor("y", index.shape, "int32")
+    sg.operators = [
+        ed.new_op("SHAPE", [sg.inputs[0]], [dims], {"out_type": 2}),
+        ed.new_op("GATHER", [dims, ed.const(np.array([2, 0, 1], np.int32), "perm")], [moved],
+                  {"axis": 0}),
+        ed.new_op("GATHER", [moved, ed.const(index, "j")], [y], {"axis": 0})]
+    sg.outputs = [y]
+    assert same_after(fold_gather_of_gather, model, feeds) == {"SHAPE": 1, "GATHER": 1}
+    (got,) = outputs(model, feeds)
+    assert got.shape == index.shape
+    np.testing.assert_array_equal(got, np.array([5, 2, 3])[index])
