@@ -120,25 +120,27 @@ def test_without_torch_the_converter_imports_and_from_torch_says_what_to_install
 
 # -- a saved torch.export program (.pt2): TFLiteConverter.from_exported_program, tflite-convert
 
-def _saved_program(tmp_path):
-    """The convnet exported by torch.export with a dynamic batch (at most 64) and saved."""
+@pytest.fixture(scope="module")
+def saved_program(tmp_path_factory):
+    """The convnet exported by torch.export with a dynamic batch (at most 64) and saved (once
+    for the tests that read it: torch.export takes seconds)."""
     torch = require("torch")
     require("onnxscript")
     net, _ = _convnet()
     batch = torch.export.Dim("batch", max=64)
     program = torch.export.export(net, (torch.randn(2, 3, 32, 32),),
                                   dynamic_shapes={"image": {0: batch}})
-    path = tmp_path / "convnet.pt2"
+    path = tmp_path_factory.mktemp("program") / "convnet.pt2"
     torch.export.save(program, str(path))
     return net, path
 
 
-def test_exported_program_keeps_its_dynamic_batch(tmp_path):
+def test_exported_program_keeps_its_dynamic_batch(saved_program):
     torch = require("torch")
     from edgelite.converter import TFLiteConverter
     from edgelite.interpreter import Interpreter
 
-    net, path = _saved_program(tmp_path)
+    net, path = saved_program
     converter = TFLiteConverter.from_exported_program(path)
     content = converter.convert()
     conversion = converter.last_conversion
@@ -160,10 +162,10 @@ def test_exported_program_keeps_its_dynamic_batch(tmp_path):
         assert np.abs(got - expected).max() <= 1e-5 + 1e-4 * np.abs(expected).max(), cls
 
 
-def test_tflite_convert_on_a_pt2_checks_it(tmp_path):
+def test_tflite_convert_on_a_pt2_checks_it(saved_program, tmp_path):
     from tests.cli.helpers import invoke
 
-    _, path = _saved_program(tmp_path)
+    _, path = saved_program
     out = tmp_path / "convnet.tflite"
     result = invoke([path, "-o", out, "--check"], prog="tflite-convert")
     assert result.exit_code == 0, result.output
