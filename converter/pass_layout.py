@@ -458,21 +458,29 @@ def moves_data(perm, shape) -> bool:
 
 def merge_reshapes(model: Model) -> bool:
     """RESHAPE of a RESHAPE's output reads the first one's input, unless only the first one's
-    target is computed (it follows dynamic dims that its input has merged: GPT-2's [b * s, 3 d]
-    -> [b, s, 3 d]; a constant target written at this conversion's sizes is made to follow them
+    target is computed and it splits a dim of its input (GPT-2's [b * s, 3 d] -> [b, s, 3 d]:
+    a constant target written at this conversion's sizes is made to follow the dynamic dims
     from its own input's SHAPE later, which [b * s, ...] could not give)."""
     changed = False
     for sg in model.subgraphs:
         ed = Editor(model, sg)
         for op in sg.operators:
             inner = ed.producer(op.inputs[0]) if op.op == "RESHAPE" else None
-            if inner is not None and inner.op == "RESHAPE" and \
-                    not (_computed_target(ed, inner) and not _computed_target(ed, op)):
+            if inner is not None and inner.op == "RESHAPE" and not (
+                    _computed_target(ed, inner) and not _computed_target(ed, op) and
+                    _splits(ed.shape(inner.inputs[0]), ed.shape(inner.outputs[0]))):
                 op.inputs[0] = inner.inputs[0]
                 changed = True
         if changed:
             remove_dead(sg)
     return changed
+
+
+def _splits(in_shape, out_shape) -> bool:
+    """Whether a reshape from in_shape to out_shape splits a dim into several (or its dims
+    cannot be grouped)."""
+    groups = reshape_groups(in_shape, out_shape)
+    return groups is None or any(len(outs) > 1 for _, outs in groups)
 
 
 def transposes_to_reshapes(model: Model) -> bool:
