@@ -29,6 +29,11 @@ def binary(b, n):
     if len({b.dtype(t) for t in inputs}) > 1:
         raise n.fail(f"input types differ: {', '.join(b.dtype(t) for t in inputs)}")
     dtype = "bool" if n.op_type in _COMPARISONS else None
+    if op == "DIV" and b.dtype(inputs[0]) == "int64":
+        # TFLite's DIV has no int64 kernel (LiteRT refuses the file): int32, as POW, exact
+        # below 2^31 (dynamo's floordiv of shape values); int32 DIV truncates, as ONNX's.
+        return b.cast(b.op("DIV", [b.cast(inputs[0], "int32"), b.cast(inputs[1], "int32")]),
+                      "int64")
     y = inputs[0]
     for t in inputs[1:]:
         y = b.op(op, [y, t], dtype=dtype)

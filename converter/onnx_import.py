@@ -134,15 +134,28 @@ def check_model(proto) -> None:
 
 
 def unsupported_nodes(proto, opset: int) -> list:
-    """One line per node the converter has no lowering for."""
+    """One line per node the converter has no lowering for, in the graph and in the body graphs
+    of its control flow (an If's branches, a Loop's body), all at once."""
+    from onnx import AttributeProto
+
     problems = []
-    for node in proto.graph.node:
-        if node.domain not in DEFAULT_DOMAINS:
-            problems.append(f"{node.op_type} node {node.name or node.output[0]!r}: domain "
-                            f"{node.domain!r} is not supported")
-        elif node.op_type not in LOWERINGS:
-            problems.append(f"{node.op_type} node {node.name or node.output[0]!r} (opset "
-                            f"{opset}): no lowering for {node.op_type}")
+
+    def scan(graph, inside: str) -> None:
+        for node in graph.node:
+            label = f"{node.op_type} node {node.name or (node.output[0] if node.output else '')!r}"
+            if node.domain not in DEFAULT_DOMAINS:
+                problems.append(f"{label}{inside}: domain {node.domain!r} is not supported")
+            elif node.op_type not in LOWERINGS:
+                problems.append(f"{label}{inside} (opset {opset}): no lowering for "
+                                f"{node.op_type}")
+            for attr in node.attribute:
+                bodies = [attr.g] if attr.type == AttributeProto.GRAPH else \
+                    list(attr.graphs) if attr.type == AttributeProto.GRAPHS else []
+                for body in bodies:
+                    scan(body, f" (in the {attr.name} of {node.op_type} "
+                               f"{node.name or node.output[0]!r})")
+
+    scan(proto.graph, "")
     return problems
 
 

@@ -167,6 +167,32 @@ def test_unsupported_ops_listed_at_once(tmp_path):
     assert "opset 18" in line and "'fine'" not in line
 
 
+def test_unsupported_ops_in_branches_listed_with_the_rest(tmp_path):
+    """An If's branches are scanned too: one line lists every op, where each one is (an op
+    inside a branch was an internal error, found only when the branch was lowered)."""
+    out = [helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 3])]
+    then = helper.make_graph([helper.make_node("Hardmax", ["x"], ["b"], name="in_then")],
+                             "then", [], out)
+    other = helper.make_graph([helper.make_node("Relu", ["x"], ["b"], name="fine")],
+                              "else", [], out)
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other,
+                              name="choose"),
+             helper.make_node("Det", ["x"], ["d"], name="det_node")]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 3]),
+            helper.make_tensor_value_info("d", TensorProto.FLOAT, [])]
+    inits = [numpy_helper.from_array(np.array(0, np.float32), "zero")]
+    proto = helper.make_model(helper.make_graph(nodes, "g", ins, outs, inits),
+                              opset_imports=[helper.make_opsetid("", 18)])
+    proto.ir_version = 8
+    line = fails(save(tmp_path, proto))
+    assert "2 ONNX node(s) cannot be converted" in line
+    assert "'in_then'" in line and "then_branch" in line and "'det_node'" in line
+    assert "internal" not in line and "'fine'" not in line
+
+
 def test_unsupported_attribute_forms_listed_at_once(tmp_path):
     nodes = [helper.make_node("TopK", ["v", "k"], ["tv", "ti"], largest=0, name="topk"),
              helper.make_node("LSTM", ["x", "Wl", "R"], ["y"], hidden_size=2, input_forget=1,

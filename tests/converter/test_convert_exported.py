@@ -47,6 +47,16 @@ def test_abs_int64():
     assert "ABS" not in conversion.ops_out     # LiteRT's ABS has no int64 kernel
 
 
+def test_div_int64_truncates_in_both_runtimes():
+    """dynamo's floordiv of shape values is an int64 Div (GPT-2, wav2vec2): LiteRT has no int64
+    DIV kernel and refused the file; as int32 it truncates toward zero, as onnxruntime does."""
+    proto = model([node("Div", ["a", "b"], ["y"])],
+                  [("a", [3, 6], np.int64), ("b", [6], np.int64)], [("y", np.int64)])
+    a = RNG.integers(-50, 50, (3, 6)).astype(np.int64)
+    conversion = check(proto, {"a": a, "b": np.array([3, -3, 7, -7, 5, 1], np.int64)})
+    assert conversion.ops_out.get("DIV") == 1
+
+
 @pytest.mark.parametrize("reduction", ["none", "add"])
 def test_scatter_nd_runtime_updates(reduction):
     """Rows 2 and 0 (and -1: the last) of x replaced by (added to) the updates."""
