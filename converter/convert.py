@@ -188,7 +188,12 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
     recurrent = bool({"LSTM", "GRU"} & {n.op_type for n in proto.graph.node})
     if sizes.batch_only:
         first = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
-        second = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1))
+        try:
+            second = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1))
+        except ConversionError as e:
+            # The export wrote its traced batch into the graph (a reshape to [197, 1, 3, 768]
+            # in torch's dynamo export of a ViT): the model runs at its first size only.
+            return (*first, f"the model does not convert at a second size ({e})")
         problem = mark_dynamic_dims(first[0], second[0])
         if problem is None:
             return (*first, None)

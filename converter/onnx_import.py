@@ -424,6 +424,21 @@ def resolve_inputs(proto, input_shapes: dict, dynamic_size=1) -> list:
     return out
 
 
+def _infer(model):
+    import onnx
+
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except ValueError as e:  # a model over 2 GB: no ONNX inference, kernels still infer
+        if "2GB" in str(e) or "2 GB" in str(e):
+            return None
+        raise
+    except Exception as e:  # InferenceError: shapes or types that contradict each other
+        text = str(e).strip().splitlines()
+        raise ConversionError(f"invalid ONNX graph: {text[-1] if text else type(e).__name__}") \
+            from None
+
+
 def inferred_types(proto, inputs: list) -> dict:
     """ONNX shape inference on the model with the inputs fixed: name -> (dims, dtype)."""
     import onnx
@@ -440,15 +455,20 @@ def inferred_types(proto, inputs: list) -> dict:
         for d in spec.shape:
             dims.add().dim_value = d
     try:
-        inferred = onnx.shape_inference.infer_shapes(fixed, strict_mode=True, data_prop=True)
-    except ValueError as e:  # a model over 2 GB: no ONNX inference, kernels still infer
-        if "2GB" in str(e) or "2 GB" in str(e):
-            return {}
-        raise
-    except Exception as e:  # InferenceError: shapes or types that contradict each other
-        text = str(e).strip().splitlines()
-        raise ConversionError(f"invalid ONNX graph: {text[-1] if text else type(e).__name__}") \
-            from None
+        inferred = _infer(fixed)
+    except ConversionError:
+        # The exporter's own value_info and output shapes may hold a size it traced with where
+        # the input's dim is open (torch's dynamo exporter writes [1, 197, 768] after an Add of
+        # a [batch, 197, 768] input): inferred again from the inputs alone, which decide.
+        declared = [o for o in fixed.graph.output if o.type.tensor_type.HasField("shape")]
+        if not len(fixed.graph.value_info) and not declared:
+            raise
+        del fixed.graph.value_info[:]
+        for o in declared:
+            o.type.tensor_type.ClearField("shape")
+        inferred = _infer(fixed)
+    if inferred is None:
+        return {}
     out = {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
         tt = vi.type.tensor_type

@@ -174,3 +174,45 @@ def test_int8_keeps_dynamic_dims():
                 outs.append(np.array(it.get_tensor(it.get_output_details()[0]["index"])))
         assert outs[0].shape == (1,) + shape[1:3] + (1,)
         np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def _batch_model(reshape_to, stale_value_info: bool):
+    """x [batch, 4, 6] -> Relu -> Reshape(reshape_to) -> y, as torch's dynamo exporter writes a
+    ViT: its value_info may carry the traced batch (1) where the input's dim is open."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Reshape", ["r", "target"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "m"])],
+        [numpy_helper.from_array(np.array(reshape_to, np.int64), "target")])
+    if stale_value_info:
+        graph.value_info.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 4, 6]))
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    return proto
+
+
+def test_stale_value_info_of_a_traced_batch_is_inferred_again():
+    """value_info [1, 4, 6] on a [batch, 4, 6] tensor contradicts shape inference at batch 2:
+    the inputs decide, and the batch stays dynamic."""
+    proto = _batch_model([-1, 24], stale_value_info=True)
+    conversion = convert(proto)
+    assert not conversion.warnings
+    check_sizes(proto, conversion, [[(1, 4, 6)], [(3, 4, 6)], [(2, 4, 6)]])
+
+
+def test_a_batch_baked_into_the_graph_is_fixed_with_a_warning():
+    """A reshape to [1, 24] (the export traced batch 1) converts at batch 1 only: the file has
+    the batch fixed at 1 and the warning names the node."""
+    proto = _batch_model([1, 24], stale_value_info=False)
+    conversion = convert(proto)
+    assert len(conversion.warnings) == 1 and "does not convert at a second size" in \
+        conversion.warnings[0] and "Reshape" in conversion.warnings[0]
+    sg = conversion.model.subgraphs[0]
+    assert sg.tensors[sg.inputs[0]].shape[0] == 1
+    assert -1 not in (sg.tensors[sg.inputs[0]].shape_signature or ())
+    check_sizes(proto, conversion, [[(1, 4, 6)]])
