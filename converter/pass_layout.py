@@ -422,6 +422,18 @@ def push_slice(ed: Editor, op, perm) -> bool:
     return True
 
 
+def push_fully_connected(ed: Editor, op, perm) -> bool:
+    """A FULLY_CONNECTED that keeps its input's dims reads the last axis alone: a transpose
+    that keeps that axis last passes it (nn.MultiheadAttention's batch-first transposes)."""
+    r = len(perm)
+    if not op.options.keep_num_dims or perm[-1] != r - 1 or \
+            len(ed.shape(op.outputs[0])) != r or op.inputs[0] in op.inputs[1:]:
+        return False
+    ed.set_input(op, 0, _source(ed, op.inputs[0]))
+    ed.transpose_after(op, 0, perm)
+    return True
+
+
 def push_split(ed: Editor, op, perm) -> bool:
     """SPLIT (axis, x) and SPLIT_V (x, sizes, axis) split the source along perm[axis]."""
     data, at = (1, 0) if op.op == "SPLIT" else (0, 2)
@@ -447,6 +459,7 @@ RULES.update({
     "RESHAPE": (_first, push_reshape), "GATHER": (_first, push_gather),
     "STRIDED_SLICE": (_first, push_strided_slice), "SLICE": (_first, push_slice),
     "SPLIT": (lambda op: (1,), push_split), "SPLIT_V": (_first, push_split),
+    "FULLY_CONNECTED": (_first, push_fully_connected),
 })
 
 

@@ -280,3 +280,20 @@ def test_gather_of_gather_keeps_the_index_shape(index):
     (got,) = outputs(model, feeds)
     assert got.shape == index.shape
     np.testing.assert_array_equal(got, np.array([5, 2, 3])[index])
+
+
+@pytest.mark.parametrize("shape", [None, (2, 9, 8)])
+def test_transpose_passes_a_fully_connected_on_the_last_axis(shape):
+    """nn.MultiheadAttention's batch-first transposes around a projection: [b, s, d] ->
+    [s, b, d] -> Linear -> ReLU -> [b, s, d]. The projection reads the last axis alone, so the
+    transpose passes it and meets its inverse: no TRANSPOSE left, the dims open or fixed."""
+    net = _Net(11)
+    y = net.op("Transpose", ["x"], perm=[1, 0, 2])
+    y = net.op("Relu", [net.linear(y, 8, 12)])
+    net.nodes.append(helper.make_node("Transpose", [y], ["y"], perm=[1, 0, 2]))
+    proto = _graph("batch_first", net.nodes, [("x", ["batch", "seq", 8], F)], ["y"], net.inits)
+    conversion = convert(proto, shape and {"x": shape})
+    assert not conversion.warnings
+    assert "TRANSPOSE" not in conversion.ops_out, conversion.ops_out
+    check_sizes(proto, conversion, [[shape]] if shape else [[(1, 5, 8)], [(2, 9, 8)],
+                                                            [(3, 4, 8)]])
