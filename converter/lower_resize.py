@@ -127,7 +127,9 @@ def _declared(n, what: str) -> list:
 
 def _from_sizes(b, n, shape, axes, sizes_t):
     policy = n.attr("keep_aspect_ratio_policy", "stretch")
-    sizes = b.value(sizes_t)
+    # A constant, or sizes the graph computes from the SHAPE of a dynamic tensor (a world
+    # value: their value at this conversion's sizes; the op reads the tensor while running).
+    sizes = b._known(sizes_t)
     if sizes is not None:
         sizes = [int(v) for v in sizes.reshape(-1)]
         ratios = {a: v / shape[a] for a, v in zip(axes, sizes)}

@@ -216,3 +216,34 @@ def test_a_batch_baked_into_the_graph_is_fixed_with_a_warning():
     assert sg.tensors[sg.inputs[0]].shape[0] == 1
     assert -1 not in (sg.tensors[sg.inputs[0]].shape_signature or ())
     check_sizes(proto, conversion, [[(1, 4, 6)]])
+
+
+def test_resize_to_the_size_of_another_tensor():
+    """LRASPP / DeepLabV3 through torch's dynamo exporter: F.interpolate(x, size=low.shape[-2:])
+    as Resize(sizes=Concat(Shape(y)[:2], Shape(low)[2:])), the output shape not declared: the
+    sizes are computed in the graph from the input's dynamic height and width."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Shape", ["y"], ["sy"], end=2),
+             helper.make_node("Shape", ["x"], ["sx"], start=2),
+             # A Div by 1: ONNX's data propagation stops there, as at dynamo's SymInt
+             # arithmetic, so inference declares no output shape.
+             helper.make_node("Div", ["sx", "one"], ["sxi"]),
+             helper.make_node("Concat", ["sy", "sxi"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["y", "", "", "sizes"], ["z"], mode="linear",
+                              coordinate_transformation_mode="half_pixel")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, "h", "w"])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["a", "b", "c", "d"])],
+        [numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32),
+                                 "w"), numpy_helper.from_array(np.array([1], np.int64), "one")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    conversion = convert(proto)
+    assert not conversion.warnings
+    check_sizes(proto, conversion, [[(1, 3, 32, 40)], [(2, 3, 48, 36)], [(1, 3, 20, 20)]])
