@@ -247,3 +247,34 @@ def test_resize_to_the_size_of_another_tensor():
     conversion = convert(proto)
     assert not conversion.warnings
     check_sizes(proto, conversion, [[(1, 3, 32, 40)], [(2, 3, 48, 36)], [(1, 3, 20, 20)]])
+
+
+def test_reshape_keeps_the_models_own_minus_one():
+    """Swin's windows reshaped back: [-1, 7, 4] of a [7 * batch, 4] tensor splits the dynamic
+    dim into (batch, 7), no regrouping the builder can follow; the model's -1 says which dim
+    follows the batch. A class token expanded to the batch (ViT) makes the graph compute its
+    shapes, as in torch's dynamo export of Swin-T."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    inits = {"cls": rng.standard_normal((1, 1, 4)).astype(np.float32),
+             "rest": np.array([1, 4], np.int64), "flat": np.array([-1, 4], np.int64),
+             "back": np.array([-1, 7, 4], np.int64)}
+    nodes = [helper.make_node("Shape", ["x"], ["s"], end=1),
+             helper.make_node("Concat", ["s", "rest"], ["es"], axis=0),
+             helper.make_node("Expand", ["cls", "es"], ["c"]),
+             helper.make_node("Concat", ["c", "x"], ["y"], axis=1),
+             helper.make_node("Reshape", ["y", "flat"], ["f"]),
+             helper.make_node("Relu", ["f"], ["r"]),
+             helper.make_node("Reshape", ["r", "back"], ["z"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 7, 4])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    conversion = convert(proto)
+    assert not conversion.warnings
+    check_sizes(proto, conversion, [[(1, 6, 4)], [(3, 6, 4)], [(2, 6, 4)]])
