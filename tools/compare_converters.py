@@ -41,7 +41,7 @@ def models_in(folders):
         entries = json.loads(manifest.read_text()) if manifest.exists() else None
         if isinstance(entries, list):
             for entry in entries:
-                if entry.get("file") and entry.get("inputs"):
+                if entry.get("file") and entry.get("inputs") and (folder / entry["file"]).exists():
                     out.append((pathlib.Path(entry["file"]).stem, folder / entry["file"],
                                 folder / entry["inputs"]))
             continue
@@ -193,13 +193,21 @@ def run_onnx2tf(name, onnx_path, npz_path, work, timeout):
 
     try:
         interp = Interpreter(model_path=str(files[0]))
-        interp.allocate_tensors()
         in_details = interp.get_input_details()
+        values = []
         for pos, detail in enumerate(in_details):
             source = _closest(detail["name"], feeds) or list(feeds)[pos]
             value = np.asarray(feeds[source])
-            if tuple(detail["shape"]) != value.shape and value.ndim >= 3:
+            signature = list(detail.get("shape_signature", detail["shape"]))
+            fits = len(signature) == value.ndim and all(
+                s in (-1, d) for s, d in zip(signature, value.shape))
+            if not fits and value.ndim >= 3:
                 value = np.moveaxis(value, 1, -1)  # an input onnx2tf moved to NHWC anyway
+            if tuple(detail["shape"]) != value.shape:
+                interp.resize_tensor_input(detail["index"], list(value.shape))
+            values.append((detail, value))
+        interp.allocate_tensors()
+        for detail, value in values:
             interp.set_tensor(detail["index"], value.astype(detail["dtype"]))
         interp.invoke()
         out_details = interp.get_output_details()
