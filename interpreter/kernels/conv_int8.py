@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .common import with_optional_inputs
+from .common import raw, with_optional_inputs
 from .conv_integer import PaddedSource, RowBlocks, conv_setup, integer_bias
 from .fixed_point import EXACT_F32, exact_float_type
 from .registry import register
@@ -31,6 +31,13 @@ from .taps import check_padded
 
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 SCALED_WIDTH = 4.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
+SPEC = "ijnyk,ijk->nyk"  # DEPTHWISE_CONV_2D's sums: taps [kh, taps, n, oh, row] times weights
+# np.einsum without its Python wrapper (what it calls when not optimizing); bound runs look it
+# up here on each call (tests/interpreter/test_quantized_passes.py counts it).
+try:
+    from numpy._core.multiarray import c_einsum as einsum
+except ImportError:   # numpy < 2
+    from numpy.core.multiarray import c_einsum as einsum
 
 
 def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarray:
@@ -198,6 +205,17 @@ class _Phase:
         self.source = (slice(None), slice(0, rows), slice(first, first + sw * count, sw))
         self.empty = rows == 0 or count == 0
 
+    def bind_fill(self, plane, x, zx):
+        """`fill(plane, x, zx)` on fixed arrays: a function of no arguments (one copy where
+        the input covers the whole plane, channels not repeated)."""
+        (r0, r1), (q0, q1) = self.rows, self.cols
+        whole = not self.empty and self.mult == 1 and (r0, q0) == (0, 0) and \
+            (r1, q1) == plane.shape[1:3]
+        if not whole:
+            return partial(self.fill, plane, x, zx)
+        copyto, src = raw(np.copyto), x[self.source]
+        return lambda: copyto(plane, src, casting="unsafe")
+
     def fill(self, plane, x, zx) -> None:
         (r0, r1), (q0, q1) = self.rows, self.cols
         if self.empty:
@@ -325,13 +343,47 @@ def depthwise_conv_2d(node):
         for phase, plane in zip(phases, planes):
             phase.fill(plane, x, zx)
         view, weights = groups[0]
-        np.einsum("ijnyk,ijk->nyk", view, weights, out=acc)
+        np.einsum(SPEC, view, weights, out=acc)
         for view, weights in groups[1:]:
-            np.einsum("ijnyk,ijk->nyk", view, weights, out=part)
+            np.einsum(SPEC, view, weights, out=part)
             np.add(acc, part, out=acc)
         if scaled:
             requant.scaled(acc2, out.reshape(acc2.shape), work, lambda near: exact_acc(x, near))
         else:
             requant(acc2, out.reshape(acc2.shape), work, lambda near: exact_acc(x, near))
 
+    def fixed(x, w_, b_, out):
+        """`run` on the plan's fixed arrays (plan.bind_step), scaled and not `exact` (nothing
+        redone from the input): the same fills, einsums and requantization passes, with their
+        views, reshapes and constants made once. None otherwise."""
+        if not scaled or exact:
+            return None
+        if not bound:
+            bind()
+        planes, groups, acc, part, acc2, work = bound
+        tail = requant.bind_finish(acc2, out.reshape(acc2.shape), work, True)
+        if tail is None:
+            return None
+        fills = [phase.bind_fill(plane, x, zx) for phase, plane in zip(phases, planes)]
+        (view, weights), rest = groups[0], groups[1:]
+        if len(fills) == 1 and not rest:
+            fill = fills[0]
+
+            def one():
+                fill()
+                einsum(SPEC, view, weights, out=acc)
+                tail()
+            return one
+
+        def many():
+            for fill in fills:
+                fill()
+            einsum(SPEC, view, weights, out=acc)
+            for v, w in rest:
+                einsum(SPEC, v, w, out=part)
+                np.add(acc, part, acc)
+            tail()
+        return many
+
+    run.bind = fixed
     return with_optional_inputs(node, run, 3)

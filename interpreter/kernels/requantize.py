@@ -313,6 +313,41 @@ class Requantizer:
         exact_acc as for `scaled`."""
         self._finish(s.reshape(-1), out, work, exact_acc)
 
+    def bind_finish(self, s: np.ndarray, out: np.ndarray, work: list, add_offset: bool):
+        """`scaled(s, out, work, _)` (add_offset) or `finish(s, out, work, _)` on fixed arrays:
+        a function of no arguments, with its reshapes, 0-d bounds and constants made once
+        (plan.bind_step); the same passes, so the same bits. Not `exact` fast path only (the
+        exact one redoes elements of the caller's arrays): None otherwise."""
+        if not self.fast or self.rounds_exactly:
+            return None
+        n = s.size
+        shape, _, offset = self._rows(n)
+        s2 = s.reshape(shape)
+        s1 = s.reshape(-1)
+        raw = out.reshape(-1).view(np.uint8)
+        lo, hi = (np.array(b, np.float32) for b in self.bounds)
+        lift = np.array(self.lift, np.uint8) if self.lift else None
+        signed = self.signed
+        if signed:
+            twice = self.sign_rows if shape[1] != self.channels else self.sign_vector
+            negative, adjust = work[2][:n].reshape(shape), work[3][:n].reshape(shape)
+            below = np.array(self.sign_below, np.float32)
+
+        # (numpy's functions looked up on each call, as tests/interpreter/test_quantized_passes.py
+        # counts them)
+        def run():
+            if add_offset:
+                np.add(s2, offset, s2)
+            if signed:
+                np.less(s2, below, negative)
+                np.copyto(adjust, negative)
+                np.multiply(adjust, twice, adjust)
+                np.subtract(s2, adjust, s2)
+            clip(s1, lo, hi, raw, casting="unsafe")
+            if lift is not None:
+                np.bitwise_xor(raw, lift, raw)
+        return run
+
     def _finish(self, s, out, work, exact_acc) -> None:
         """out = floor(clip(s)) - lift; the elements whose fraction is below `width` (their
         floor moves when `width` is subtracted) are redone exactly.

@@ -126,6 +126,8 @@ def _numpy_calls(it, monkeypatch) -> dict:
     with monkeypatch.context() as m:
         for name in COUNTED:
             m.setattr(np, name, _Counted(name, getattr(np, name), counts))
+        from edgelite.interpreter.kernels import conv_int8    # bound depthwise: np's c_einsum
+        m.setattr(conv_int8, "einsum", _Counted("einsum", conv_int8.einsum, counts))
         real = common.clip
         clip = _Counted("clip", real, counts)
         for module in list(sys.modules.values()):      # every kernel module's clip

@@ -1,0 +1,123 @@
+"""Timing-free guards of the per-invoke cost of int8 tiny models (issue 17): their int8 steps bound
+at allocate (plan.bind_step), few Python and numpy calls an invoke, and every bound int8 kernel
+giving bit for bit what its unbound `run` gives (the default resolver; BUILTIN_REF kernels
+decline to bind and keep their exact path). Speed itself: benchmarks/bench_overhead.py --models."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from edgelite.interpreter import Interpreter, threads
+from edgelite.interpreter.plan import bind_step
+from tests.interpreter.cases_int8 import CASES
+
+INT8_OPS = ("conv_2d", "depthwise_conv_2d", "fully_connected")
+
+
+def calls(fn) -> tuple:
+    """(Python function calls, C function calls: numpy's among them) while `fn` runs once."""
+    count = {"call": 0, "c_call": 0}
+
+    def profile(frame, event, arg):
+        if event in count:
+            count[event] += 1
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count["call"], count["c_call"]
+
+
+def ready(content=None, path=None, seed=0) -> Interpreter:
+    it = Interpreter(model_content=content, model_path=path)
+    it.allocate_tensors()
+    feed(it, seed)
+    it.invoke()
+    return it
+
+
+def feed(it, seed) -> None:
+    rng = np.random.default_rng(seed)
+    for d in it.get_input_details():
+        if np.issubdtype(d["dtype"], np.integer):
+            info = np.iinfo(d["dtype"])
+            value = rng.integers(info.min, info.max + 1, d["shape"])
+        else:
+            value = rng.standard_normal(d["shape"]) * 2
+        it.set_tensor(d["index"], value.astype(d["dtype"]))
+
+
+def op_names(it) -> list:
+    plan = it._main
+    return [plan.sg.operators[oi].opcode.name for oi in plan.step_ops]
+
+
+def assert_steps_match_unbound(it) -> int:
+    """Each step bound (where its kernel binds) against its unbound `run`, in plan order on the
+    same arrays: every array of the step equal bit for bit. Returns the steps compared."""
+    compared = 0
+    with np.errstate(all="ignore"), threads.limit(None):
+        for name, (run, args) in zip(op_names(it), it._main.steps):
+            args = list(args)
+            bound = bind_step(run, args)
+            run(*args)
+            if bound is None:
+                continue
+            want = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+            for a in args:                       # the output is overwritten, not read
+                if isinstance(a, np.ndarray) and a is args[-1]:
+                    a.view(np.uint8).fill(0x5A)
+            bound()
+            for k, (a, b) in enumerate(zip(args, want)):
+                if isinstance(a, np.ndarray):
+                    np.testing.assert_array_equal(a, b, err_msg=f"{name} array {k}")
+            compared += 1
+    return compared
+
+
+def test_wake_word_int8_steps_bound(models_dir):
+    """mwk_okay_nabu (streaming int8 wake-word model): its convolutions, depthwise convolutions
+    and fully-connected layer run bound to their arrays."""
+    it = ready(path=str(models_dir / "mwk_okay_nabu.tflite"))
+    plan = it._main
+    ops = op_names(it)
+    bound = {op for op, (run, args) in zip(ops, plan.steps) if bind_step(run, list(args))}
+    assert {"DEPTHWISE_CONV_2D"} <= bound
+    assert plan.run_steps.bound >= ops.count("DEPTHWISE_CONV_2D")
+
+
+def test_wake_word_int8_calls_per_invoke(models_dir):
+    """Python frames and C calls (numpy's) per invoke of mwk_okay_nabu's 55 steps. Before the
+    int8 kernels bound: 202 Python calls and 139 C calls."""
+    it = ready(path=str(models_dir / "mwk_okay_nabu.tflite"))
+    python, c = calls(it.invoke)
+    assert python <= 140, python
+    assert c <= 105, c
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wake_word_bound_steps_give_their_runs_bits(models_dir, seed):
+    it = ready(path=str(models_dir / "mwk_okay_nabu.tflite"), seed=seed)
+    for _ in range(3):      # the streaming state moves on
+        feed(it, seed + 10)
+        it.invoke()
+    assert assert_steps_match_unbound(it) >= 8
+
+
+def test_digits_int8_bound_steps_give_their_runs_bits(models_dir):
+    it = ready(path=str(models_dir / "digits_cnn_int8.tflite"))
+    assert assert_steps_match_unbound(it) >= 0
+
+
+@pytest.mark.parametrize("c", [c for c in CASES if c.id.startswith(INT8_OPS)], ids=lambda c: c.id)
+def test_bound_int8_kernel_matches_its_run(c):
+    """The int8 cases (strides, padding, multipliers, activations, uint8) bound and unbound."""
+    it = Interpreter(model_content=c.model)
+    it.allocate_tensors()
+    for d, value in zip(it.get_input_details(), c.feeds):
+        it.set_tensor(d["index"], value)
+    it.invoke()
+    assert_steps_match_unbound(it)
