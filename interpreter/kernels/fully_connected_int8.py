@@ -149,4 +149,20 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
         np.matmul(xf, wmat, out=acc)
         np.floor(acc, out=acc)
         clip(acc, *bounds, out=rest[-1].reshape(batch, units), casting="unsafe")
+
+    def bind(x, w_, *rest):
+        """`run` on the plan's fixed arrays (plan.bind_step): views and 0-d bounds made once;
+        the same passes."""
+        head, rows, out = xf[:, :depth], x.reshape(batch, depth), rest[-1].reshape(batch, units)
+        lo, hi = (np.array(b, np.float32) for b in bounds)
+        copyto = getattr(np.copyto, "_implementation", np.copyto)
+
+        def fixed():
+            copyto(head, rows, casting="unsafe")
+            np.matmul(xf, wmat, acc)
+            np.floor(acc, acc)
+            clip(acc, lo, hi, out, casting="unsafe")
+        return fixed
+
+    run.bind = bind
     return run

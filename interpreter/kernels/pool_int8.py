@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_
+from .common import clip, clip_
 from .geometry import pool_windows
 from .quant_params import TYPE_RANGE, activation_range, expect_output_type
 from .registry import register
@@ -59,6 +59,26 @@ def max_pool_2d(node):
             if not bound or bound[0] is not x:
                 bound[:] = [x, _taps(x, (n, c), kernel, stride, out_hw)]
             reduce(bound[1], out)
+
+        def fixed(x, out):
+            """`direct` on the plan's fixed arrays (plan.bind_step): windows that tile the
+            input (kernel = stride) as one max over two axes of a 6-d view, else the taps
+            found once."""
+            (kh, kw), (sh, sw), (oh, ow) = kernel, stride, out_hw
+            if (kh, kw) == (sh, sw) and x.flags.c_contiguous and out.flags.c_contiguous:
+                tiles = x[:, :oh * kh, :ow * kw].reshape(n, oh, kh, ow, kw, c)
+                reduce6 = np.maximum.reduce
+                if not clamp:
+                    return lambda: reduce6(tiles, (2, 4), None, out)
+                lo_, hi_ = np.array(lo, x.dtype), np.array(hi, x.dtype)
+
+                def clamped():
+                    reduce6(tiles, (2, 4), None, out)
+                    clip(out, lo_, hi_, out)
+                return clamped
+            taps = _taps(x, (n, c), kernel, stride, out_hw)
+            return lambda: reduce(taps, out)
+        direct.bind = fixed
         return direct
     made = []    # the padded buffer (padding never wins a max), made at the first run
 

@@ -13,7 +13,7 @@ from edgelite.interpreter import Interpreter, threads
 from edgelite.interpreter.plan import bind_step
 from tests.interpreter.cases_int8 import CASES
 
-INT8_OPS = ("conv_2d", "depthwise_conv_2d", "fully_connected")
+INT8_OPS = ("conv_2d", "depthwise_conv_2d", "fully_connected", "max_pool")
 
 
 def calls(fn) -> tuple:
@@ -85,8 +85,8 @@ def test_wake_word_int8_steps_bound(models_dir):
     plan = it._main
     ops = op_names(it)
     bound = {op for op, (run, args) in zip(ops, plan.steps) if bind_step(run, list(args))}
-    assert {"DEPTHWISE_CONV_2D"} <= bound
-    assert plan.run_steps.bound >= ops.count("DEPTHWISE_CONV_2D")
+    assert {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"} <= bound
+    assert plan.run_steps.bound >= sum(ops.count(op) for op in bound)
 
 
 def test_wake_word_int8_calls_per_invoke(models_dir):
@@ -94,8 +94,8 @@ def test_wake_word_int8_calls_per_invoke(models_dir):
     int8 kernels bound: 202 Python calls and 139 C calls."""
     it = ready(path=str(models_dir / "mwk_okay_nabu.tflite"))
     python, c = calls(it.invoke)
-    assert python <= 140, python
-    assert c <= 105, c
+    assert python <= 125, python
+    assert c <= 92, c
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -107,9 +107,12 @@ def test_wake_word_bound_steps_give_their_runs_bits(models_dir, seed):
     assert assert_steps_match_unbound(it) >= 8
 
 
-def test_digits_int8_bound_steps_give_their_runs_bits(models_dir):
+def test_digits_int8_steps_bound(models_dir):
+    """The int8 digits CNN: every step but RESHAPE (a view) bound, one Python frame each."""
     it = ready(path=str(models_dir / "digits_cnn_int8.tflite"))
-    assert assert_steps_match_unbound(it) >= 0
+    ops = op_names(it)
+    assert it._main.run_steps.bound == len(ops) - ops.count("RESHAPE")
+    assert assert_steps_match_unbound(it) == it._main.run_steps.bound
 
 
 @pytest.mark.parametrize("c", [c for c in CASES if c.id.startswith(INT8_OPS)], ids=lambda c: c.id)
