@@ -161,7 +161,8 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
             copyto(head, rows, casting="unsafe")
             np.matmul(xf, wmat, acc)
             np.floor(acc, acc)
-            clip(acc, lo, hi, out, casting="unsafe")
+            clip(acc, lo, hi, acc)          # in place, then the cast: cheaper than clip's cast
+            copyto(out, acc, casting="unsafe")
         return fixed
 
     run.bind = bind
