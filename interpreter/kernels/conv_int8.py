@@ -31,6 +31,7 @@ from .taps import check_padded
 
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 SCALED_WIDTH = 4.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
+OWN_COLUMNS = 16 << 10   # a bound CONV_2D's single block of patches up to this size is its own
 SPEC = "ijnyk,ijk->nyk"  # DEPTHWISE_CONV_2D's sums: taps [kh, taps, n, oh, row] times weights
 # np.einsum without its Python wrapper (what it calls when not optimizing); bound runs look it
 # up here on each call (tests/interpreter/test_quantized_passes.py counts it).
@@ -194,15 +195,18 @@ def conv_2d(node):
                 return None
             blocks.append((dest, src, ones, c, acc, tail))
         copyto = raw(np.copyto)
-        if len(blocks) == 1:
+        if len(blocks) == 1 and blocks[0][3].nbytes <= OWN_COLUMNS:
+            # One small block: patches of its own, the ones column set here once (the shared
+            # buffer is another kernel's between runs).
             dest, src, ones, c, acc, tail = blocks[0]
-            fill = ones.fill
+            c = np.empty(c.shape, c.dtype)
+            c[:, patch] = 1.0
+            dest = c[:, :patch] if plain else c[:, :patch].reshape(dest.shape)
 
             def one():
                 if copy_in is not None:
                     copy_in(x)
                 copyto(dest, src, casting="unsafe")
-                fill(1.0)
                 np.matmul(c, wm, acc)
                 tail()
             return one
