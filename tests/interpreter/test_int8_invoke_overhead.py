@@ -125,3 +125,10 @@ def test_bound_int8_kernel_matches_its_run(c):
         it.set_tensor(d["index"], value)
     it.invoke()
     assert_steps_match_unbound(it)
+
+
+def test_mobilenet_int8_bound_steps_give_their_runs_bits(models_dir):
+    """int8 MobileNetV2: large layers too (convolutions in several blocks of rows, stride-2
+    depthwise layers in two column phases, padded inputs)."""
+    it = ready(path=str(models_dir / "mobilenet_v2_int8.tflite"))
+    assert assert_steps_match_unbound(it) >= 44
