@@ -9,7 +9,7 @@ them into one markdown table:
     /work/venv-cmp/bin/python tools/compare_converters.py --tool mnn --json mnn.json DIR...
     # onnx2tf needs TensorFlow: tensorflow onnx2tf onnx_graphsurgeon sng4onnx psutil ai-edge-litert
     /work/venv-onnx2tf/bin/python tools/compare_converters.py --tool onnx2tf --json o2t.json DIR...
-    python tools/compare_converters.py --report mnn.json o2t.json
+    python tools/compare_converters.py --report mnn.json o2t.json [--edgelite corpus.json ...]
 
 A DIR is a corpus folder with a ``manifest.json`` as ``tools/torch_corpus.py`` writes it (each
 entry names an ONNX file and an ``.npz`` of inputs), or a folder of ``.onnx`` files with an
@@ -285,17 +285,46 @@ def outcome(result):
     return f"pass ({err:.1e})" if result["pass"] else f"wrong ({err:.1e})"
 
 
-def report(paths):
+def _edgelite_rows(paths) -> dict:
+    """tools/corpus_report.py's --json rows by file stem (model.exporter[.dynamic])."""
+    rows = {}
+    for path in paths or []:
+        for row in json.loads(pathlib.Path(path).read_text()):
+            stem = f"{row['model']}.{row['exporter']}" + (".dynamic" if row.get("dynamic") else "")
+            rows[stem] = row
+    return rows
+
+
+def _edgelite_cell(row) -> str:
+    if row is None:
+        return "—"
+    if "error" in row:
+        return "fails: " + str(row["error"]).replace("|", "/")[:60]
+    worst = [row.get(k) for k in ("edgelite", "LiteRT")]
+    if not all(isinstance(v, float) for v in worst):
+        return "fails: " + " / ".join(str(v)[:40] for v in worst).replace("|", "/")
+    mark = "pass" if max(worst) <= TOLERANCE else "wrong"
+    return f"{mark} ({worst[0]:.1e} / {worst[1]:.1e}), {row.get('transposes', '?')} transposes"
+
+
+def report(paths, edgelite=None):
     tables = {}
     for path in paths:
         data = json.loads(pathlib.Path(path).read_text())
         tables[data["tool"]] = data["results"]
     tools = sorted(tables)
-    names = sorted({n for t in tables.values() for n in t})
-    print("| model | " + " | ".join(tools) + " |")
-    print("|---|" + "---|" * len(tools))
+    ours = _edgelite_rows(edgelite)
+    names = sorted({n for t in tables.values() for n in t} | set(ours))
+    head = (["edgelite (edgelite / LiteRT err)"] if ours else []) + tools
+    print("| model | " + " | ".join(head) + " |")
+    print("|---|" + "---|" * len(head))
     for n in names:
-        print(f"| {n} | " + " | ".join(outcome(tables[t].get(n)) for t in tools) + " |")
+        cells = ([_edgelite_cell(ours.get(n))] if ours else []) + \
+            [outcome(tables[t].get(n)) for t in tools]
+        print(f"| {n} | " + " | ".join(cells) + " |")
+    if ours:
+        passed = sum(1 for r in ours.values() if _edgelite_cell(r).startswith("pass"))
+        print(f"\nedgelite: {passed}/{len(ours)} pass")
     for t in tools:
         passed = sum(1 for r in tables[t].values() if r.get("pass"))
         print(f"\n{t}: {passed}/{len(tables[t])} pass")
@@ -309,9 +338,11 @@ def main(argv=None):
     parser.add_argument("--only", help="comma-separated substrings of model names")
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--report", nargs="+", metavar="JSON", help="merge result files")
+    parser.add_argument("--edgelite", nargs="*", metavar="JSON",
+                        help="with --report: tools/corpus_report.py --json files, as a column")
     args = parser.parse_args(argv)
     if args.report:
-        report(args.report)
+        report(args.report, args.edgelite)
         return 0
     if not args.tool or not args.folders:
         parser.error("give --tool and at least one corpus folder (or --report)")
