@@ -186,7 +186,12 @@ def conv_2d(node):
         """`fast_run` on the plan's fixed arrays (plan.bind_step): the same copies, matmuls
         and requantization passes, their views and the requantizer's constants made once."""
         bind(x, out)
-        copy_in = None if source.direct else source
+        copy_in = None
+        if not source.direct:       # source(x) on fixed arrays: the input into the padded one
+            _ = source.buffer         # (made at first use: its interior with it)
+            interior, inner, copy = source.interior, x[:, :source.rows, :source.cols], \
+                raw(np.copyto)
+            copy_in = lambda: copy(interior, inner, casting="unsafe")      # noqa: E731
         wm, work = wmats[0], bound[3]
         blocks = []
         for dest, src, ones, c, acc, flat in bound[2]:
@@ -205,7 +210,7 @@ def conv_2d(node):
 
             def one():
                 if copy_in is not None:
-                    copy_in(x)
+                    copy_in()
                 copyto(dest, src, casting="unsafe")
                 np.matmul(c, wm, acc)
                 tail()
@@ -213,7 +218,7 @@ def conv_2d(node):
 
         def many():
             if copy_in is not None:
-                copy_in(x)
+                copy_in()
             for dest, src, ones, c, acc, tail in blocks:
                 copyto(dest, src, casting="unsafe")
                 ones.fill(1.0)
