@@ -12,6 +12,7 @@ import pytest
 from edgelite.interpreter import Interpreter, threads
 from edgelite.interpreter.plan import bind_step
 from tests.interpreter.cases_int8 import CASES
+from tests.numpy_dispatch import NUMPY2_DISPATCH
 
 INT8_OPS = ("conv_2d", "depthwise_conv_2d", "fully_connected", "max_pool", "add", "sub")
 
@@ -89,6 +90,7 @@ def test_wake_word_int8_steps_bound(models_dir):
     assert plan.run_steps.bound >= sum(ops.count(op) for op in bound)
 
 
+@NUMPY2_DISPATCH
 def test_wake_word_int8_calls_per_invoke(models_dir):
     """Python frames and C calls (numpy's) per invoke of mwk_okay_nabu's 55 steps. Before the
     int8 kernels bound: 202 Python calls and 139 C calls; bound, 117 and 101 (the requantizer

@@ -14,6 +14,7 @@ import pytest
 from edgelite.interpreter import Interpreter, register_custom_op, threads
 from edgelite.interpreter.plan import bind_step
 from tests.opmodel import In, op_model
+from tests.numpy_dispatch import NUMPY2_DISPATCH
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_overhead import chain_model  # noqa: E402
@@ -49,6 +50,7 @@ def ready(content=None, path=None) -> Interpreter:
     return it
 
 
+@NUMPY2_DISPATCH
 @pytest.mark.parametrize("fused_relu", [False, True])
 def test_a_chain_of_tiny_ops_runs_one_python_call_per_op(fused_relu):
     """bench_overhead's chain: ADD (a fused RELU on it or not) and MUL of [1] tensors. Each op
@@ -58,6 +60,7 @@ def test_a_chain_of_tiny_ops_runs_one_python_call_per_op(fused_relu):
     assert python_calls(it.invoke) <= 200 + INVOKE_FRAMES   # was 219 plain, 519 fused
 
 
+@NUMPY2_DISPATCH
 def test_tiny_model_steps_are_bound_at_allocate(models_dir):
     """The digits CNN's convolutions, pools and fully-connected layers run bound to their
     arrays (views and clamp bounds made once), each one Python frame an invoke."""
@@ -71,6 +74,7 @@ def test_tiny_model_steps_are_bound_at_allocate(models_dir):
     assert python_calls(it.invoke) <= len(plan.run_ops) + INVOKE_FRAMES + 2
 
 
+@NUMPY2_DISPATCH
 def test_invoke_allocates_no_layer_sized_array(models_dir):
     """While MobileNetV2 runs, at most 64 KiB are allocated at any moment (numpy's iterators
     over strided views: ~5 KiB each, freed at once); its activations are 60 KiB to 1.5 MiB,

@@ -11,6 +11,7 @@ import pytest
 
 from tests.interpreter.keras_while import keras_while
 from tests.opmodel import assert_close
+from tests.numpy_dispatch import NUMPY2_DISPATCH
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
                              reason="LiteRT (ai-edge-litert) is the oracle: "
@@ -87,6 +88,7 @@ def _frames(content) -> tuple:
     return tuple(count)
 
 
+@NUMPY2_DISPATCH
 @pytest.mark.parametrize("case", list(CASES))
 def test_keras_while_frames_per_step(case):
     """The guard of issue 17's recurrent speed, without a clock: the fused kernel runs (one cell
