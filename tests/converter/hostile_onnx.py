@@ -224,35 +224,29 @@ def m_initializer_dims(model, rng):
     return True
 
 
-def m_shape_constant(model, rng):
-    """An integer initializer (a shape, repeats, pads, axes, k) with extreme values."""
+def _extreme_initializer(model, rng, data_type: int, extremes) -> bool:
+    """One element of an initializer of `data_type` set to one of `extremes`."""
     from onnx import numpy_helper
 
-    ints = [i for i in model.graph.initializer if i.data_type == 7]
-    if not ints:
+    found = [i for i in model.graph.initializer if i.data_type == data_type]
+    if not found:
         return False
-    init = rng.choice(ints)
+    init = rng.choice(found)
     value = numpy_helper.to_array(init).copy()
     flat = value.reshape(-1)
     if flat.size:
-        flat[rng.randrange(flat.size)] = rng.choice(EXTREME_INTS + [3 * 10**8])
+        flat[rng.randrange(flat.size)] = rng.choice(extremes)
     init.CopyFrom(numpy_helper.from_array(value, init.name))
     return True
+
+
+def m_shape_constant(model, rng):
+    """An integer initializer (a shape, repeats, pads, axes, k) with extreme values."""
+    return _extreme_initializer(model, rng, 7, EXTREME_INTS + [3 * 10**8])
 
 
 def m_float_constant(model, rng):
-    from onnx import numpy_helper
-
-    floats = [i for i in model.graph.initializer if i.data_type == 1]
-    if not floats:
-        return False
-    init = rng.choice(floats)
-    value = numpy_helper.to_array(init).copy()
-    flat = value.reshape(-1)
-    if flat.size:
-        flat[rng.randrange(flat.size)] = rng.choice(EXTREME_FLOATS + [1e6])
-    init.CopyFrom(numpy_helper.from_array(value, init.name))
-    return True
+    return _extreme_initializer(model, rng, 1, EXTREME_FLOATS + [1e6])
 
 
 def m_dangling_name(model, rng):
