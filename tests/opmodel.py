@@ -38,6 +38,17 @@ def _quant(q):
     return QuantizationParameters(scale=[q[0]], zero_point=[q[1]])
 
 
+def operator(name: str, ins, outs, **options) -> Operator:
+    """A builtin operator (version 0) of `name` on tensor indices, with its default options."""
+    return Operator(OperatorCode(name, 0), list(ins), list(outs), default_options(name, **options))
+
+
+def const_tensor(model: Model, sg: Subgraph, name: str, value) -> int:
+    """The index of a new constant tensor of `sg` holding `value` (in a new buffer of `model`)."""
+    value = np.asarray(value)
+    return sg.add_tensor(Tensor(name, value.shape, str(value.dtype), model.add_buffer(value)))
+
+
 def op_model(op: str, inputs: list, outputs=None, options: dict | None = None,
              custom_code: str | None = None, custom_options: bytes | None = None,
              extra_subgraphs: list | None = None, const_quant: dict | None = None) -> bytes:

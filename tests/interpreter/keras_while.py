@@ -7,12 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParameters, Subgraph,
-                             Tensor, default_options, save)
-
-
-def _op(name, ins, outs, **options):
-    return Operator(OperatorCode(name, 0), list(ins), list(outs), default_options(name, **options))
+from edgelite.schema import Model, QuantizationParameters, Subgraph, Tensor, save
+from tests.opmodel import operator as _op
 
 
 class _Builder:

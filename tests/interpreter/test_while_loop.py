@@ -10,22 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from edgelite.schema import (Model, Operator, OperatorCode, Subgraph, Tensor, default_options,
-                             save)
+from edgelite.schema import Model, Subgraph, Tensor, save
+from tests.opmodel import const_tensor as _const
+from tests.opmodel import operator as _op
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
                              reason="LiteRT (ai-edge-litert) is the oracle: "
                                     "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
-
-
-def _op(name, ins, outs, **options):
-    return Operator(OperatorCode(name, 0), list(ins), list(outs), default_options(name, **options))
-
-
-def _const(model, sg, name, value):
-    value = np.asarray(value)
-    return sg.add_tensor(Tensor(name, value.shape, str(value.dtype), model.add_buffer(value)))
 
 
 def _loop_model(body_kind: str, limit: int = 1000) -> bytes:
