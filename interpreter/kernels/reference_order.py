@@ -68,6 +68,14 @@ def prepare(node, x, w, b, depthwise: bool):
                 yield fy, fx, padded[:, y0:y0 + (ho - 1) * win.sh + 1:win.sh,
                                      x0:x0 + (wo - 1) * win.sw + 1:win.sw]
 
+    def finish(bias, out):
+        """out = act(acc + bias): the epilogue of both sums."""
+        if bias is not None:
+            np.add(acc, bias, out=acc)
+        if act is not None:
+            act(acc)
+        np.copyto(out, acc)
+
     terms = kh * kw * c
     if not depthwise and terms > ORDERED_CONV_TERMS:
         # Many terms, few outputs (a squeeze-excite conv on a pooled vector): every product at
@@ -84,11 +92,7 @@ def prepare(node, x, w, b, depthwise: bool):
             np.multiply(cols.reshape(terms, m, 1),
                         np.asarray(w, F32).reshape(o, terms).T[:, None, :], out=stack)
             np.add.reduce(stack, axis=0, out=acc.reshape(m, o))
-            if bias is not None:
-                np.add(acc, bias, out=acc)
-            if act is not None:
-                act(acc)
-            np.copyto(out, acc)
+            finish(bias, out)
         return run_stacked
 
     def run(x, w, bias, out):
@@ -106,11 +110,7 @@ def prepare(node, x, w, b, depthwise: bool):
                 for ic in range(c):
                     np.multiply(tap[..., ic:ic + 1], w[:, fy, fx, ic], out=term)
                     np.add(acc, term, out=acc)
-        if bias is not None:
-            np.add(acc, bias, out=acc)
-        if act is not None:
-            act(acc)
-        np.copyto(out, acc)
+        finish(bias, out)
     return run
 
 
