@@ -48,16 +48,18 @@ def _feeds(it, seed=1):
             for d in it.get_input_details()]
 
 
-def _run(module, content, invokes=2):
-    it = module.Interpreter(model_content=content)
+def _invoke(it, seed):
+    """The outputs (copies) of one invoke of an allocated interpreter on _feeds(it, seed)."""
+    for d, f in zip(it.get_input_details(), _feeds(it, seed)):
+        it.set_tensor(d["index"], f)
+    it.invoke()
+    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def _run(module, content, invokes=2, **kwargs):
+    it = module.Interpreter(model_content=content, **kwargs)
     it.allocate_tensors()
-    results = []
-    for seed in range(invokes):
-        for d, f in zip(it.get_input_details(), _feeds(it, seed)):
-            it.set_tensor(d["index"], f)
-        it.invoke()
-        results.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
-    return results
+    return [_invoke(it, seed) for seed in range(invokes)]
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -71,9 +73,7 @@ def _frames(content) -> tuple:
     """(Python frames, fused cell steps) of one invoke."""
     it = edgelite_interpreter.Interpreter(model_content=content)
     it.allocate_tensors()
-    for d, f in zip(it.get_input_details(), _feeds(it)):
-        it.set_tensor(d["index"], f)
-    it.invoke()
+    _invoke(it, 1)
     count = [0, 0]
 
     def hook(frame, event, arg):
@@ -114,13 +114,8 @@ def test_keras_while_under_builtin_ref_runs_op_by_op():
     """BUILTIN_REF is the spec: no fused kernel there, and the same results."""
     content = keras_while(kind="gru", batch=2)
     resolver = edgelite_interpreter.OpResolverType.BUILTIN_REF
-    it = edgelite_interpreter.Interpreter(model_content=content,
-                                          experimental_op_resolver_type=resolver)
-    it.allocate_tensors()
-    for d, f in zip(it.get_input_details(), _feeds(it, 0)):
-        it.set_tensor(d["index"], f)
-    it.invoke()
-    ours = [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+    ours = _run(edgelite_interpreter, content, invokes=1,
+                experimental_op_resolver_type=resolver)[0]
     assert_close(ours, _run(litert, content, invokes=1)[0], rtol=1e-5, atol=1e-6)
 
 
@@ -150,10 +145,7 @@ def test_keras_while_with_preserve_all_tensors_runs_op_by_op():
     it = edgelite_interpreter.Interpreter(model_content=content,
                                           experimental_preserve_all_tensors=True)
     it.allocate_tensors()
-    for d, f in zip(it.get_input_details(), _feeds(it, 0)):
-        it.set_tensor(d["index"], f)
-    it.invoke()
-    ours = [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+    ours = _invoke(it, 0)
     assert_close(ours, _run(litert, content, invokes=1)[0], rtol=1e-5, atol=1e-6)
     body = it._runtime.subgraph(2)
     h_last = body.arrays[body.sg.outputs[3]]   # the last iteration's h, as LiteRT keeps it
