@@ -277,8 +277,8 @@ def open_device(want=None, threads=None) -> Device:
         raise DelegateError(f"threads {threads!r}: use a whole number >= 1 (or None: all "
                             "of the device's compute units)")
     device = _first_listing(cl, want, threads)
-    if threads == 1 and _single(cl, device) is not None:
-        device, threads = _single(cl, device), None  # one thread: the calling one
+    if threads == 1 and (basic := _single(cl, device)) is not None:
+        device, threads = basic, None  # one thread: the calling one
     if threads is not None:
         if not device.type & cl.device_type.CPU or threads >= device.max_compute_units:
             threads = None
