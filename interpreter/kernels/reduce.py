@@ -14,11 +14,17 @@ from .common import fixed_view, known_at_run_time
 from .registry import register
 
 
+def axes_input(node, k: int = 1):
+    """The axes input `k`, checked to be int32 (as LiteRT; int64 a leniency)."""
+    t = node.input(k)
+    if t.type_name not in ("int32", "int64"):
+        raise node.fail(f"the axes (input {k}, {t.name!r}) must be int32, got {t.type_name}")
+    return t
+
+
 def constant_axes(node, rank: int, k: int = 1) -> list:
     """The normalized, de-duplicated axes of the constant input `k`."""
-    t = node.input(k)
-    if t.type_name not in ("int32", "int64"):   # LiteRT: int32 (int64 a leniency)
-        raise node.fail(f"the axes (input {k}, {t.name!r}) must be int32, got {t.type_name}")
+    t = axes_input(node, k)
     if t.data is None and 0 in t.shape:
         return []
     if t.data is None:
@@ -44,8 +50,8 @@ def _plan(node):
     node.expect_inputs(2)
     shape = node.input(0).shape
     axes = set(constant_axes(node, len(shape))) if shape else set()
-    if not shape and node.input(1).type_name not in ("int32", "int64"):
-        constant_axes(node, 0)   # a scalar's axes are checked all the same (their type)
+    if not shape:
+        axes_input(node)   # a scalar's axes are checked all the same (their type)
     out_shape, plan = _plan_for(shape, axes, _keep_dims(node))
     node.outputs[0].shape = out_shape
     return plan
@@ -81,9 +87,7 @@ def _plan_for(shape: tuple, axes: set, keep: bool):
 def _at_run_time(node, make_run):
     """The kernel of a reduction whose axes arrive while running: the output shape follows them
     (`node.dynamic`); each new (shape, axes) pair gets the static path's run, cached."""
-    t = node.input(1)
-    if t.type_name not in ("int32", "int64"):
-        raise node.fail(f"the axes (input 1, {t.name!r}) must be int32, got {t.type_name}")
+    axes_input(node)
     node.dynamic = True
     keep, dtype = _keep_dims(node), node.outputs[0].dtype
     cache: dict = {}
