@@ -118,6 +118,13 @@ def test_digits_int8_steps_bound(models_dir):
     assert assert_steps_match_unbound(it) == it._main.run_steps.bound
 
 
+# The int8 cases whose step keeps its unbound run (grouped or float64 sums, a multiplier near or
+# above 1, padded pooling, a narrow SUB): every other case must compare a bound step.
+UNBOUND_CASES = {"conv_2d_groups", "conv_2d_deep_float64", "conv_2d_multiplier_near_1",
+                 "conv_2d_multiplier_above_1", "depthwise_conv_2d_multiplier_near_1",
+                 "fully_connected_deep_float64", "max_pool_2d_same_relu6", "sub_narrow_output"}
+
+
 @pytest.mark.parametrize("c", [c for c in CASES if c.id.startswith(INT8_OPS)], ids=lambda c: c.id)
 def test_bound_int8_kernel_matches_its_run(c):
     """The int8 cases (strides, padding, multipliers, activations, broadcasting, uint8) bound
@@ -127,7 +134,8 @@ def test_bound_int8_kernel_matches_its_run(c):
     for d, value in zip(it.get_input_details(), c.feeds):
         it.set_tensor(d["index"], value)
     it.invoke()
-    assert_steps_match_unbound(it)
+    compared = assert_steps_match_unbound(it)
+    assert compared or c.id in UNBOUND_CASES, f"{c.id}: no step bound, nothing compared"
 
 
 def test_mobilenet_int8_bound_steps_give_their_runs_bits(models_dir):
