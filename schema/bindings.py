@@ -30,7 +30,6 @@ SOURCE = str(Path(__file__).with_name("tflite_generated.py"))
 # compound statement (flatc's `try: from typing import List / except: pass`).
 _TOP = re.compile(r"^(?:(?:class|def) (\w+)|(?!except\b|else\b|finally\b|elif\b)[^\s#])", re.M)
 
-_GLOBAL_READS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
 _lock = threading.RLock()
 _namespace: dict = {"__name__": __name__, "__builtins__": __builtins__}
 _chunks: dict = {}      # name -> (first line, source) of its statement, until compiled
@@ -70,7 +69,8 @@ _READS = {dis.opmap[name]: shift for name, shift in (
 
 def _names(code) -> set:
     """The global names the code object and the code nested in it read, from the raw bytecode
-    (dis.get_instructions, which `_names_dis` uses and a test compares, is 10x slower)."""
+    (dis.get_instructions, which tests/schema/test_bindings.py compares it with, is 10x
+    slower)."""
     raw, co_names, found, ext = code.co_code, code.co_names, set(), 0
     for i in range(0, len(raw), 2):
         op, arg = raw[i], raw[i + 1] | ext
@@ -84,18 +84,10 @@ def _names(code) -> set:
     return found
 
 
-def _names_dis(code) -> set:
-    found = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_READS}
-    for const in code.co_consts:
-        if hasattr(const, "co_code"):
-            found |= _names_dis(const)
-    return found
-
-
 def _define(name: str, compiled: list) -> None:
     """Compile `name` and what it mentions, then define them in order (a class body may use a
     name defined earlier in the file; flatc's define nothing they mention at class time)."""
-    if name in _defined or name not in _chunks:
+    if name not in _chunks:   # defined already, or being compiled in this call
         return
     line, source = _chunks.pop(name)
     code = compile("\n" * line + source, SOURCE, "exec")
