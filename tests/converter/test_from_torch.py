@@ -68,7 +68,7 @@ def test_two_inputs_named(exporter):
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
 def test_dynamic_batch_runs_at_other_sizes(exporter):
-    torch = require("torch")
+    require("torch")
     from edgelite.interpreter import Interpreter
 
     net, x = _convnet()
@@ -77,18 +77,26 @@ def test_dynamic_batch_runs_at_other_sizes(exporter):
     assert sg.tensors[sg.inputs[0]].shape_signature[0] == -1
     litert = require("ai_edge_litert.interpreter")
     for batch in (2, 3):
-        x = torch.randn(batch, 3, 32, 32)
-        with torch.no_grad():
-            expected = net(x).numpy()
-        for cls in (Interpreter, litert.Interpreter):
-            it = cls(model_content=conversion.content)
-            it.resize_tensor_input(it.get_input_details()[0]["index"], [batch, 32, 32, 3])
-            it.allocate_tensors()
-            it.set_tensor(it.get_input_details()[0]["index"],
-                          np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1)))
-            it.invoke()
-            got = it.get_tensor(it.get_output_details()[0]["index"])
-            assert np.abs(got - expected).max() <= 1e-5 + 1e-4 * np.abs(expected).max(), cls
+        _runs_like_torch(conversion.content, net, batch, (Interpreter, litert.Interpreter))
+
+
+def _runs_like_torch(content: bytes, net, batch: int, interpreters):
+    """The converted convnet, resized to `batch` (NHWC) in each of `interpreters`, gives torch's
+    output on a random image."""
+    import torch
+
+    x = torch.randn(batch, 3, 32, 32)
+    with torch.no_grad():
+        expected = net(x).numpy()
+    for cls in interpreters:
+        it = cls(model_content=content)
+        it.resize_tensor_input(it.get_input_details()[0]["index"], [batch, 32, 32, 3])
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"],
+                      np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1)))
+        it.invoke()
+        got = it.get_tensor(it.get_output_details()[0]["index"])
+        assert np.abs(got - expected).max() <= 1e-5 + 1e-4 * np.abs(expected).max(), cls
 
 
 def test_errors_are_conversion_errors():
@@ -136,7 +144,7 @@ def saved_program(tmp_path_factory):
 
 
 def test_exported_program_keeps_its_dynamic_batch(saved_program):
-    torch = require("torch")
+    require("torch")
     from edgelite.converter import TFLiteConverter
     from edgelite.interpreter import Interpreter
 
@@ -148,18 +156,7 @@ def test_exported_program_keeps_its_dynamic_batch(saved_program):
     assert sg.tensors[sg.inputs[0]].shape_signature[0] == -1
     assert [e["name"] for e in conversion.io_layout["inputs"]] == ["image"]
     litert = require("ai_edge_litert.interpreter")
-    x = torch.randn(3, 3, 32, 32)
-    with torch.no_grad():
-        expected = net(x).numpy()
-    for cls in (Interpreter, litert.Interpreter):
-        it = cls(model_content=content)
-        it.resize_tensor_input(it.get_input_details()[0]["index"], [3, 32, 32, 3])
-        it.allocate_tensors()
-        it.set_tensor(it.get_input_details()[0]["index"],
-                      np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1)))
-        it.invoke()
-        got = it.get_tensor(it.get_output_details()[0]["index"])
-        assert np.abs(got - expected).max() <= 1e-5 + 1e-4 * np.abs(expected).max(), cls
+    _runs_like_torch(content, net, 3, (Interpreter, litert.Interpreter))
 
 
 def test_tflite_convert_on_a_pt2_checks_it(saved_program, tmp_path):
