@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import broadcast_shape, clip
+from .common import raw as c_function
 from .elementwise import binary
 from .fixed_point import f32, mbqm, quantize_multiplier, rdbpot, srdhm, wrap32
 from .lut import all_values, pair_lookup, pair_table
@@ -137,7 +138,7 @@ def _float_add(key, shape, a_shape, b_shape, ra, rb, c: float, lo: int, hi: int,
         raw = out.view(np.uint8)
         fra, frb, off, lo_, hi_ = (np.array(v, np.float32) for v in (ra, rb, offset) + bounds)
         lift0 = np.array(lift, np.uint8)
-        copyto, f32 = getattr(np.copyto, "_implementation", np.copyto), np.float32
+        copyto, f32 = c_function(np.copyto), np.float32
 
         def fixed():
             np.multiply(a, fra, out=fa, dtype=f32)

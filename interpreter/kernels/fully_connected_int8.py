@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip, clip_, matmul_shape
+from .common import clip, clip_, matmul_shape, raw
 from .conv_integer import integer_bias, integer_weights
 from .fixed_point import EXACT_F32, exact_float_type, f32, quantize_multiplier, round_half_away
 from .geometry import fully_connected_shape
@@ -155,7 +155,7 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
         the same passes."""
         head, rows, out = xf[:, :depth], x.reshape(batch, depth), rest[-1].reshape(batch, units)
         lo, hi = (np.array(b, np.float32) for b in bounds)
-        copyto = getattr(np.copyto, "_implementation", np.copyto)
+        copyto = raw(np.copyto)
 
         def fixed():
             copyto(head, rows, casting="unsafe")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip, clip_
+from .common import raw as c_function
 from .fixed_point import mbqm, mbqm64, reduced_multiplier
 
 TINY = 1 << 11       # outputs up to this many requantize in float64 (exact; beyond, the float32
@@ -335,7 +336,7 @@ class Requantizer:
 
         # (numpy's functions looked up on each call, as tests/interpreter/test_quantized_passes.py
         # counts them; copyto's C function, one frame less)
-        copyto = getattr(np.copyto, "_implementation", np.copyto)
+        copyto = c_function(np.copyto)
 
         def run():
             if add_offset:
