@@ -167,8 +167,8 @@ class IRBuilder:
     def is_const(self, t: int) -> bool:
         return self.value(t) is not None
 
-    def _known(self, t: int):
-        """A constant's value, or a world value."""
+    def known(self, t: int):
+        """A constant's value, or a world value (this conversion's value of shape arithmetic)."""
         value = self.value(t)
         return self.world.get(t) if value is None else value
 
@@ -259,7 +259,7 @@ class IRBuilder:
         compute_as = dict(COMPUTE_AS)
         if op in _INT64_FOLDS and all(t < 0 or self.is_const(t) or t in self.world
                                       for t in inputs) and all(
-                _fits_int32(self._known(t)) for t in inputs if t >= 0 and self.dtype(t) == "int64"):
+                _fits_int32(self.known(t)) for t in inputs if t >= 0 and self.dtype(t) == "int64"):
             compute_as["int64"] = "int32"  # shape arithmetic TFLite has no int64 kernel for
         narrow = {k: self.dtype(t) for k, t in enumerate(inputs) if t >= 0 and k not in keep
                   and self.dtype(t) in compute_as and self.sg.tensors[t].quantization is None}
@@ -450,10 +450,13 @@ class IRBuilder:
             return t
         return self.op("TRANSPOSE", [t, self.const(np.array(perm, np.int32))])
 
-    def reshape(self, t: int, shape) -> int:
+    def reshape(self, t: int, shape, shadow=None) -> int:
         """RESHAPE t to `shape` (its sizes at this conversion's sizes of the dynamic dims): when t
         has dynamic dims, the target follows them (-1 for one; computed from t's SHAPE for
-        more), found by grouping the dims of t and of `shape` whose products match."""
+        more), found by grouping the dims of t and of `shape` whose products match. `shadow`:
+        the target at the shadow sizes where the caller knows it and it moves one dim (an ONNX
+        target's own -1, resolved there: a dynamic dim split into several, which no grouping
+        can follow)."""
         shape = [int(d) for d in shape]
         if list(self.shape(t)) == shape:
             return t
@@ -461,7 +464,10 @@ class IRBuilder:
             return self.op("RESHAPE", [t, self.const(np.array(shape, np.int32))],
                            {"new_shape": tuple(shape)})
         groups = regroup(self.shape(t), shape)
-        shadow = None if groups is None else shadow_target(self.shadow_shape(t), shape, groups)
+        if shadow is not None and sum(a != b for a, b in zip(shape, shadow)) != 1:
+            shadow = None
+        if shadow is None and groups is not None:
+            shadow = shadow_target(self.shadow_shape(t), shape, groups)
         differ = [] if shadow is None else [j for j, (a, b) in enumerate(zip(shape, shadow))
                                            if a != b]
         if len(differ) <= 1:

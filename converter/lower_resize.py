@@ -129,7 +129,7 @@ def _from_sizes(b, n, shape, axes, sizes_t):
     policy = n.attr("keep_aspect_ratio_policy", "stretch")
     # A constant, or sizes the graph computes from the SHAPE of a dynamic tensor (a world
     # value: their value at this conversion's sizes; the op reads the tensor while running).
-    sizes = b._known(sizes_t)
+    sizes = b.known(sizes_t)
     if sizes is not None:
         sizes = [int(v) for v in sizes.reshape(-1)]
         ratios = {a: v / shape[a] for a, v in zip(axes, sizes)}

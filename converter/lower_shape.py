@@ -118,17 +118,12 @@ def reshape(b, n):
     if request is None:
         return _reshape_by_sizes(b, n, x) or _reshape_at_run_time(b, n, x)
     sizes = _resolved(n, b.shape(x), request)
-    if (-1 in request or 0 in request) and b.dynamic_axes(x):
-        # The model's own -1 (or 0) says which dim follows the dynamic ones: the request at the
-        # shadow sizes, by ONNX's rule, differs from this one there (Swin's windows reshaped
-        # back, [-1, 8, 8, 7, 7, 96] of [64 * batch, 49, 96], is no regrouping of its input).
-        other = _resolved(n, b.shadow_shape(x), request)
-        differ = [j for j, (p, q) in enumerate(zip(sizes, other)) if p != q]
-        if len(differ) == 1 and list(b.shape(x)) != sizes:
-            target = [-1 if j in differ else d for j, d in enumerate(sizes)]
-            return b.op("RESHAPE", [x, b.const(np.array(target, np.int32))],
-                        {"new_shape": tuple(target)})
-    return b.reshape(x, sizes)
+    # The model's own -1 (or 0) says which dim follows the dynamic ones (Swin's windows
+    # reshaped back, [-1, 8, 8, 7, 7, 96] of [64 * batch, 49, 96]): the request at the shadow
+    # sizes, by ONNX's rule.
+    shadow = _resolved(n, b.shadow_shape(x), request) \
+        if (-1 in request or 0 in request) and b.dynamic_axes(x) else None
+    return b.reshape(x, sizes, shadow)
 
 
 def _resolved(n, in_shape, request) -> list:
