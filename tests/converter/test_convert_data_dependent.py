@@ -155,19 +155,12 @@ def test_nms_of_several_batches_and_classes_center_boxes():
 
 
 @pytest.mark.parametrize("runtime", ["edgelite", "litert"])
-def test_onnx_backend_cases(runtime):
+def test_onnx_backend_cases(runtime, conformance_tool):
     """ONNX's backend node cases of NonMaxSuppression (their thresholds and max count are graph
     inputs: known only while running) and NonZero, with onnx's own expected outputs."""
-    import os
-
     from edgelite.converter import conformance
 
-    module = conformance.tool()
-    if module is None:
-        reason = f"{conformance.TOOL_NAME} not found (../shared/tools or $EDGELITE_SHARED_TOOLS)"
-        if os.environ.get("EDGELITE_REQUIRE_MODELS") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    module = conformance_tool
     cases = [c for c in module.iter_cases(conformance.case_root(module))
              if c.name.startswith(("test_nonmaxsuppression_", "test_nonzero"))]
     assert len(cases) >= 11

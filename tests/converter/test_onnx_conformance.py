@@ -5,8 +5,6 @@ The whole denominator runs here (a few seconds, plus ~10 s to generate the cases
 every case whose ops are all in the issue's list, less the committed exclusions."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from edgelite.converter import conformance
@@ -20,15 +18,9 @@ TARGET = 0.95
 
 
 @pytest.fixture(scope="module")
-def tool():
-    module = conformance.tool()
-    if module is None:
-        reason = f"{conformance.TOOL_NAME} not found (../shared/tools or $EDGELITE_SHARED_TOOLS)"
-        if os.environ.get("EDGELITE_REQUIRE_MODELS") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    conformance.case_root(module)
-    return module
+def tool(conformance_tool):
+    conformance.case_root(conformance_tool)
+    return conformance_tool
 
 
 @pytest.fixture(scope="module")
