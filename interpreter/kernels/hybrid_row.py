@@ -18,6 +18,8 @@ from .hybrid import _round_litert
 
 F32 = np.float32
 _ZERO = F32(0)
+# _round_litert's `signs` for the row (see hybrid._row_signs), made once, not per call
+_POSITIVE, _NEGATIVE, _MIXED = (np.array([v], F32) for v in (1, -1, 0))
 
 
 class RowProduct:
@@ -48,8 +50,7 @@ class RowProduct:
             row_scale, offset = self._asymmetric(x, lo, hi)
         else:
             row_scale, offset = self._symmetric(x, lo, hi)
-        sign = F32(1) if lo >= 0 else F32(-1) if hi <= 0 else _ZERO
-        _round_litert(q, self.half, np.array([sign], F32))
+        _round_litert(q, self.half, _POSITIVE if lo >= 0 else _NEGATIVE if hi <= 0 else _MIXED)
         if offset is not None:   # the kernel clamps where its bounds say it moves something;
             np.add(q, offset, out=q)   # clamping always gives the same numbers
             np.clip(q, F32(-128), F32(127), out=q)
