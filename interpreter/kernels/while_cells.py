@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .while_graph import F32, NoMatch, _columns, _const_vector, _either, _no, _projection, _sum
+from .while_graph import F32, NoMatch, _biased_fc, _columns, _either, _projection, _sum
 
 
 def _lstm(g, cell, rest) -> None:
@@ -144,17 +144,7 @@ def _gru_with(g, cell, k_h) -> None:
         _either(g, a.inputs, piece("hx"), reset_term)
 
     def reset_before(v):   # FULLY_CONNECTED(r * h, W, b) [+ constants]: reset_after=False
-        bias = []
-        while g.producer.get(v) is not None and g.producer[v].op == "ADD":
-            inner, b = _either(g, g.op(v, "ADD").inputs,
-                               lambda u: u if g.const(u) is None else _no(),
-                               lambda u: _const_vector(g, u))
-            bias.append(b)
-            v = inner
-        fc = g.op(v, "FULLY_CONNECTED")
-        if getattr(fc.options, "keep_num_dims", False) or \
-                int(getattr(fc.options, "weights_format", 0) or 0):
-            raise NoMatch("FULLY_CONNECTED with keep_num_dims or shuffled weights")
+        fc, bias = _biased_fc(g, v)
         _either(g, g.op(fc.inputs[0], "MUL").inputs, gate("r"), is_h)
         w = g.const(fc.inputs[1])
         has_b = len(fc.inputs) > 2 and fc.inputs[2] >= 0

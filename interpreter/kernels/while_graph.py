@@ -92,21 +92,7 @@ class _Cell:
 def _projection(g, t, cell, x_or_h: str | None = None):
     """`t` = FULLY_CONNECTED(h or GATHER(X, t), W, b) [+ constant ...]: records it in cell.proj;
     returns "x" or "h"."""
-    bias = []
-    while True:
-        op = g.producer.get(t)
-        if op is not None and op.op == "ADD":
-            op = g.op(t, "ADD")
-            (inner, b) = _either(g, op.inputs, lambda v: v if g.const(v) is None else _no(),
-                                 lambda v: _const_vector(g, v))
-            bias.append(b)
-            t = inner
-            continue
-        break
-    op = g.op(t, "FULLY_CONNECTED")
-    opts = op.options
-    if getattr(opts, "keep_num_dims", False) or int(getattr(opts, "weights_format", 0) or 0):
-        raise NoMatch("FULLY_CONNECTED with keep_num_dims or shuffled weights")
+    op, bias = _biased_fc(g, t)
     a = op.inputs[0]
     if g.var.get(a) == cell.h:
         which = "h"
@@ -145,6 +131,21 @@ def _projection(g, t, cell, x_or_h: str | None = None):
             raise NoMatch("FULLY_CONNECTED with weights of a type the fused loop cannot run")
         g.proj[which] = (None, total, (step, op))
     return which
+
+
+def _biased_fc(g, t) -> tuple:
+    """`t` = FULLY_CONNECTED(...) [+ float32 constant ...] (a plain FULLY_CONNECTED: no
+    keep_num_dims, no shuffled weights): (the FULLY_CONNECTED op, the constants added)."""
+    bias = []
+    while g.producer.get(t) is not None and g.producer[t].op == "ADD":
+        t, b = _either(g, g.op(t, "ADD").inputs, lambda v: v if g.const(v) is None else _no(),
+                       lambda v: _const_vector(g, v))
+        bias.append(b)
+    op = g.op(t, "FULLY_CONNECTED")
+    opts = op.options
+    if getattr(opts, "keep_num_dims", False) or int(getattr(opts, "weights_format", 0) or 0):
+        raise NoMatch("FULLY_CONNECTED with keep_num_dims or shuffled weights")
+    return op, bias
 
 
 def _no():
