@@ -314,13 +314,10 @@ class Checked:
         self.graph = proto.graph
 
 
-def _convert_at(proto, input_shapes, keep_io_layout: bool, dynamic_size,
+def _convert_at(proto: Checked, input_shapes, keep_io_layout: bool, dynamic_size,
                 loops: bool = False, shadow_size=None):
-    if isinstance(proto, Checked):
-        imported = import_onnx(proto.proto, input_shapes, dynamic_size, loops, shadow_size,
-                               prepared=(proto.proto, proto.opset))
-    else:
-        imported = import_onnx(proto, input_shapes, dynamic_size, loops, shadow_size)
+    imported = import_onnx(proto.proto, input_shapes, dynamic_size, loops, shadow_size,
+                           prepared=(proto.proto, proto.opset))
     model = imported.model
     pipeline.optimize(model)
     layout = pipeline.settle_io_layout(model, keep_io_layout)

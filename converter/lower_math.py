@@ -30,14 +30,18 @@ def binary(b, n):
         raise n.fail(f"input types differ: {', '.join(b.dtype(t) for t in inputs)}")
     dtype = "bool" if n.op_type in _COMPARISONS else None
     if op == "DIV" and b.dtype(inputs[0]) == "int64":
-        # TFLite's DIV has no int64 kernel (LiteRT refuses the file): int32, as POW, exact
-        # below 2^31 (dynamo's floordiv of shape values); int32 DIV truncates, as ONNX's.
-        return b.cast(b.op("DIV", [b.cast(inputs[0], "int32"), b.cast(inputs[1], "int32")]),
-                      "int64")
+        # dynamo's floordiv of shape values; int32 DIV truncates, as ONNX's
+        return in_int32(b, "DIV", inputs)
     y = inputs[0]
     for t in inputs[1:]:
         y = b.op(op, [y, t], dtype=dtype)
     return y
+
+
+def in_int32(b, op: str, inputs: list) -> int:
+    """An int64 `op` that TFLite has no int64 kernel for (POW, DIV: LiteRT refuses the file)
+    computed in int32 between casts: exact below 2^31, as shape arithmetic is."""
+    return b.cast(b.op(op, [b.cast(t, "int32") for t in inputs]), "int64")
 
 
 @lowers("Mean")
@@ -65,8 +69,8 @@ def pow_(b, n):
                 return b.op("MUL", [x, x])
             if k == 0.5:
                 return b.op("SQRT", [x])
-    if b.dtype(x) == "int64":   # TFLite's POW has no int64 kernel: int32 (exact below 2^31)
-        return b.cast(b.op("POW", [b.cast(x, "int32"), b.cast(e, "int32")]), "int64")
+    if b.dtype(x) == "int64":
+        return in_int32(b, "POW", [x, e])
     if b.dtype(e) != b.dtype(x):  # POW takes one type: the exponent follows the base
         e = b.cast(e, b.dtype(x))
     return b.op("POW", [x, e])
