@@ -28,6 +28,7 @@ switch. `EDGELITE_POCL_CPU` overrides the name for both ("off" disables both).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 
 _FIELDS_SCANNED = 512  # pointer-sized words of the device structure to look through
@@ -90,14 +91,25 @@ def is_pocl_cpu(device) -> bool:
         return False
 
 
+def _wanted_cpu() -> str:
+    """The CPU name both work-arounds use: EDGELITE_POCL_CPU's, else the library's for this
+    host (read from /proc/cpuinfo once a process)."""
+    return os.environ.get("EDGELITE_POCL_CPU") or _library_cpu()
+
+
+@functools.lru_cache(maxsize=1)
+def _library_cpu() -> str:
+    return cpu_name(_host_flags())
+
+
 def kernel_cpu(device) -> str | None:
     """The CPU that kernels for `device` should be compiled for (the `target("arch=...")` of
     every kernel): PoCL's library's on PoCL's x86-64 CPU device, None elsewhere or when
     EDGELITE_POCL_CPU is "off"."""
-    want = os.environ.get("EDGELITE_POCL_CPU") or cpu_name(_host_flags())
-    if want == "off" or not is_pocl_cpu(device):
+    if not is_pocl_cpu(device):
         return None
-    return want
+    want = _wanted_cpu()
+    return None if want == "off" else want
 
 
 def needs_fix(device) -> bool:
@@ -134,7 +146,7 @@ def _find_cpu_name(device) -> int | None:
 def fix_target_cpu(device) -> str | None:
     """Give PoCL a CPU name LLVM knows when it has "generic"; returns the name written (None
     when nothing needed or could be done)."""
-    want = os.environ.get("EDGELITE_POCL_CPU") or cpu_name(_host_flags())
+    want = _wanted_cpu()
     if not want or want == "off":
         return None
     where = _find_cpu_name(device)
