@@ -321,7 +321,7 @@ ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 MAX_COMPILED_STEPS = 20000
 
 
-def compile_steps(specs: list, arrays: list, steps: list):
+def compile_steps(specs: list, steps: list):
     """One function that calls every step's kernel with its arrays, generated at allocate:
 
         def run_steps():
@@ -332,7 +332,8 @@ def compile_steps(specs: list, arrays: list, steps: list):
     with each kernel `r<s>` and tensor array `t<i>` a closure variable, so an invoke runs no
     loop, unpacks no tuple and looks up nothing but cells (the loop over `steps` costs ~0.1 µs
     a step more). Line s+2 of the source is step s: `failed_step` reads it from a traceback.
-    Beyond MAX_COMPILED_STEPS, a loop over `steps` ((kernel, arrays) per step)."""
+    `steps` holds each spec's (kernel, its arrays) (a dynamic step's: none). Beyond
+    MAX_COMPILED_STEPS, a loop over `steps`."""
     if len(specs) > MAX_COMPILED_STEPS:
         def run_steps():
             for run, args in steps:
@@ -342,24 +343,23 @@ def compile_steps(specs: list, arrays: list, steps: list):
     bound: dict = {}
     lines = []
     nbound = 0
-    for s, (_, run, ins, outs) in enumerate(specs):
+    for s, ((_, _, ins, outs), (run, args)) in enumerate(zip(specs, steps)):
         bound[f"r{s}"] = run
         if isinstance(run, _DynamicStep):   # it reads the array table itself
             lines.append(f"    r{s}()")
             continue
-        args = [None if t < 0 else arrays[t] for t in ins] + [arrays[t] for t in outs]
-        fixed = bind_step(run, args)
+        fixed = bind_step(run, list(args))
         if fixed is not None:
             bound[f"r{s}"] = fixed
             lines.append(f"    r{s}()")
             nbound += 1
             continue
         names = []
-        for t in list(ins) + list(outs):
+        for t, a in zip(list(ins) + list(outs), args):
             if t < 0:
                 names.append("None")
             else:
-                bound.setdefault(f"t{t}", arrays[t])
+                bound.setdefault(f"t{t}", a)
                 names.append(f"t{t}")
         lines.append(f"    r{s}({', '.join(names)})")
     source = "\n".join([f"def _make({', '.join(bound)}):", "  def run_steps():",
@@ -501,7 +501,6 @@ class SubgraphPlan:
             own.update(range(len(infos)))
         all_specs = specs
         specs, alias = self._aliases(specs, own)
-        viewed = {oi for oi, *_ in all_specs} - {oi for oi, *_ in specs}
         # Lifetimes of the tensors the steps write or read (a view's uses are its root's).
         first: dict = {}
         last: dict = {}
@@ -551,15 +550,13 @@ class SubgraphPlan:
         # only so that their lifetimes cover it).
         # `steps` lists every operator that is not folded, a view (alias) as a step that does
         # nothing (profiles show it, at no cost); run_steps runs the others.
-        self.steps = [(_view_step, ()) if oi in viewed else
-                      (run, () if isinstance(run, _DynamicStep) else
-                       tuple(None if t < 0 else arrays[t] for t in ins)
-                       + tuple(arrays[t] for t in outs)) for oi, run, ins, outs in all_specs]
+        by_op = {oi: (run, () if isinstance(run, _DynamicStep) else
+                      tuple(None if t < 0 else arrays[t] for t in ins)
+                      + tuple(arrays[t] for t in outs)) for oi, run, ins, outs in specs}
+        self.steps = [by_op.get(oi, (_view_step, ())) for oi, *_ in all_specs]
         self.step_ops = [oi for oi, *_ in all_specs]
-        self.run_ops = [oi for oi, *_ in specs]   # operator of each step run_steps runs
-        self.run_steps = compile_steps(specs, arrays, [step for step, (oi, *_) in
-                                                       zip(self.steps, all_specs)
-                                                       if oi not in viewed])
+        self.run_ops = list(by_op)   # operator of each step run_steps runs
+        self.run_steps = compile_steps(specs, list(by_op.values()))
 
     def _aliases(self, specs: list, own: set) -> tuple:
         """(the specs left, {tensor: root}): a RESHAPE, SQUEEZE or EXPAND_DIMS whose output is
