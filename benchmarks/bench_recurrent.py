@@ -83,47 +83,56 @@ def counter_loop(steps: int) -> bytes:
     return s.save(model)
 
 
+def _sequence_model(op: str, description: str, steps: int, n_in: int, n_cell: int,
+                    operands) -> bytes:
+    """One `op` over x [1, steps, n_in] -> y [1, steps, n_cell] (TANH, batch-major), its other
+    inputs (weights, states) added by `operands(model, sg)`."""
+    s = _schema()
+    model = s.Model(description=description)
+    sg = s.Subgraph(name="main")
+    x = sg.add_tensor(s.Tensor("x", (1, steps, n_in)))
+    ins = [x] + operands(model, sg)
+    y = sg.add_tensor(s.Tensor("y", (1, steps, n_cell)))
+    sg.inputs, sg.outputs = [x], [y]
+    sg.operators = [_op(op, ins, [y], fused_activation_function=4, time_major=False)]
+    model.subgraphs.append(sg)
+    return s.save(model)
+
+
+def _weights(model, sg, rng):
+    """w(name, *shape): a constant of `sg`, standard normal * 0.3 from `rng`, float32."""
+    def w(name, *shape):
+        return _const(model, sg, name, (rng.standard_normal(shape) * 0.3).astype(np.float32))
+    return w
+
+
 def sequence_lstm(steps=20, n_in=16, n_cell=32, seed=0) -> bytes:
     """UNIDIRECTIONAL_SEQUENCE_LSTM, batch 1, batch-major, no peephole/projection/CIFG."""
     s = _schema()
     rng = np.random.default_rng(seed)
-    model = s.Model(description="unidirectional sequence LSTM")
-    sg = s.Subgraph(name="main")
-    x = sg.add_tensor(s.Tensor("x", (1, steps, n_in)))
 
-    def w(name, *shape):
-        return _const(model, sg, name, (rng.standard_normal(shape) * 0.3).astype(np.float32))
-
-    ins = [x] + [w(f"w_{g}", n_cell, n_in) for g in "ifco"]
-    ins += [w(f"r_{g}", n_cell, n_cell) for g in "ifco"]
-    ins += [-1, -1, -1] + [w(f"b_{g}", n_cell) for g in "ifco"] + [-1, -1]
-    ins += [sg.add_tensor(s.Tensor("h", (1, n_cell), is_variable=True)),
-            sg.add_tensor(s.Tensor("c", (1, n_cell), is_variable=True))]
-    y = sg.add_tensor(s.Tensor("y", (1, steps, n_cell)))
-    sg.inputs, sg.outputs = [x], [y]
-    sg.operators = [_op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y], fused_activation_function=4,
-                        time_major=False)]
-    model.subgraphs.append(sg)
-    return s.save(model)
+    def operands(model, sg):
+        w = _weights(model, sg, rng)
+        ins = [w(f"w_{g}", n_cell, n_in) for g in "ifco"]
+        ins += [w(f"r_{g}", n_cell, n_cell) for g in "ifco"]
+        ins += [-1, -1, -1] + [w(f"b_{g}", n_cell) for g in "ifco"] + [-1, -1]
+        return ins + [sg.add_tensor(s.Tensor("h", (1, n_cell), is_variable=True)),
+                      sg.add_tensor(s.Tensor("c", (1, n_cell), is_variable=True))]
+    return _sequence_model("UNIDIRECTIONAL_SEQUENCE_LSTM", "unidirectional sequence LSTM",
+                           steps, n_in, n_cell, operands)
 
 
 def sequence_rnn(steps=20, n_in=16, n_cell=32, seed=0) -> bytes:
     """UNIDIRECTIONAL_SEQUENCE_RNN (tanh), batch 1, batch-major."""
     s = _schema()
     rng = np.random.default_rng(seed)
-    model = s.Model(description="unidirectional sequence RNN")
-    sg = s.Subgraph(name="main")
-    x = sg.add_tensor(s.Tensor("x", (1, steps, n_in)))
-    wt = _const(model, sg, "w", (rng.standard_normal((n_cell, n_in)) * 0.3).astype(np.float32))
-    rt = _const(model, sg, "r", (rng.standard_normal((n_cell, n_cell)) * 0.3).astype(np.float32))
-    bt = _const(model, sg, "b", (rng.standard_normal(n_cell) * 0.3).astype(np.float32))
-    h = sg.add_tensor(s.Tensor("h", (1, n_cell), is_variable=True))
-    y = sg.add_tensor(s.Tensor("y", (1, steps, n_cell)))
-    sg.inputs, sg.outputs = [x], [y]
-    sg.operators = [_op("UNIDIRECTIONAL_SEQUENCE_RNN", [x, wt, rt, bt, h], [y],
-                        fused_activation_function=4, time_major=False)]
-    model.subgraphs.append(sg)
-    return s.save(model)
+
+    def operands(model, sg):
+        w = _weights(model, sg, rng)
+        return [w("w", n_cell, n_in), w("r", n_cell, n_cell), w("b", n_cell),
+                sg.add_tensor(s.Tensor("h", (1, n_cell), is_variable=True))]
+    return _sequence_model("UNIDIRECTIONAL_SEQUENCE_RNN", "unidirectional sequence RNN",
+                           steps, n_in, n_cell, operands)
 
 
 def _feeds(it, seed=0):
