@@ -226,21 +226,23 @@ def run_onnx2tf(name, onnx_path, npz_path, work, timeout):
 
 
 def _private_copy(onnx_path, work):
-    """A copy of the model (and of the external data beside it) for a tool to read: onnx2tf
-    saves its shape-inferred model over its input file."""
+    """A copy of the model, and of the external-data files it names, for a tool to read:
+    onnx2tf saves its shape-inferred model over its input file."""
     import shutil
+
+    import onnx
 
     folder = work / "input"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
     source = pathlib.Path(onnx_path)
-    for sibling in source.parent.glob(source.stem + "*"):
-        if sibling.suffix != ".onnx" or sibling == source:
-            if sibling.is_file() and sibling.suffix not in (".npz", ".json"):
-                shutil.copy(sibling, folder / sibling.name)
-    copy = folder / source.name
-    shutil.copy(source, copy)
-    return copy
+    model = onnx.load(str(source), load_external_data=False)
+    locations = {entry.value for init in model.graph.initializer
+                 for entry in init.external_data if entry.key == "location"}
+    for name in locations | {source.name}:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source.parent / name, folder / name)
+    return folder / source.name
 
 
 def _closest(key, mapping):
