@@ -37,11 +37,11 @@ def machine() -> str:
     """The CPU model and numpy's BLAS (library, version, kernel set), for the heading."""
     cpu = "unknown CPU"
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        flags = Path("/proc/cpuinfo").read_text()
+        for line in flags.splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-        flags = Path("/proc/cpuinfo").read_text()
         cpu += " (AVX-512)" if " avx512f " in flags else " (AVX2)" if " avx2 " in flags else ""
     except OSError:
         pass
