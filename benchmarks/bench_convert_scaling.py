@@ -5,11 +5,11 @@
 
 Kinds: `relu` (n Relu nodes in a row: nothing fuses), `add_relu` (n Add(constant) -> Relu pairs:
 every Relu fuses into its Add, n edits of the graph), `conv_relu` (n 1x1 Conv -> Relu pairs: the
-layout pass cancels a transpose pair per conv). Each size runs in a fresh process (one at a time,
-never in parallel) and is cut off at `--timeout` seconds. Linear scaling shows as a constant
-µs per node; the CPU time of the child process is the figure (the wall clock is beside it, a
-busy machine inflates it). The test that keeps this linear counts work instead of timing it:
-tests/converter/test_convert_linear.py.
+layout pass cancels a transpose pair per conv): the graphs of tests/converter/chains.py. Each size
+runs in a fresh process (one at a time, never in parallel) and is cut off at `--timeout` seconds.
+Linear scaling shows as a constant µs per node; the CPU time of the child process is the figure
+(the wall clock is beside it, a busy machine inflates it). The test that keeps this linear counts
+work instead of timing it: tests/converter/test_convert_linear.py.
 """
 from __future__ import annotations
 
@@ -17,43 +17,29 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
-import resource, sys, time
-import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+import sys, time
+sys.path.insert(0, sys.argv[3])
 from edgelite.converter.convert import convert_onnx
+from tests.converter.chains import chain
 
 kind, n = sys.argv[1], int(sys.argv[2])
-nodes, inits, shape = [], [], [1, 4]
-for i in range(n):
-    a, b = f"t{i}", f"t{i + 1}"
-    if kind == "relu":
-        nodes.append(helper.make_node("Relu", [a], [b]))
-    elif kind == "add_relu":
-        inits.append(numpy_helper.from_array(np.full([1, 4], i % 7, np.float32), f"c{i}"))
-        nodes += [helper.make_node("Add", [a, f"c{i}"], [f"s{i}"]),
-                  helper.make_node("Relu", [f"s{i}"], [b])]
-    else:
-        shape = [1, 2, 4, 4]
-        inits.append(numpy_helper.from_array(np.eye(2, dtype=np.float32).reshape(2, 2, 1, 1),
-                                             f"w{i}"))
-        nodes += [helper.make_node("Conv", [a, f"w{i}"], [f"s{i}"]),
-                  helper.make_node("Relu", [f"s{i}"], [b])]
-graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("t0", 1, shape)],
-                          [helper.make_tensor_value_info(f"t{n}", 1, shape)], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model = chain(kind, n)
 wall, cpu = time.perf_counter(), time.process_time()
 conversion = convert_onnx(model)
-print(time.perf_counter() - wall, time.process_time() - cpu, len(nodes),
+print(time.perf_counter() - wall, time.process_time() - cpu, len(model.graph.node),
       sum(len(sg.operators) for sg in conversion.model.subgraphs))
 """
 
 
 def measure(kind: str, n: int, timeout: float) -> dict:
     try:
-        run = subprocess.run([sys.executable, "-c", CHILD, kind, str(n)], capture_output=True,
-                             text=True, timeout=timeout)
+        run = subprocess.run([sys.executable, "-c", CHILD, kind, str(n), str(REPO_ROOT)],
+                             capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"kind": kind, "n": n, "status": f"over {timeout:g} s"}
     if run.returncode != 0:
