@@ -75,8 +75,7 @@ def binary(ufunc, fused: bool = False, check=prepare_binary):
         check(node)
         lims = activation_bounds(node, node.input(0).dtype) if fused else None
         run = binary_run(ufunc, lims, node.outputs[0])
-        constant = [t.data is not None for t in node.inputs]
-        run.bind = lambda x, y, out: bind_binary(ufunc, lims, x, y, out, constant)
+        run.bind = bind_operands(node, lambda a, b, out: bound_binary(ufunc, lims, a, b, out))
         return run
     return prepare
 
@@ -104,12 +103,19 @@ def operand_views(x, y, out, constant):
     return None if views[0] is None or views[1] is None else views
 
 
-def bind_binary(ufunc, lims, x, y, out, constant):
-    """`binary`'s run on the plan's fixed arrays (plan.bind_step), without broadcasting."""
-    views = operand_views(x, y, out, constant)
-    if views is None:
-        return None
-    a, b = views
+def bind_operands(node, make):
+    """A binary kernel's `bind` (plan.bind_step): `make(a, b, out)`, the run on the plan's fixed
+    arrays with `operand_views` for operands (no broadcasting); None where there are none."""
+    constant = [t.data is not None for t in node.inputs]
+
+    def bind(x, y, out):
+        views = operand_views(x, y, out, constant)
+        return None if views is None else make(*views, out)
+    return bind
+
+
+def bound_binary(ufunc, lims, a, b, out):
+    """`binary`'s run on operands `a`, `b` of `out`'s shape (or 0-d)."""
     if lims is None:
         return lambda: ufunc(a, b, out=out)
     lo, hi = lims
@@ -214,13 +220,8 @@ def squared_difference(node):
         subtract(x, y, out)
         multiply(out, out, out)
 
-    def bind(x, y, out):
-        views = operand_views(x, y, out, [t.data is not None for t in node.inputs])
-        if views is None:
-            return None
-        a, b = views
-        return lambda: (subtract(a, b, out), multiply(out, out, out))
-    compute.bind = bind
+    compute.bind = bind_operands(
+        node, lambda a, b, out: lambda: (subtract(a, b, out), multiply(out, out, out)))
     return compute
 
 
