@@ -10,8 +10,6 @@ import dataclasses
 import numpy as np
 
 from .registry import register
-from . import while_rnn
-from .while_loop import Loop
 
 ANY = ("none", "float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool",
        "resource", "variant", "uint32", "uint16", "uint64", "float64", "complex64")
@@ -195,6 +193,9 @@ def while_(node):
     _check_outputs(node, body, "body", opts.body_subgraph_index, node.inputs)
     shapes = _output_shapes(body)
     n = len(node.inputs)
+    # Here, not at import: resource variables, CALL_ONCE and IF need neither (nor hybrid.py).
+    from . import while_rnn
+    from .while_loop import Loop
     loop = Loop(cond, body)
     try:
         sequence = while_rnn.match(node, cond, body)
