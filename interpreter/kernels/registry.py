@@ -146,53 +146,41 @@ def load_all() -> None:
         _all_loaded = True
 
 
+def _ensuring(method):
+    """dict's (or set's) `method` of a name, after the modules that register the name load."""
+    def ensured(self, name, *args):
+        _ensure(name)
+        return method(self, name, *args)
+    ensured.__name__ = method.__name__
+    return ensured
+
+
+def _whole(method):
+    """dict's (or set's) `method` of the whole table, after every kernel module loads."""
+    def loaded(self):
+        load_all()
+        return method(self)
+    loaded.__name__ = method.__name__
+    return loaded
+
+
 class _Table(dict):
     """A registry table that imports kernel modules as it is read (see above); registration
     writes through dict's own methods."""
-
-    def get(self, name, default=None):
-        _ensure(name)
-        return dict.get(self, name, default)
-
-    def __getitem__(self, name):
-        _ensure(name)
-        return dict.__getitem__(self, name)
-
-    def __contains__(self, name):
-        _ensure(name)
-        return dict.__contains__(self, name)
-
-    def __iter__(self):
-        load_all()
-        return dict.__iter__(self)
-
-    def __len__(self):
-        load_all()
-        return dict.__len__(self)
-
-    def keys(self):
-        load_all()
-        return dict.keys(self)
-
-    def values(self):
-        load_all()
-        return dict.values(self)
-
-    def items(self):
-        load_all()
-        return dict.items(self)
+    get = _ensuring(dict.get)
+    __getitem__ = _ensuring(dict.__getitem__)
+    __contains__ = _ensuring(dict.__contains__)
+    __iter__ = _whole(dict.__iter__)
+    __len__ = _whole(dict.__len__)
+    keys = _whole(dict.keys)
+    values = _whole(dict.values)
+    items = _whole(dict.items)
 
 
 class _Names(set):
     """PURE_CUSTOM_OPS: a membership test imports the module that declares the name."""
-
-    def __contains__(self, name):
-        _ensure(name)
-        return set.__contains__(self, name)
-
-    def __iter__(self):
-        load_all()
-        return set.__iter__(self)
+    __contains__ = _ensuring(set.__contains__)
+    __iter__ = _whole(set.__iter__)
 
 
 KERNELS: dict = _Table()      # op -> {arithmetic key -> prepare}
