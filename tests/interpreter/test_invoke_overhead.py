@@ -105,6 +105,7 @@ def _unbound_outputs(it):
 
 
 def assert_bound_equals_unbound(it):
+    assert it._main.run_steps.bound, "no step was bound: bound and unbound would be one run"
     it.invoke()
     bound = _outputs(it)
     for a, b in zip(bound, _unbound_outputs(it)):
@@ -123,9 +124,11 @@ POOLS = [((1, 1), (1, 1)), ((2, 2), (2, 2)), ((3, 3), (1, 1)), ((3, 3), (2, 2)),
 
 @pytest.mark.parametrize("window,strides", POOLS)
 @pytest.mark.parametrize("act", [0, 3])
-@pytest.mark.parametrize("padding", [0, 1])
+@pytest.mark.parametrize("padding", [1], ids=["VALID"])
 def test_bound_max_pool_matches_its_run(window, strides, act, padding):
-    """MAX_POOL_2D bound (rows folded, then columns) against its tap-by-tap `run`."""
+    """MAX_POOL_2D bound (rows folded, then columns) against its tap-by-tap `run`. VALID only:
+    a padded (SAME) window is not bound (its `run` stays), so there it would compare `run` with
+    itself; tests/interpreter/test_max_pool_windows.py checks SAME against LiteRT."""
     content = op_model("MAX_POOL_2D", [In((2, 7, 9, 3))],
                        options=dict(filter_height=window[0], filter_width=window[1],
                                     stride_h=strides[0], stride_w=strides[1], padding=padding,
