@@ -114,7 +114,7 @@ def dynamic_axes_of(dynamic_shapes, names: list) -> dict:
     return axes
 
 
-def _dynamic_kwargs(exporter: str, module, dynamic_shapes, axes: dict, names: list) -> dict:
+def dynamic_kwargs(exporter: str, module, dynamic_shapes, axes: dict, names: list) -> dict:
     """The exporter's argument for the dynamic axes. The TorchScript exporter takes
     `dynamic_axes`; the dynamo exporter wants torch.export's `dynamic_shapes` (it refuses to
     convert `dynamic_axes` for most models): one entry per positional input in order, under the
@@ -160,7 +160,7 @@ def export_onnx(module, example_inputs, dynamic_shapes=None, input_names=None,
     kwargs = dict(input_names=names, opset_version=opset)
     axes = dynamic_axes_of(dynamic_shapes, names)
     if axes:
-        kwargs.update(_dynamic_kwargs(exporter, module, dynamic_shapes, axes, names))
+        kwargs.update(dynamic_kwargs(exporter, module, dynamic_shapes, axes, names))
     was_training = module.training
     module.eval()
     try:

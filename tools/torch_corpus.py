@@ -16,7 +16,6 @@ Needs torch, torchvision, transformers, onnx (and onnxscript for the dynamo expo
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import sys
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from edgelite.converter.torch_export import dynamic_kwargs
 
 DEFAULT_OUT = Path("~/.cache/edgelite-corpus").expanduser()
 SEED = 0
@@ -380,20 +381,6 @@ def exports() -> list:
 
 # -- exporting ------------------------------------------------------------------------------------
 
-def _dynamic_kwargs(exporter: str, module, axes: dict, names: list) -> dict:
-    """The exporter's argument for the dynamic axes: the TorchScript exporter takes
-    `dynamic_axes`; the dynamo one wants `dynamic_shapes` (and refuses to convert `dynamic_axes`
-    itself) in torch.export's form: one entry per positional input in order, under the name of
-    forward's *args where it has one (the wrapped modules). Named dims become Dim.DYNAMIC,
-    renamed in the ONNX file."""
-    if exporter == "torchscript":
-        return {"dynamic_axes": axes}
-    per_input = tuple(axes.get(n) for n in names)
-    star = [p.name for p in inspect.signature(module.forward).parameters.values()
-            if p.kind is p.VAR_POSITIONAL]
-    return {"dynamic_shapes": {star[0]: per_input} if star else per_input}
-
-
 def export_one(spec: Export, exporter: str, dynamic: bool, out: Path) -> dict:
     """Export `spec` with `exporter` into `out`; the manifest entry (with "error" on failure)."""
     import torch
@@ -418,7 +405,8 @@ def export_one(spec: Export, exporter: str, dynamic: bool, out: Path) -> dict:
             entry["dynamic_axes"] = {k: {str(a): n for a, n in v.items()}
                                      for k, v in spec.dynamic_axes.items()}
             entry["sizes"] = [{k: list(s) for k, s in size.items()} for size in spec.sizes]
-            kwargs.update(_dynamic_kwargs(exporter, module, spec.dynamic_axes, names))
+            kwargs.update(dynamic_kwargs(exporter, module, spec.dynamic_axes, spec.dynamic_axes,
+                                         names))
         # Not under torch.no_grad(): there nn.MultiheadAttention takes its fused fast path
         # (aten::_native_multi_head_attention), which the TorchScript exporter cannot export.
         with warnings.catch_warnings():
