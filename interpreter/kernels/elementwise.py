@@ -11,7 +11,7 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import bounds, broadcast_shape, clip, fixed_view, fused_activation, with_activation
+from .common import bounds, broadcast_shape, clip, fixed_view, with_activation
 from .registry import register
 
 FLOAT = ("float32",)
@@ -29,12 +29,10 @@ def activation_bounds(node, dtype):
     code = int(getattr(node.options, "fused_activation_function", 0) or 0)
     if code in (0, 4, 5, 6):
         return None
-    if np.dtype(dtype).kind == "f":
-        if fused_activation(code, node) is None:
-            return None
-        return bounds(*ACTIVATION_BOUNDS[code], dtype)
-    if code not in _INT_BOUNDS:
+    if code not in _INT_BOUNDS:   # the codes of ACTIVATION_BOUNDS too
         raise node.fail(f"unknown fused activation {code}")
+    if np.dtype(dtype).kind == "f":
+        return bounds(*ACTIVATION_BOUNDS[code], dtype)
     lo, hi = _INT_BOUNDS[code]
     return bounds(lo, int(np.iinfo(dtype).max) if hi is None else hi, dtype)
 
