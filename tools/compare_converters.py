@@ -122,7 +122,7 @@ def run_mnn(name, onnx_path, npz_path, work, timeout):
     proc = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "mnnconvert"), "-f", "ONNX",
          "--modelFile", str(onnx_path), "--MNNModel", str(mnn_file), "--bizCode", "cmp"],
-        capture_output=True, text=True, timeout=timeout)
+        capture_output=True, text=True, timeout=timeout, env=_own_venv_env())
     seconds = time.perf_counter() - t0
     log = proc.stdout + proc.stderr
     if proc.returncode != 0 or not mnn_file.exists() or "Converted Success" not in log:
@@ -223,6 +223,16 @@ def run_onnx2tf(name, onnx_path, npz_path, work, timeout):
             source = ordered[pos]
         errors.append(relative_error(got[source], ref) if source else None)
     return _verdict(errors, seconds)
+
+
+def _own_venv_env() -> dict:
+    """The environment with this venv's bin first: mnnconvert runs `pip install` of a logging
+    package as it converts, with whatever pip PATH finds (it once downgraded protobuf in
+    another venv that was activated in the calling shell)."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.pop("VIRTUAL_ENV", None)
+    return env
 
 
 def _private_copy(onnx_path, work):
