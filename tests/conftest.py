@@ -119,34 +119,67 @@ else:
 
 
 # -- every file the converter writes in a test loads and allocates in stock LiteRT -----------------
-# (issue 12: a file LiteRT refuses is a converter bug, whatever the test checks). The converter's
-# entry points look `convert_onnx` up when they run, so wrapping it here covers TFLiteConverter,
-# tflite-convert in process and the conformance runner. EDGELITE_LITERT_GUARD=0 turns it off.
+# (issue 12: a file LiteRT refuses is a converter bug, whatever the test checks). Installed when
+# pytest configures, before any test module is imported, so a module that imports
+# `convert_onnx` by name (`from edgelite.converter.convert import convert_onnx`) gets the checked
+# one too; TFLiteConverter.convert also checks what it adds after convert_onnx (quantization,
+# training signatures). EDGELITE_LITERT_GUARD=0 turns it off.
 
-@pytest.fixture(autouse=True, scope="session")
-def _litert_loads_every_conversion():
+_LITERT_GUARD: list = []   # (owner, attribute name, original) to restore
+
+
+def _litert_allocates(content: bytes, what: str) -> None:
+    __tracebackhide__ = True
+    from ai_edge_litert.interpreter import Interpreter
+
+    from edgelite.converter.check import quiet_litert
+    try:
+        with quiet_litert():
+            Interpreter(model_content=content).allocate_tensors()
+    except Exception as e:  # noqa: BLE001  any refusal is the finding
+        raise AssertionError(f"LiteRT refuses a file {what}: "
+                             f"{type(e).__name__}: {str(e)[:300]}") from None
+
+
+def _install_litert_guard() -> None:
     if os.environ.get("EDGELITE_LITERT_GUARD") == "0":
-        yield
         return
     try:
+        import ai_edge_litert.interpreter  # noqa: F401
+        from edgelite.converter import api
         from edgelite.converter import convert as convert_module
-        from ai_edge_litert.interpreter import Interpreter
     except ImportError:   # no converter or no LiteRT installed: nothing to guard
-        yield
         return
-    from edgelite.converter.check import quiet_litert
     original = convert_module.convert_onnx
+    original_convert = api.TFLiteConverter.convert
 
     def convert_onnx(*args, **kwargs):
+        __tracebackhide__ = True
         conversion = original(*args, **kwargs)
-        try:
-            with quiet_litert():
-                Interpreter(model_content=conversion.content).allocate_tensors()
-        except Exception as e:  # noqa: BLE001  any refusal is the finding
-            raise AssertionError(f"LiteRT refuses a file the converter wrote: "
-                                 f"{type(e).__name__}: {str(e)[:300]}") from None
+        _litert_allocates(conversion.content, "the converter wrote")
+        conversion._litert_checked = conversion.content
         return conversion
 
+    def convert(self):
+        __tracebackhide__ = True
+        content = original_convert(self)
+        if getattr(self.last_conversion, "_litert_checked", None) is not content:
+            _litert_allocates(content, "TFLiteConverter.convert made (quantized or trainable)")
+        return content
+
+    convert_onnx.__wrapped__ = original
+    convert.__wrapped__ = original_convert
     convert_module.convert_onnx = convert_onnx
-    yield
-    convert_module.convert_onnx = original
+    api.TFLiteConverter.convert = convert
+    _LITERT_GUARD.extend([(convert_module, "convert_onnx", original),
+                          (api.TFLiteConverter, "convert", original_convert)])
+
+
+def pytest_configure(config):
+    _install_litert_guard()
+
+
+def pytest_unconfigure(config):
+    while _LITERT_GUARD:
+        owner, name, original = _LITERT_GUARD.pop()
+        setattr(owner, name, original)

@@ -426,6 +426,16 @@ def export_one(spec: Export, exporter: str, dynamic: bool, out: Path) -> dict:
     return entry
 
 
+def _replaced(manifest: list, entry: dict) -> list:
+    """The manifest with `entry` in the place of the entry for its file (the table keeps its
+    order when one export is made again), or at the end."""
+    places = [k for k, e in enumerate(manifest) if e["file"] == entry["file"]]
+    if not places:
+        return manifest + [entry]
+    return [entry if k == places[0] else e for k, e in enumerate(manifest)
+            if e["file"] != entry["file"] or k == places[0]]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT)
@@ -445,7 +455,7 @@ def main(argv=None) -> int:
     for spec in chosen:
         for exporter in args.exporter or EXPORTERS:
             entry = export_one(spec, exporter, args.dynamic, args.out)
-            manifest = [e for e in manifest if e["file"] != entry["file"]] + [entry]
+            manifest = _replaced(manifest, entry)
             manifest_path.write_text(json.dumps(manifest, indent=1))
             print(f"{entry['file']}: {entry.get('error', 'exported')} "
                   f"({entry['export_seconds']} s)", flush=True)
