@@ -17,7 +17,7 @@ from edgelite.schema.litert_versions import LITERT_VERSION
 from edgelite.schema.litert_versions import VERSIONS as LITERT_VERSIONS
 from edgelite.schema.model import NUMPY_DTYPES, Model
 
-from . import arena, budget
+from . import arena, budget, fusion
 from .kernels import registry
 from .kernels.registry import KernelError, Node, TensorInfo
 from .kernels.sparse import densify_input
@@ -482,6 +482,8 @@ class SubgraphPlan:
             nodes[oi] = node
         self.infos = infos
         self.dynamic = dynamic
+        if not (self.runtime.delegates or self.runtime.preserve_all or self.runtime.reference):
+            specs = fusion.fuse(sg, specs, nodes)   # chains as one step (fusion.py)
         if self.runtime.delegates:
             specs, self.placement = delegate_steps(self.runtime.delegates, si, sg, infos, specs,
                                                    nodes, keep_all=self.runtime.preserve_all)
