@@ -22,6 +22,7 @@ from .kernels import registry
 from .kernels.registry import KernelError, Node, TensorInfo
 from .kernels.sparse import densify_input
 from .partition import delegate_steps
+from .views import plan_views
 
 
 class UnsupportedOpsError(RuntimeError):
@@ -503,6 +504,7 @@ class SubgraphPlan:
             own.update(range(len(infos)))
         all_specs = specs
         specs, alias = self._aliases(specs, own)
+        specs, alias, views = plan_views(self, specs, own, alias)   # slices, concat parts
         # Lifetimes of the tensors the steps write or read (a view's uses are its root's).
         first: dict = {}
         last: dict = {}
@@ -543,8 +545,7 @@ class SubgraphPlan:
         for t in sorted(needed):
             if arrays[t] is None:
                 arrays[t] = self._own_array(t, infos[t])
-        for t, root in alias.items():   # a reshape's output: its input's memory, no step
-            arrays[t] = arrays[root].view().reshape(infos[t].shape)
+        views.make(arrays)   # a reshape's, a slice's output, a concat's input: views, no step
         self.arena_bytes = size
         self.live_bytes = arena.live_lower_bound(lifetimes)
         self.arrays = arrays

@@ -1,0 +1,145 @@
+"""Tensors that are views of another tensor's array, so that the ops moving them run no step.
+
+`plan._aliases` already makes a RESHAPE, SQUEEZE or EXPAND_DIMS output a view of its input. This
+adds two kinds, each only where the view is C-contiguous (kernels bind reshapes of their arrays
+at allocate; a reshape of a non-contiguous view would be a copy, silently stale):
+
+- a slice: a STRIDED_SLICE or SLICE with constant parameters (its kernel's `run.view`) reads
+  its output as a view of its input;
+- a part: the inputs of a CONCATENATION that copies raw values (every input quantized as the
+  output) are views of the parts of its output, so their producers write there directly.
+
+A streaming model (micro-wake-word's ring buffers: READ_VARIABLE -> CONCATENATION(state, new)
+-> STRIDED_SLICE(tail) -> ASSIGN_VARIABLE) then runs only its READ and ASSIGN copies: the
+variable read writes into the head of the concatenation, the producer of the new frame into its
+tail, and the slice the ASSIGN reads is the concatenation's tail.
+
+`plan_views` returns the specs left and `make(arrays)`, which sets every aliased tensor's array
+(views of views in order); the lifetimes of a view's uses are its root's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+CONCAT_OPS = frozenset({"CONCATENATION"})
+
+
+class Views:
+    """Tensor -> (parent tensor, function of the parent's array giving its own)."""
+
+    def __init__(self, infos, reshapes: dict):
+        self.infos = infos
+        self.parent: dict = {}
+        for t, root in reshapes.items():
+            self.parent[t] = (root, _reshaped(infos[t].shape))
+
+    def root(self, t: int) -> int:
+        while t in self.parent:
+            t = self.parent[t][0]
+        return t
+
+    def roots(self) -> dict:
+        return {t: self.root(t) for t in self.parent}
+
+    def make(self, arrays: list) -> None:
+        done: set = set()
+
+        def build(t):
+            if t in done or t not in self.parent:
+                return
+            p, fn = self.parent[t]
+            build(p)
+            arrays[t] = fn(arrays[p])
+            done.add(t)
+        for t in self.parent:
+            build(t)
+
+
+def _reshaped(shape):
+    return lambda a: a.view().reshape(shape)
+
+
+def _contiguous(fn, info_in, info_out) -> bool:
+    """`fn` on a C-contiguous array of the input's shape gives a C-contiguous view of the
+    output's shape (probed on a scratch array of that shape)."""
+    probe = np.empty(info_in.shape, info_in.dtype)
+    try:
+        view = fn(probe)
+    except (ValueError, IndexError, TypeError):
+        return False
+    return (view.shape == tuple(info_out.shape) and view.flags.c_contiguous
+            and view.dtype == info_out.dtype and np.shares_memory(view, probe))
+
+
+def _parts(shapes: list, axis: int):
+    """Views of the consecutive blocks of `shapes` along `axis`, given the output's array."""
+    starts = np.cumsum([0] + [s[axis] for s in shapes])
+
+    def part(k):
+        index = (slice(None),) * axis + (slice(int(starts[k]), int(starts[k + 1])),)
+        return lambda a: a[index]
+    return [part(k) for k in range(len(shapes))]
+
+
+def _raw_concat(op, infos, ins: list, outs: list):
+    """The axis of a CONCATENATION that copies raw values (one output, no activation, every
+    input of the output's type and quantization), or None."""
+    if len(outs) != 1 or not ins or any(t < 0 for t in ins) or len(set(ins)) != len(ins):
+        return None
+    opts = op.options
+    if opts is None or int(getattr(opts, "fused_activation_function", 0) or 0) != 0:
+        return None
+    out = infos[outs[0]]
+    rank = len(out.shape)
+    if rank == 0 or any(len(infos[t].shape) != rank or infos[t].dtype != out.dtype
+                        for t in ins):
+        return None
+    if any(infos[t].scale != out.scale or infos[t].zero_point != out.zero_point for t in ins):
+        return None
+    axis = int(opts.axis)
+    axis = axis + rank if axis < 0 else axis
+    return axis if 0 <= axis < rank else None
+
+
+def plan_views(plan, specs: list, own: set, reshapes: dict):
+    """(the specs left, {tensor: root}, Views) for `plan` (a SubgraphPlan) whose `_aliases` gave
+    `reshapes` ({tensor: root}) and left `specs`."""
+    views = Views(plan.infos, reshapes)
+    infos, dynamic, ops = plan.infos, plan.dynamic, plan.sg.operators
+    if plan.runtime.delegates:
+        return specs, views.roots(), views
+    written = {t for _, _, _, outs in specs for t in outs}
+
+    def free(t) -> bool:
+        """A tensor that may become a view: written by one step, no subgraph input or output,
+        constant, variable or view already."""
+        return (t >= 0 and t not in own and t not in dynamic and t in written
+                and t not in views.parent and infos[t].data is None
+                and not infos[t].is_variable)
+
+    dropped = set()
+    for s, (oi, _run, ins, outs) in enumerate(specs):
+        if ops[oi].opcode.name not in CONCAT_OPS or not outs:
+            continue
+        axis = _raw_concat(ops[oi], infos, ins, outs)
+        y = outs[0]
+        if axis is None or y in dynamic or infos[y].is_variable or infos[y].data is not None \
+                or any(not free(t) for t in ins):
+            continue
+        if int(np.prod(infos[y].shape[:axis], dtype=np.int64)) != 1:
+            continue            # the parts would not be contiguous
+        for t, fn in zip(ins, _parts([infos[t].shape for t in ins], axis)):
+            views.parent[t] = (y, fn)
+        dropped.add(s)
+    for s, (_oi, run, ins, outs) in enumerate(specs):
+        view = getattr(run, "view", None)
+        if view is None or s in dropped or len(outs) != 1 or not ins or ins[0] < 0:
+            continue
+        x, y = ins[0], outs[0]
+        if x in dynamic or infos[x].data is not None or infos[x].is_variable or not free(y) \
+                or views.root(x) == y or not _contiguous(view, infos[x], infos[y]):
+            continue
+        views.parent[y] = (x, view)
+        dropped.add(s)
+    kept = [spec for s, spec in enumerate(specs) if s not in dropped]
+    return kept, views.roots(), views
