@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 
+from .common import raw
 from .registry import register
 
 ANY = ("none", "float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool",
@@ -53,6 +54,19 @@ def read_variable(node):
             raise RuntimeError(f"READ_VARIABLE {name!r}: the variable has shape {value.shape}, "
                                f"the model declares {out.shape}")
         np.copyto(out, value, casting="unsafe")
+
+    def bind(handle, out):
+        """`run` on the plan's fixed arrays (plan.bind_step): numpy's copy without its
+        dispatcher, the checks the same."""
+        get, copyto, shape = resources.get, raw(np.copyto), out.shape
+
+        def read():
+            value = get(rid)
+            if value is None or value.shape != shape:
+                run(handle, out)          # (its error)
+            copyto(out, value, casting="unsafe")
+        return read
+    run.bind = bind
     return run
 
 
@@ -68,6 +82,19 @@ def assign_variable(node):
             resources[rid] = np.array(value)
         else:
             np.copyto(current, value)
+
+    def bind(handle, value):
+        """`run` on the plan's fixed arrays (plan.bind_step)."""
+        get, copyto, shape, dtype = resources.get, raw(np.copyto), value.shape, value.dtype
+
+        def assign():
+            current = get(rid)
+            if current is None or current.shape != shape or current.dtype != dtype:
+                run(handle, value)
+            else:
+                copyto(current, value)
+        return assign
+    run.bind = bind
     return run
 
 
