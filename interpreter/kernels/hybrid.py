@@ -21,10 +21,12 @@ kernels on the centered integer input (q - offset) with the integer weights as f
 while every partial sum stays below 2^24, else the weights are split into balanced base-16
 digits, each digit's sums exact, combined in float64 (a CONV_2D first splits its input channels
 into groups whose sums are exact: one grouped convolution). That is BUILTIN_REF's arithmetic;
-under the default resolver a convolution runs the float kernel on dequantized weights and the
-quantized-then-dequantized input instead (_dequantized_conv_run).
+under the default resolver a convolution or FULLY_CONNECTED runs the float kernel on weights
+dequantized at prepare and the quantized-then-dequantized input instead (dequantize_rows).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -145,6 +147,93 @@ def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
         np.add(q, offsets[:, None], out=q)
         if np.any(clamps):
             clip_(q, -128.0, 127.0)
+
+
+def row_quantization(lo, hi, asymmetric: bool) -> tuple:
+    """The parameters quantize_rows_symmetric / quantize_rows_asymmetric give one row, from its
+    float32 least and greatest values: (scale, inv) as numpy float32 scalars and the offset as
+    a Python float (0 for symmetric rows), q = round(x * inv) + offset: the same numbers as
+    those functions' arrays, bit for bit, in Python floats instead of ~40 passes over
+    one-element arrays (a float32 difference or quotient is the double one rounded once)."""
+    lo, hi = float(lo), float(hi)
+    if not asymmetric:
+        r = max(-lo, hi)
+        if r == 0:
+            return _ONE, _127, 0.0
+        return F32.type(r / 127.0), F32.type(127.0 / r), 0.0
+    rmin, rmax = min(lo, 0.0), max(hi, 0.0)
+    if rmin == rmax:
+        return _ONE, _ONE, 0.0
+    scale = float(F32.type(rmax - rmin)) / 255.0
+    from_min, from_max = -128.0 - rmin / scale, 127.0 - rmax / scale
+    zp = from_min if 128.0 + abs(rmin / scale) < 127.0 + abs(rmax / scale) else from_max
+    if zp <= -128:
+        zp = -128.0
+    elif zp >= 127:
+        zp = 127.0
+    else:                      # C's round: halves away from zero (the fraction is exact)
+        whole = float(math.trunc(zp))
+        zp = whole + (zp - whole >= 0.5) - (zp - whole <= -0.5)
+    scale32 = F32.type(scale)
+    return scale32, F32.type(1.0 / float(scale32)), zp
+
+
+_ONE, _127 = F32.type(1), F32.type(127)
+
+
+def dequantize_rows(x: np.ndarray, xq: np.ndarray, asymmetric: bool) -> None:
+    """The default resolver's hybrid input: x (rows, size) float32 quantized per row as LiteRT
+    quantizes it (symmetric or asymmetric, rint's rounding: see _round), then dequantized
+    again, xq = (q - offset) * row_scale. One row (every hybrid convolution at batch 1, the
+    recurrent step) takes its statistics as Python scalars (row_quantization): five passes over
+    x and no one-element arrays, the same numbers as the array path."""
+    if x.shape[0] != 1:
+        _dequantize_many(x, xq, asymmetric)
+        return
+    lo, hi = _min(x, None), _max(x, None)
+    scale, inv, zp = row_quantization(lo, hi, asymmetric)
+    np.multiply(x, inv, out=xq)
+    np.rint(xq, out=xq)
+    if asymmetric:
+        # rint is monotonic: the bounds, rounded, say whether a clamp moves anything; read in
+        # double with a margin over float32's rounding of the product (|x * inv| <= 256), it
+        # clamps a row that might need it (clamping a row inside the range changes nothing)
+        f_inv = float(inv)
+        if float(lo) * f_inv + zp < _LOW or float(hi) * f_inv + zp > _HIGH:
+            clip_(xq, -128.0 - zp, 127.0 - zp)   # clamp(round + zp) - zp, as the array path
+    np.multiply(xq, scale, out=xq)
+
+
+def _dequantize_many(x, xq, asymmetric: bool) -> None:
+    """dequantize_rows for several rows: each row's parameters in Python (row_quantization),
+    then three passes over all the rows and a clamp of the rows that need one."""
+    lows, highs = _min(x, 1).tolist(), _max(x, 1).tolist()
+    params = [row_quantization(lo, hi, asymmetric) for lo, hi in zip(lows, highs)]
+    inv = np.array([p[1] for p in params], F32)
+    np.multiply(x, inv[:, None], out=xq)
+    np.rint(xq, out=xq)
+    if asymmetric:
+        for r, (lo, hi, (_, f_inv, zp)) in enumerate(zip(lows, highs, params)):
+            f_inv = float(f_inv)
+            if lo * f_inv + zp < _LOW or hi * f_inv + zp > _HIGH:
+                clip_(xq[r], -128.0 - zp, 127.0 - zp)
+    np.multiply(xq, np.array([p[0] for p in params], F32)[:, None], out=xq)
+
+
+_min, _max = np.minimum.reduce, np.maximum.reduce
+_LOW, _HIGH = -128.5 + 1e-3, 127.5 - 1e-3
+
+
+def dequantized_weights(w: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
+    """int8 weights as float32, w * scale with the scales (one, or one per index of `axis`)
+    along `axis`, each product rounded once to float32: the one dequantization of constant
+    hybrid weights, made at prepare."""
+    scales = np.asarray(scales, F32).reshape(-1)
+    if scales.size == 1:
+        return (w.astype(F32) * scales[0]).astype(F32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    return (w.astype(F32) * scales.reshape(shape)).astype(F32)
 
 
 def _activation(node, code: int, allow_curves: bool):
@@ -387,37 +476,23 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
 
 def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
     """The default resolver's hybrid convolution: the input quantized on the fly as LiteRT's
-    (rint's rounding, see _round) and dequantized again, q * row_scale, then the float kernel
-    on the dequantized weights w * channel_scale with the op's bias and activation fused (its
-    ones column, its clamp). The products and sums are float32's instead of exact integers
-    scaled twice, and an input exactly halfway between two steps may round to the other one:
-    float32 rounding from the reference, as LiteRT's optimized kernels (whose own gap to its
-    reference kernels is of that kind: on the corpus's dynamic-range DenseNet121 and
+    (rint's rounding, see _round) and dequantized again (dequantize_rows), then the float
+    kernel on the dequantized weights w * channel_scale with the op's bias and activation
+    fused (its ones column, its clamp). The products and sums are float32's instead of exact
+    integers scaled twice, and an input exactly halfway between two steps may round to the
+    other one: float32 rounding from the reference, as LiteRT's optimized kernels (whose own gap
+    to its reference kernels is of that kind: on the corpus's dynamic-range DenseNet121 and
     EfficientNetB0, 3.4e-3 and 2.3e-2 x max|output|, edgelite's default 3.8e-3 and 2.6e-2), and
     no pass over the output."""
     x = node.input(0)
     n = x.shape[0]
     x_rows = int(np.prod(x.shape[1:]))
-    axis = 0 if kind == "conv" else 3
-    shape = [1, 1, 1, 1]
-    shape[axis] = -1
-    weights = (w.astype(F32) * channel.reshape(shape)).astype(F32)
+    weights = dequantized_weights(w, channel, 0 if kind == "conv" else 3)
     run_float = _float_kernel(node, weights, bias=bias, fused=True)
     xq = np.empty((n, x_rows), F32)
-    row_scales = np.empty(n, F32)
-    offsets = np.zeros(n, F32)
 
     def run(x, w_, b_, out):
-        x2 = x.reshape(n, x_rows)
-        if asymmetric:
-            quantize_rows_asymmetric(x2, xq, row_scales, offsets, None, centered=True,
-                                     fast=True)
-        else:
-            quantize_rows_symmetric(x2, xq, row_scales, None, fast=True)
-        if n == 1:
-            np.multiply(xq, row_scales[0], out=xq)
-        else:
-            np.multiply(xq, row_scales[:, None], out=xq)
+        dequantize_rows(x.reshape(n, x_rows), xq, asymmetric)
         run_float(xq.reshape(x.shape), None, out)
     return run
 
@@ -435,6 +510,9 @@ def fully_connected(node):
     asymmetric = bool(getattr(opts, "asymmetric_quantize_inputs", False))
     bias = _float_bias(node, 2, units)
     act = _activation(node, opts.fused_activation_function, True)
+    if not exact_rounding(node):
+        run = _dequantized_fc_run(rows, units, depth, w, channel, bias, asymmetric, act)
+        return with_optional_inputs(node, run, 3)
     matmul = _IntegerMatmul(w.T, (0,), 255 if asymmetric else 127)
     row_sums = w.astype(np.float64).sum(axis=1)
     xq = np.empty((rows, depth), F32)
@@ -461,6 +539,26 @@ def fully_connected(node):
         if act is not None:
             act(out)
     return with_optional_inputs(node, run, 3)
+
+
+def _dequantized_fc_run(rows, units, depth, w, channel, bias, asymmetric: bool, act):
+    """The default resolver's hybrid FULLY_CONNECTED, as its convolutions: the rows quantized
+    and dequantized (dequantize_rows), one float32 GEMM with the weights dequantized at
+    prepare (float32 sums instead of exact integers scaled once: float32 rounding from the
+    reference, no float64 product where the integer sums would pass 2^24), bias, activation."""
+    weights_t = np.ascontiguousarray(dequantized_weights(w, channel, 0).T)    # [depth, units]
+    xq = np.empty((rows, depth), F32)
+    product = np.dot if rows == 1 else np.matmul    # np.dot: a fraction of matmul's call cost
+
+    def run(x, w_, *rest):
+        out = rest[-1].reshape(rows, units)
+        dequantize_rows(x.reshape(rows, depth), xq, asymmetric)
+        product(xq, weights_t, out=out)
+        if bias is not None:
+            np.add(out, bias, out=out)
+        if act is not None:
+            act(out)
+    return run
 
 
 class _IntegerMatmul:

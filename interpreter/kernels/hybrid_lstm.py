@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_, sigmoid_
-from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, quantize_rows_asymmetric,
-                     quantize_rows_symmetric)
+from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, dequantized_weights,
+                     quantize_rows_asymmetric, quantize_rows_symmetric)
 from .lstm import B, C_STATE, H_STATE, LN, P, PROJ_B, PROJ_W, R, W, X, lstm_shape
 from .registry import register
 
@@ -53,7 +53,7 @@ def unidirectional_sequence_lstm(node):
     for g, k in P.items():
         if g in gates and node.optional_input(k) is not None:
             w, scale = weights(k)     # VectorScalarMultiply: int8 * scale in float32
-            peephole[g] = (w.astype(F32) * np.float32(scale)).astype(F32)
+            peephole[g] = dequantized_weights(w, np.float32(scale), 0)
     bias = {g: _lstm_float(node, B[g]) for g in gates}
     use_ln = len(node.inputs) == 24 and node.optional_input(LN["f"]) is not None
     ln = {g: _lstm_float(node, LN[g]) for g in gates} if use_ln else {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_
-from .hybrid import quantize_rows_asymmetric, quantize_rows_symmetric
+from .hybrid import dequantized_weights, quantize_rows_asymmetric, quantize_rows_symmetric
 from .fixed_point import mbqm, quantize_multiplier, wrap32
 from .geometry import batch_major, sequence_input
 from .registry import register
@@ -264,7 +264,7 @@ def svdf(node):
     if wt.type_name == "int8":
         if wt.data is None or wt.quantization is None or wt.quantization.scale.size != 1:
             raise node.fail("int8 time weights must be constant, with one scale")
-        time_weights = wt.data.astype(F32) * F32(wt.quantization.scale[0])
+        time_weights = dequantized_weights(wt.data, wt.quantization.scale, 0)
     elif wt.type_name != "float32":
         raise node.fail(f"time weights must be float32 or int8, got {wt.type_name}")
     act = rnn_activation(node, node.options.fused_activation_function)

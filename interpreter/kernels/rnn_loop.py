@@ -1,10 +1,10 @@
 """The fused sequence kernel of a Keras LSTM/GRU/SimpleRNN WHILE loop (matched by while_rnn.py).
 
 Per run: the input projection of all the steps the loop takes in one GEMM (with dynamic-range
-weights, one call of the body's FULLY_CONNECTED kernel prepared for all the steps' rows); per
-step: one matmul with the recurrent weights (dynamic-range: hybrid_row.py's one-row product, the
-kernel's numbers bit for bit, or the kernel itself for a batch), then the gates in whole-array
-ufuncs on views made once.
+weights, one call of the body's FULLY_CONNECTED kernel prepared for all the steps' rows: the
+default resolver's, weights dequantized at prepare); per step: one matmul with the recurrent
+weights (dynamic-range: hybrid_row.py's one-row product, the default kernel's numbers bit for
+bit, or the kernel itself for a batch), then the gates in whole-array ufuncs on views made once.
 
 LOGISTIC is 0.5 + 0.5 tanh(x / 2) (an identity; at most ~3e-8 absolute from the LOGISTIC kernel):
 the sigmoid columns of both projections are scaled by 0.5 (exact) before the sum, one tanh covers
@@ -63,7 +63,10 @@ class Sequence:
                 infos = body.infos
                 b_info = infos[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 \
                     else None
-                self.row_h = row_product(op.options, infos[op.inputs[1]], b_info)
+                self.row_h = row_product(op.options, infos[op.inputs[1]], b_info,
+                                         self.scale_h)
+                # its column scale folded in: the loop's bias is scaled too, not the sum
+                self.b_h_row = np.ascontiguousarray(self.b_h * self.scale_h_rows)
         self.xp = np.zeros((steps, batch, len(b_x)), F32)
         self.hp = np.zeros((batch, len(b_h)), F32)
         self.tmp = np.zeros((batch, units), F32)
@@ -164,11 +167,13 @@ class Sequence:
             if self.has_b_h:
                 hp += self.b_h
         else:
-            if self.row_h is not None:
+            if self.row_h is not None:   # the column scale is in its weights and bias
                 self.row_h(h, hp)
-            else:
-                run, args = self.fc_h
-                run(np.ascontiguousarray(h), *args[1:-1], hp)
+                if self.has_b_h:
+                    hp += self.b_h_row
+                return
+            run, args = self.fc_h
+            run(np.ascontiguousarray(h), *args[1:-1], hp)
             if self.has_b_h:
                 hp += self.b_h
             hp *= self.scale_h_rows

@@ -1,5 +1,6 @@
 """interpreter/kernels/hybrid_row.py's one-row dynamic-range FULLY_CONNECTED against the hybrid
-kernel it stands in for (hybrid.fully_connected, run through the interpreter), bit for bit, on
+kernel it stands in for (hybrid.fully_connected under the default resolver, run through the
+interpreter), times the fused loop's column scale (0.5 or 1 per column), bit for bit, on
 rows of every kind: mixed signs, one sign, zeros, constants, exact halves, tiny and large values,
 depths that are not multiples of 8, per-tensor and per-channel scales, with and without bias,
 asymmetric and symmetric input quantization, and sums past float32's exact range."""
@@ -67,12 +68,13 @@ def test_row_product_equals_the_hybrid_kernel(asymmetric, per_channel, depth, un
     b_info = None if b is None else TensorInfo(2, "b", b.shape, np.dtype(np.float32), "float32",
                                                None, b)
     options = default_options("FULLY_CONNECTED", asymmetric_quantize_inputs=asymmetric)
-    product = row_product(options, w_info, b_info)
+    column_scale = np.where(rng.random(units) < 0.5, 0.5, 1.0).astype(np.float32)
+    product = row_product(options, w_info, b_info, column_scale)
     assert product is not None
     out = np.empty((1, units), np.float32)
     for x in _rows(rng, depth):
         it.set_tensor(it.get_input_details()[0]["index"], x)
         it.invoke()
-        want = it.get_tensor(it.get_output_details()[0]["index"])
+        want = it.get_tensor(it.get_output_details()[0]["index"]) * column_scale
         product(x, out)
         np.testing.assert_array_equal(out, want)
