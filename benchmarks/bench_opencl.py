@@ -225,12 +225,13 @@ def profile(path: Path, precision: str, device, top: int = 12) -> str:
     from edgelite.interpreter import Interpreter
     d = load_delegate("opencl", {"precision": precision, "device": device})
     it = _prepared(Interpreter(model_path=str(path), experimental_delegates=[d]), _input(path))
-    queue = cl.CommandQueue(d.dev.context,
-                            properties=cl.command_queue_properties.PROFILING_ENABLE)
     lines = [f"#### {path.stem} ({precision})\n"]
     for run, _ in it._runtime.plans[0].steps:
         if not getattr(run, "calls", None):
             continue
+        # the interpreter's device (its num_threads: PoCL's basic device for 1), not d.dev
+        queue = cl.CommandQueue(run.calls[0][0].context,
+                                properties=cl.command_queue_properties.PROFILING_ENABLE)
         times, walls = [], []
         for _ in range(20):
             t = time.perf_counter()

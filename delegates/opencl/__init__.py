@@ -26,8 +26,10 @@ its workers, so on PoCL one thread is its "basic" device (kernels on the invokin
 the first delegate of a process with "threads" of 2 or more sets PoCL's worker pool (device.py:
 _first_listing); the delegates after it share that pool.
 "int8": "dequantize" runs int8 / uint8 ops as float ops on their real values, weights
-dequantized once (quant.py: outputs within a few steps of BUILTIN_REF's); the default "cpu"
-leaves them to the CPU kernels (bit-exact).
+dequantized once (quant.py: outputs within a few steps of BUILTIN_REF's); "integer" runs
+convolutions and ADDs with TFLite's integer arithmetic (quant_int.py: BUILTIN_REF's outputs bit
+for bit; the others stay on the CPU); the default "cpu" leaves them to the CPU kernels
+(bit-exact).
 """
 from __future__ import annotations
 
@@ -41,9 +43,12 @@ from .graph import Builder
 from .ops import CUSTOM_OPS, OPS
 from .quant import Views, has_quantized
 from .quant import reason as int8_reason
+from .quant_int import BUILDS as INTEGER_BUILDS
+from .quant_int import PARAMETRIZED, IntViews, parameters
+from .quant_int import reason as integer_reason
 
 PRECISIONS = ("fp32", "fp16")
-INT8 = ("cpu", "dequantize")
+INT8 = ("cpu", "dequantize", "integer")
 
 
 class OpenCLDelegate(Delegate):
@@ -82,11 +87,12 @@ class OpenCLDelegate(Delegate):
         return f"OpenCL ({self.dev.name}, {self.precision})"
 
     def support(self, node) -> str | None:
-        if self.int8 == "dequantize" and not node.is_custom and has_quantized(node):
-            why = int8_reason(node)
+        if self.int8 != "cpu" and not node.is_custom and has_quantized(node):
+            integer = self.int8 == "integer"
+            why = (integer_reason if integer else int8_reason)(node)
             if why is not None:
                 return why
-            node = Views().node(node)
+            node = (IntViews() if integer else Views()).node(node)
         entry = (CUSTOM_OPS if node.is_custom else OPS).get(node.op)
         if entry is None and node.is_custom:
             return f"custom op {node.op}"
@@ -103,12 +109,15 @@ class OpenCLDelegate(Delegate):
         g = Builder(self.device_for(runtime), self.precision == "fp16", self.stats,
                     half_weights=self.weights == "fp16", packed=packed)
         nodes, inputs, outputs = partition.nodes, partition.inputs, partition.outputs
-        if self.int8 == "dequantize":  # int8 tensors as their real values (quant.py)
-            views = Views()
+        if self.int8 == "integer":  # int8 tensors as q - zero point (quant_int.py)
+            g.requant = {n.index: parameters(n) for n in nodes
+                         if n.op in PARAMETRIZED and has_quantized(n)}
+        if self.int8 != "cpu":  # int8 tensors as their real values (quant.py)
+            views = IntViews() if self.int8 == "integer" else Views()
             nodes = [views.node(n) for n in nodes]
             inputs = [views.tensor(t) for t in inputs]
             outputs = [views.tensor(t) for t in outputs]
-        g.fusion = plan_fusions(nodes, outputs, self.dev.is_cpu)
+        g.fusion = plan_fusions(nodes, outputs, self.dev.is_cpu, integer=set(g.requant))
         g.fused = g.fusion.clamps
         for node, cpu_run in zip(nodes, partition.cpu_runs):
             g.node, g.cpu_run = node, cpu_run
@@ -116,6 +125,8 @@ class OpenCLDelegate(Delegate):
                 continue
             if node.index in g.fusion.aliased:  # its producer clamps: same values, same buffer
                 g.alias(node.outputs[0], node.inputs[0])
+            elif node.index in g.requant and node.op in INTEGER_BUILDS:
+                INTEGER_BUILDS[node.op](node, g)
             else:
                 (CUSTOM_OPS if node.is_custom else OPS)[node.op][1](node, g)
         return g.finish(inputs, outputs)

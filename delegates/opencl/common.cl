@@ -43,3 +43,34 @@ typedef float TW_;
 #endif
 
 #define CLAMP(v, lo, hi) fmin(fmax((v), (lo)), (hi))
+
+// Integer requantization (the "int8": "integer" mode, quant_int.py), TFLite's double-rounding
+// MultiplyByQuantizedMultiplier: RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(
+// x * 2^left, m), right), bit for bit (m >= 0, so SRDHM never saturates; its nudge reduces to
+// one floor shift, as in interpreter/kernels/fixed_point.py), in intN / longN vectors.
+// requantN: an accumulator (a float holding an exact integer, |acc| < 2^24, checked at
+// prepare) plus the int32 bias, through mbqm, clamped to [lo, hi] (the output's integer range
+// minus its zero point: tensors are stored as q - zero_point). b, m, e: the bias, multiplier
+// and shift, int32 bits in float lanes (one per-channel array beside the weights).
+#define MBQM_DEF(N, IT, UT, LT) \
+inline IT mbqm##N(IT x, IT m, IT e) { \
+    const IT left = max(e, (IT)(0)), right = max(-e, (IT)(0)); \
+    x = as_##IT(as_##UT(x) << as_##UT(left)); \
+    const IT h = convert_##IT((convert_##LT(x) * convert_##LT(m) + (LT)(1L << 30)) >> 31); \
+    const IT mask = as_##IT((((UT)(1)) << as_##UT(right)) - (UT)(1)); \
+    const IT threshold = (mask >> 1) + select((IT)(0), (IT)(1), h < (IT)(0)); \
+    return (h >> right) + select((IT)(0), (IT)(1), (h & mask) > threshold); }
+#define REQUANT_DEF(N, FT, IT) \
+inline FT requant##N(FT acc, FT b, FT m, FT e, float lo, float hi) { \
+    const IT r = mbqm##N(convert_##IT(acc) + as_##IT(b), as_##IT(m), as_##IT(e)); \
+    return fmin(fmax(convert_##FT(r), lo), hi); }
+MBQM_DEF(1, int, uint, long)
+MBQM_DEF(2, int2, uint2, long2)
+MBQM_DEF(4, int4, uint4, long4)
+MBQM_DEF(8, int8, uint8, long8)
+MBQM_DEF(16, int16, uint16, long16)
+REQUANT_DEF(1, float, int)
+REQUANT_DEF(2, float2, int2)
+REQUANT_DEF(4, float4, int4)
+REQUANT_DEF(8, float8, int8)
+REQUANT_DEF(16, float16, int16)

@@ -66,8 +66,14 @@ __kernel void KERNEL(depthwise_conv_2d)(__global const T* restrict in,
         }
     }
     const floatV scale = LDFV(sb, c0), bias = LDFV(sb, CP + c0);
+#ifdef REQUANT  // an int8 model's integer depthwise convolution: scale = bias, bias = multiplier
+    const floatV shift = LDFV(sb, 2 * CP + c0);
+    _Pragma("unroll") for (int t = 0; t < TW; t++)
+        acc[t] = CAT(requant, VW)(acc[t], scale, bias, shift, lo, hi);
+#else
     _Pragma("unroll") for (int t = 0; t < TW; t++)
         acc[t] = CLAMP(fma(acc[t], scale, bias), lo, hi);
+#endif
     STORE_TILE(acc, out, row, ox0, Wo - ox0, c0, C);
 }
 

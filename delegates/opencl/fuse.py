@@ -70,13 +70,14 @@ class _Graph:
         return p is None or self.position[p.index] < self.position[node.index]
 
 
-def plan(nodes: list, outputs: list, cpu: bool = False) -> Fusion:
+def plan(nodes: list, outputs: list, cpu: bool = False, integer=frozenset()) -> Fusion:
     """The fusions of a partition's nodes (in execution order); `outputs`: its output tensors;
-    `cpu`: the device is a CPU (PoCL)."""
+    `cpu`: the device is a CPU (PoCL); `integer`: nodes with integer arithmetic (quant_int.py),
+    whose requantized outputs take no float residual ADD."""
     graph = _Graph(nodes, outputs)
     f = Fusion()
     _activations(nodes, graph, f)
-    _residual_adds(nodes, graph, f)
+    _residual_adds([n for n in nodes if n.index not in integer], graph, f)
     _spatial_pads(nodes, graph, f)
     if cpu:
         _depthwise_into_pointwise(nodes, graph, f)

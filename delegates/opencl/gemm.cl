@@ -22,6 +22,22 @@
 #define NV 1
 #endif
 #define PANEL (VW * NV)
+#undef SBN
+#undef EPI
+#undef LOAD_E
+// The epilogue of a panel's accumulators: acc * scale + bias, or (REQUANT: an int8 model's
+// integer convolution, quant_int.py) the integer requantization, clamped; SBN per-channel
+// rows beside each panel (scales, biases / biases, multipliers, shifts).
+#ifdef REQUANT
+#define SBN 3
+#define EPI(a, j) CAT(requant, VW)((a), s_[j], c_[j], e_[j], lo, hi)
+#define LOAD_E(sbp) floatV e_[NV]; \
+    _Pragma("unroll") for (int j = 0; j < NV; j++) e_[j] = LDFV(sbp, 2 * PANEL + j * VW);
+#else
+#define SBN 2
+#define EPI(a, j) fma((a), s_[j], c_[j])
+#define LOAD_E(sbp)
+#endif
 
 #define ACC_INIT(acc) \
     _Pragma("unroll") for (int j = 0; j < NV; j++) \
@@ -41,19 +57,20 @@
     floatV s_[NV], c_[NV]; \
     _Pragma("unroll") for (int j = 0; j < NV; j++) { \
         s_[j] = LDFV(sbp, j * VW); c_[j] = LDFV(sbp, PANEL + j * VW); } \
+    LOAD_E(sbp) \
     if ((rows) >= TM && (n0) + PANEL <= (N) && (rc == 0 || (n0) + PANEL <= rc)) { \
         _Pragma("unroll") for (int i = 0; i < TM; i++) { \
             const size_t m_ = (size_t)(m0) + i; \
             _Pragma("unroll") for (int j = 0; j < NV; j++) { \
                 const int n_ = (n0) + j * VW; \
-                floatV v_ = fma(acc[i][j], s_[j], c_[j]); \
+                floatV v_ = EPI(acc[i][j], j); \
                 if (rc > 0) v_ += LDV(res, m_ * rc + n_); \
                 STV(CLAMP(v_, lo, hi), out, m_ * (N) + n_); } } \
     } else { \
         float t_[TM][PANEL]; \
         _Pragma("unroll") for (int i = 0; i < TM; i++) \
             _Pragma("unroll") for (int j = 0; j < NV; j++) \
-                STF(fma(acc[i][j], s_[j], c_[j]), &t_[i][j * VW]); \
+                STF(EPI(acc[i][j], j), &t_[i][j * VW]); \
         const int nc_ = min(PANEL, (N) - (n0)); \
         for (int i = 0; i < min((rows), TM); i++) { \
             const size_t m_ = (size_t)(m0) + i; \
@@ -121,7 +138,7 @@ __kernel void KERNEL(gemm)(__global const TI* restrict a, __global const TW_* re
             rows[i] = a + (size_t)min(m0 + i, M - 1) * lda;
         __global const TW_* wk = w + (size_t)n0 * K;
         ACC_PANEL(acc, rows, wk, K);
-        ACC_STORE(acc, sb + 2 * n0, out, m0, M - m0, n0, N);
+        ACC_STORE(acc, sb + SBN * n0, out, m0, M - m0, n0, N);
     }
 }
 
@@ -177,7 +194,7 @@ __kernel void KERNEL(conv_2d)(__global const TI* restrict in, __global const TW_
             }
         }
     }
-    ACC_STORE(acc, sb + 2 * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
+    ACC_STORE(acc, sb + SBN * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
 }
 
 #ifdef KH
@@ -245,8 +262,14 @@ __kernel void KERNEL(depthwise_conv_2d_then_conv_2d)(
             }
         }
         const float16 ds = vload16(0, sbd + c0), db = vload16(0, sbd + CP + c0);
+#ifdef REQUANT
+        const float16 de = vload16(0, sbd + 2 * CP + c0);
+        _Pragma("unroll") for (int t = 0; t < TM; t++)
+            vstore16(requant16(d[t], ds, db, de, dlo, dhi), 0, tile + t * CP + c0);
+#else
         _Pragma("unroll") for (int t = 0; t < TM; t++)
             vstore16(CLAMP(fma(d[t], ds, db), dlo, dhi), 0, tile + t * CP + c0);
+#endif
     }
     for (int n0 = 0; n0 < N; n0 += PANEL) {
         floatV acc[TM][NV];
@@ -261,7 +284,7 @@ __kernel void KERNEL(depthwise_conv_2d_then_conv_2d)(
                     acc[i][j] = fma(x_, b_[j], acc[i][j]);
             }
         }
-        ACC_STORE(acc, sb + 2 * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
+        ACC_STORE(acc, sb + SBN * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
     }
 }
 #endif

@@ -69,6 +69,7 @@ class Builder:
         self._const_of: dict = {}  # tensor index -> its constant buffer
         self.fusion = Fusion()     # what fuse.py folded together in this partition
         self.fused: dict = {}      # node index -> (lo, hi) narrowing its clamp (fusion.clamps)
+        self.requant: dict = {}    # node index -> its integer parameters (quant_int.py)
         self.node = None           # the node being built: named by its launches
         self.cpu_run = None        # its CPU kernel (gather tables are derived from it)
         self.wide: set = set()     # partition inputs kept float32 under half storage
@@ -115,8 +116,8 @@ class Builder:
 
     def weight_scales(self, w_kn) -> np.ndarray:
         """Per-column scales of weights [K, N] that kernels multiply back (helpers.half_scales):
-        ones unless weights are stored as half."""
-        if not self.half_weights:
+        ones unless weights are stored as half (and for integer weights, exact in half)."""
+        if not self.half_weights or (self.node is not None and self.node.index in self.requant):
             return np.ones(np.shape(w_kn)[-1], np.float32)
         return half_scales(w_kn)
 
@@ -165,6 +166,8 @@ class Builder:
     def launch(self, program: str, kernel: str, global_size, local_size, args,
                defines: dict | None = None) -> None:
         defines = dict(defines or {})
+        if self.node is not None and hasattr(self.requant.get(self.node.index), "multiplier"):
+            defines["REQUANT"] = 1  # an integer convolution's epilogue (quant_int.Requant)
         if self.half:
             defines["HALF"] = 1
             if not self.half_weights:
@@ -305,9 +308,9 @@ class Builder:
         return getattr(info, "host", info)
 
     def _quantized(self, info):
-        """The model's int8 tensor when `info` is its float view (quant.py), else None."""
-        host = self._host(info)
-        return host if host is not info else None
+        """`info` when it is the float view of an int8 tensor (quant.py, quant_int.py: its
+        quantization says how the device stores it), else None."""
+        return info if self._host(info) is not info else None
 
     def _staging(self, info):
         """A host array in the device's storage type when it differs from the tensor's."""

@@ -12,7 +12,11 @@ MAX_INDEX = 1 << 24  # gather tables are computed in float32: positions must be 
 
 def clamp(node, g=None) -> tuple:
     """(lo, hi) of the node's fused activation (TFLite's float kernels only clamp), narrowed
-    by what the delegate fused into it (fuse.py: a RELU-family node, a residual ADD's clamp)."""
+    by what the delegate fused into it (fuse.py: a RELU-family node, a residual ADD's clamp);
+    an integer node's stored range (quant_int.py)."""
+    rq = None if g is None else g.requant.get(node.index)
+    if rq is not None:
+        return rq.lo, rq.hi
     code = int(getattr(node.options, "fused_activation_function", 0) or 0) \
         if node.options is not None else 0
     lo, hi = _CLAMPS.get(code, (-INF, INF))

@@ -47,22 +47,29 @@ def _launch_gemm(g, args: list, defines: dict, m: int, panels: int) -> None:
              defines)
 
 
-def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int):
+def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int, rq=None):
     """Weights [K, n] as panels of vw * nv columns, each [K, vw * nv] contiguous (zeros beyond
     n), divided by their columns' scales (helpers.half_scales; 1 unless weights are half), and
-    per panel the float32 scales then biases ([panels, 2, vw * nv]; 1 and 0 beyond n)."""
+    per panel the float32 scales then biases ([panels, 2, vw * nv]; 1 and 0 beyond n), or for
+    an integer node (`rq`, quant_int.Requant) its biases, multipliers and shifts
+    ([panels, 3, vw * nv])."""
     step = vw * nv
     panels = -(-n // step)
     scale = g.weight_scales(w_kn)
     wp = np.zeros((w_kn.shape[0], panels * step), np.float32)
     wp[:, :n] = w_kn / scale
     wp = wp.reshape(w_kn.shape[0], panels, step).transpose(1, 0, 2)
-    sb = np.zeros((2, panels * step), np.float32)
-    sb[0] = 1.0
-    sb[0, :n] = scale
-    if bias is not None:
-        sb[1, :n] = np.asarray(bias, np.float32).reshape(-1)
-    return g.weights(wp), g.const(sb.reshape(2, panels, step).transpose(1, 0, 2), np.float32)
+    if rq is not None:
+        sb = rq.rows(panels * step)
+    else:
+        sb = np.zeros((2, panels * step), np.float32)
+        sb[0] = 1.0
+        sb[0, :n] = scale
+        if bias is not None:
+            sb[1, :n] = np.asarray(bias, np.float32).reshape(-1)
+    rows = sb.shape[0]
+    return g.weights(wp), g.const(sb.reshape(rows, panels, step).transpose(1, 0, 2),
+                                  np.float32)
 
 
 def _epilogue(node, g, args: list):
@@ -113,7 +120,7 @@ def build_conv_2d(node, g):
     vw, nv, tm = _tiles(co, n * ho * wo if gemm else wo, g.dev.is_cpu)
     wbuf, bbuf = g.packed(node, "panels", (vw, nv), w.data, lambda: _packed(
         g, np.asarray(w.data, np.float32).transpose(1, 2, 3, 0).reshape(kh * kw * c, co),
-        None if b is None else b.data, co, vw, nv))
+        None if b is None else b.data, co, vw, nv, g.requant.get(node.index)))
     defines = {"VW": vw, "NV": nv, "TM": tm}
     i32, f32 = np.int32, np.float32
     panels = -(-co // (vw * nv))
@@ -195,13 +202,17 @@ class _DepthwiseConv2D:
             pl + left
         self.n, self.co, self.cp = n, co, -(-co // vw) * vw
         self.lo, self.hi = clamp(node, g)
+        self.rq = g.requant.get(node.index)
         self.wbuf, self.bbuf = g.packed(node, "depthwise", (self.cp,), w.data,
                                         lambda: self._pack(g, w.data, b, kh * kw, co))
         self.defines = {"KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh, "DW": dw}
 
     def _pack(self, g, w, b, taps: int, co: int):
-        """Weights [taps, CP] over their channels' scales, and [scales | biases] [2 * CP]."""
+        """Weights [taps, CP] over their channels' scales, and [scales | biases] [2 * CP]
+        (an integer node's: [biases | multipliers | shifts] [3 * CP], quant_int.py)."""
         w = np.asarray(w, np.float32).reshape(taps, co)
+        if self.rq is not None:
+            return g.weights(_pad_to(w, self.cp)), g.const(self.rq.rows(self.cp), np.float32)
         scale = g.weight_scales(w)
         sb = np.zeros((2, self.cp), np.float32)
         sb[0] = 1.0
@@ -237,7 +248,7 @@ def _build_depthwise_conv_2d_then_conv_2d(dw_node, node, g) -> bool:
         return False
     wbuf, bbuf = g.packed(node, "panels", (vw, nv), w.data, lambda: _packed(
         g, np.asarray(w.data, np.float32).reshape(co, c).T, None if b is None else b.data,
-        co, vw, nv))
+        co, vw, nv, g.requant.get(node.index)))
     lo, hi = clamp(node, g)
     defines = {"VW": vw, "NV": nv, "TM": tm, "KH": d.defines["KH"], "KW": d.defines["KW"]}
     i32, f32 = np.int32, np.float32

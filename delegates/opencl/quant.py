@@ -124,17 +124,18 @@ def has_quantized(node) -> bool:
 
 
 def to_device(host: np.ndarray, staging: np.ndarray, info) -> None:
-    """The real values of `info`'s integers `host` into `staging` (the device's type)."""
+    """The device's values of `info`'s integers `host` into `staging` (the device's type):
+    `info` is a view (Views: the real values; quant_int.IntViews: scale 1, q - zero point)."""
     s, z = float(info.quantization.scale[0]), float(info.quantization.zero_point[0])
     np.multiply(np.subtract(host, z, dtype=np.float32), np.float32(s), out=staging,
                 casting="unsafe")
 
 
 def to_host(staging: np.ndarray, host: np.ndarray, info) -> None:
-    """`staging`'s real values quantized into `info`'s integers `host` (rounded to nearest,
-    ties away from zero as TFLite's quantize, then saturated)."""
+    """`staging`'s values quantized into the integers `host` of the view `info` (rounded to
+    nearest, ties away from zero as TFLite's quantize, then saturated)."""
     s, z = float(info.quantization.scale[0]), float(info.quantization.zero_point[0])
-    lo, hi = ACTIVATION_TYPES[info.type_name]
+    lo, hi = ACTIVATION_TYPES[info.host.type_name]
     q = staging.astype(np.float32) / np.float32(s)
     q = np.trunc(q + np.copysign(np.float32(0.5), q)) + np.float32(z)
     np.copyto(host, np.clip(q, lo, hi), casting="unsafe")

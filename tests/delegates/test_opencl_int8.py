@@ -150,3 +150,59 @@ def test_quant_reasons():
     assert np.allclose(quant.real_value(tensor(8, "int8", data=np.array([[-2, 0, 3, 127]],
                                                                           np.int8))),
                        [[-0.2, 0.0, 0.3, 12.7]])
+
+
+# -- "int8": "integer": TFLite's integer arithmetic in OpenCL C (quant_int.py) -----------------
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir, precision):
+    """Every CONV_2D, DEPTHWISE_CONV_2D and ADD on the device (MEAN, FULLY_CONNECTED and
+    SOFTMAX stay on the CPU), and the partition's output, the 7x7x1280 feature map after 52
+    integer ops, equal to BUILTIN_REF's in every value (and so the logits after it)."""
+    path = models_dir / "mobilenet_v2_int8.tflite"
+    delegate = _delegate(precision=precision, int8="integer")
+    it = Interpreter(model_path=str(path), experimental_delegates=[delegate],
+                     experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    cpu = [p["op"] for p in placement(it) if p["where"] not in (delegate.name, "folded")]
+    assert cpu == ["MEAN", "FULLY_CONNECTED", "SOFTMAX"], cpu
+    ref = _reference(path, experimental_preserve_all_tensors=True)
+    checked = [t["index"] for t in ref.get_tensor_details()
+               if list(t["shape"]) in ([1, 7, 7, 1280], [1, 1000])]
+    assert len(checked) == 3
+    d = it.get_input_details()[0]
+    xs = [np.load(models_dir / "refs" / "mobilenet_v2_int8.npz")["input_0"]]
+    xs += [np.random.default_rng(k).integers(-128, 128, d["shape"]).astype(np.int8)
+           for k in range(2)]
+    for x in xs:
+        it.set_tensor(d["index"], x)
+        it.invoke()
+        ref.set_tensor(d["index"], x)
+        ref.invoke()
+        for k in checked:
+            theirs = ref.get_tensor(k)
+            assert int(theirs.max()) - int(theirs.min()) > 100 or theirs.size == 1000
+            np.testing.assert_array_equal(it.get_tensor(k), theirs)
+
+
+def test_digits_int8_integer_is_bit_exact(models_dir):
+    """Convolutions (with their fused ReLU) and max pools on the device: the model's outputs
+    equal BUILTIN_REF's on 120 test images."""
+    path = models_dir / "digits_cnn_int8.tflite"
+    delegate = _delegate(int8="integer")
+    it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
+    it.allocate_tensors()
+    on = [p["op"] for p in placement(it) if p["where"] == delegate.name]
+    assert on.count("CONV_2D") == 2 and on.count("MAX_POOL_2D") == 2, on
+    ref = _reference(path)
+    d, o = it.get_input_details()[0], it.get_output_details()[0]
+    scale, zero = d["quantization"]
+    xs = np.load(models_dir / "digits.npz")["x_test"][:120]
+    for x in xs:
+        q = np.clip(np.round(x.reshape(d["shape"]) / scale) + zero, -128, 127).astype(np.int8)
+        it.set_tensor(d["index"], q)
+        it.invoke()
+        ref.set_tensor(ref.get_input_details()[0]["index"], q)
+        ref.invoke()
+        np.testing.assert_array_equal(it.get_tensor(o["index"]),
+                                      ref.get_tensor(ref.get_output_details()[0]["index"]))

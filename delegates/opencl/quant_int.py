@@ -1,0 +1,235 @@
+"""int8 models on the OpenCL delegate with integer arithmetic: "int8": "integer".
+
+Every int8 / uint8 tensor of a partition is stored on the device as q - zero_point (TFLite's
+`input_offset + q`: integers of at most 255 in magnitude, exact in float32 and in half), weights
+as w - weight zero point. A convolution's products and sums are exact integers in float32
+accumulators: prepare checks that no sum can reach 2^24 (sum |w| x the largest |q - zp|), else
+the node stays on the CPU. Its epilogue is TFLite's integer requantization (int32 bias, the
+per-channel fixed-point multiplier and shift, MultiplyByQuantizedMultiplier with its two
+roundings, the fused activation's integer range) in OpenCL C integers (common.cl: requantN);
+ADD is add.cc's arithmetic (integer.cl). So the outputs are BUILTIN_REF's, bit for bit, in
+fp32 and fp16 storage alike. Padding taps read 0 = the zero point, as TFLite's kernels skip them.
+
+`reason(node)`: why a node cannot (None: it can); `requant(node)`: its integer parameters;
+`IntViews`: the float views the builders see (the float kernels, with REQUANT epilogues).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+from edgelite.interpreter.kernels.conv_integer import conv_setup, integer_bias
+from edgelite.interpreter.kernels.fixed_point import EXACT_F32, f32, quantize_multiplier
+from edgelite.interpreter.kernels.quant_params import activation_range, quant_params
+from edgelite.interpreter.kernels.registry import KernelError
+
+from .quant import ACTIVATION_TYPES, Views, _quantized
+from .quant import reason as quantized_reason
+
+CONVS = {"CONV_2D": False, "DEPTHWISE_CONV_2D": True}  # op -> depthwise
+ALIASES = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
+POOLS = {"MAX_POOL_2D"}  # max of q - zero point = max of q, less it: the float kernel as is
+INTEGER_OPS = frozenset(set(CONVS) | ALIASES | POOLS | {"ADD"})
+PARAMETRIZED = frozenset(set(CONVS) | POOLS | {"ADD"})  # ops with parameters(node)
+LEFT_SHIFT = 20  # add.cc's headroom for 8-bit inputs
+
+
+class Requant(NamedTuple):
+    """A convolution's integer epilogue: per output channel the int32 bias, multiplier and
+    shift; the clamp on stored values (the output's integer range minus its zero point)."""
+    bias: np.ndarray
+    multiplier: np.ndarray
+    shift: np.ndarray
+    lo: float
+    hi: float
+
+    def rows(self, width: int) -> np.ndarray:
+        """[3, width] float32 lanes holding the int32 bits of bias, multiplier and shift
+        (zeros past the channels)."""
+        out = np.zeros((3, width), np.int32)
+        n = self.bias.size
+        out[0, :n], out[1, :n], out[2, :n] = self.bias, self.multiplier, self.shift
+        return out.view(np.float32)
+
+
+class Range(NamedTuple):
+    """A max pool's clamp on stored values (its fused activation's integer range)."""
+    lo: float
+    hi: float
+
+
+class AddParams(NamedTuple):
+    """add.cc's integer parameters (inputs' and output's multipliers and shifts)."""
+    m1: int
+    e1: int
+    m2: int
+    e2: int
+    mo: int
+    eo: int
+    lo: float
+    hi: float
+
+
+def _offset_range(t) -> int:
+    """The largest |q - zero_point| of an int8 / uint8 tensor."""
+    lo, hi = ACTIVATION_TYPES[t.type_name]
+    z = int(t.quantization.zero_point[0]) if np.asarray(t.quantization.zero_point).size else 0
+    return max(abs(lo - z), abs(hi - z))
+
+
+def _device_range(lo: int, hi: int, out) -> tuple:
+    z = int(out.quantization.zero_point[0]) if np.asarray(out.quantization.zero_point).size \
+        else 0
+    return float(lo - z), float(hi - z)
+
+
+def reason(node) -> str | None:
+    """Why `node` cannot run with integer kernels (None: it can)."""
+    if node.op not in INTEGER_OPS:
+        return f"int8 {node.op} has no integer OpenCL kernel"
+    why = quantized_reason(node)
+    if why is not None:
+        return why
+    try:
+        if node.op in CONVS:
+            return _conv_reason(node)
+        if node.op == "ADD":
+            return _add_reason(node)
+    except KernelError as e:
+        return str(e)
+    return _same_quantization(node)
+
+
+def _same_quantization(node) -> str | None:
+    x, out = node.inputs[0], node.outputs[0]
+    if x.type_name != out.type_name or not np.array_equal(x.quantization.scale,
+                                                          out.quantization.scale) \
+            or not np.array_equal(x.quantization.zero_point, out.quantization.zero_point):
+        return f"{node.op} changes the quantization"
+    return None
+
+
+def _conv_reason(node) -> str | None:
+    s = conv_setup(node, node.inputs[0].type_name, CONVS[node.op])
+    if s.groups != 1 and node.op == "CONV_2D":
+        return "grouped convolution"
+    if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
+        return "the bias must be a constant"
+    integer_bias(node, 2, s.cout)
+    axes = (1, 2, 3) if node.op == "CONV_2D" else (0, 1, 2)
+    bound = np.abs(s.w).sum(axis=axes).max(initial=0) * _offset_range(node.inputs[0])
+    if bound >= EXACT_F32:
+        return f"its sums may reach {int(bound)}, beyond float32's exact integers (2^24)"
+    return None
+
+
+def _add_reason(node) -> str | None:
+    a, b, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    if a.data is not None or b.data is not None:
+        return "a constant input"
+    if tuple(a.shape) != tuple(out.shape) or tuple(b.shape) != tuple(out.shape):
+        return "integer ADD takes inputs of the output's shape (no broadcast)"
+    if a.type_name != out.type_name or b.type_name != out.type_name:
+        return "mixed integer types"
+    add_params(node)
+    return None
+
+
+def add_params(node) -> AddParams:
+    """add.cc's Prepare for 8-bit ADD (as interpreter/kernels/elementwise_int8.py)."""
+    s1, _ = quant_params(node, 0)
+    s2, _ = quant_params(node, 1)
+    so, _ = quant_params(node, 0, output=True)
+    twice_max = 2.0 * float(max(f32(s1), f32(s2)))
+    pairs = []
+    for real in (float(s1) / twice_max, float(s2) / twice_max,
+                 twice_max / float(f32(1 << LEFT_SHIFT) * f32(so))):
+        m, e = quantize_multiplier(real)
+        if e > 0:
+            raise node.fail(f"rescaling multiplier {real:g} must be below 1")
+        pairs += [int(m), int(e)]
+    out = node.outputs[0]
+    lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0), out, node)
+    return AddParams(*pairs, *_device_range(lo, hi, out))
+
+
+def parameters(node):
+    """What an integer node's kernel needs: Requant, AddParams or (a max pool) Range."""
+    if node.op == "ADD":
+        return add_params(node)
+    if node.op in POOLS:
+        out = node.outputs[0]
+        code = getattr(node.options, "fused_activation_function", 0)
+        return Range(*_device_range(*activation_range(code, out, node), out))
+    return requant(node)
+
+
+def requant(node) -> Requant:
+    """A convolution's integer epilogue (PopulateConvolutionQuantizationParams)."""
+    s = conv_setup(node, node.inputs[0].type_name, CONVS[node.op])
+    lo, hi = _device_range(s.lo, s.hi, node.outputs[0])
+    return Requant(integer_bias(node, 2, s.cout).astype(np.int32),
+                   np.asarray(s.multiplier).astype(np.int32),
+                   np.asarray(s.shift).astype(np.int32), lo, hi)
+
+
+def _no_activation(options):
+    """Options with the fused activation off: the integer epilogue clamps instead."""
+    if options is None or not getattr(options, "fused_activation_function", 0):
+        return options
+    if dataclasses.is_dataclass(options):
+        return dataclasses.replace(options, fused_activation_function=0)
+    import copy
+    options = copy.copy(options)
+    options.fused_activation_function = 0
+    return options
+
+
+class IntViews(Views):
+    """Float views of a partition's int8 tensors as the integer kernels store them: q - zero
+    point (scale 1), constant weights as w - zero point; `host` the model's tensor."""
+
+    def tensor(self, t):
+        if t is None or not _quantized(t) or t.type_name == "float32":
+            return t
+        v = self.of.get(t.index)
+        if v is None:
+            q = t.quantization
+            zero = np.asarray(q.zero_point).reshape(-1)
+            data = None
+            if t.data is not None:  # weights (per-channel zero points: 0 in int8 models)
+                z = zero.astype(np.float32) if zero.size == 1 else np.float32(0)
+                data = np.asarray(t.data).astype(np.float32) - (z if zero.size else 0)
+            unit = dataclasses.replace(q, scale=np.ones(1, np.float32),
+                                       zero_point=zero[:1].astype(np.int64))
+            v = dataclasses.replace(t, dtype=np.dtype(np.float32), type_name="float32",
+                                    data=data, quantization=unit)
+            v.host = t
+            v.qrange = None
+            self.of[t.index] = v
+        return v
+
+    def node(self, n):
+        view = super().node(n)
+        if view is n:
+            return n
+        return dataclasses.replace(view, options=_no_activation(view.options))
+
+
+def build_add(node, g) -> None:
+    """An integer ADD: integer.cl's add_integer over the flat tensors."""
+    from .helpers import elements, nd, vector_width
+    p = g.requant[node.index]
+    n = elements(node.outputs[0].shape)
+    vw = vector_width(n)
+    i32, f32_ = np.int32, np.float32
+    gsize, lsize = nd(g, (n // vw,))
+    g.launch("integer", "add_integer", gsize, lsize,
+             [g.value(node.inputs[0]), g.value(node.inputs[1]), g.tensor(node.outputs[0]),
+              i32(n), i32(p.m1), i32(p.e1), i32(p.m2), i32(p.e2), i32(p.mo), i32(p.eo),
+              f32_(p.lo), f32_(p.hi)], {"VW": vw})
+
+
+BUILDS = {"ADD": build_add}  # integer builders of their own; the others are the float ones'
