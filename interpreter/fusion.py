@@ -1,18 +1,30 @@
 """Fusion of operator chains into one plan step (issue 17): tiny models pay per numpy call, so
 a chain whose intermediate tensors nothing else reads runs as one kernel that never writes
-them (a convolution and the max pool after it: one matmul and one reduction).
+them. The rules:
 
-A rule is (the ops of the chain, a function of its `Link`s giving the fused run or None); the
-fused run takes the first op's inputs, the later ops' other inputs, and the last op's outputs.
-The plan fuses only what cannot be observed: not with delegates, nor `preserve_all`, nor
-BUILTIN_REF (its kernels are the spec, each op on its own).
+- CONV_2D then the MAX_POOL_2D whose windows tile its output: one matmul and one reduction
+  (kernels/conv.py, `max_pool_fusion`).
+- TensorFlow's lowering of LayerNormalization (ten ops: MEAN, SQUARED_DIFFERENCE, MEAN, ADD,
+  RSQRT, MULs, ADD), with the FULLY_CONNECTED feeding it when it feeds nothing else
+  (kernels/layer_norm.py).
+
+A rule is a function (ctx, i) -> (fused spec, how many specs it replaces) or None; the fused
+spec is (first op's index, run, the chain's inputs from outside it, its outputs). The plan
+fuses only what cannot be observed: not with delegates, nor `preserve_all`, nor BUILTIN_REF
+(its kernels are the spec, each op on its own).
 """
 from __future__ import annotations
 
 from collections import Counter
 from typing import NamedTuple
 
+import numpy as np
+
+from edgelite.schema.ops import ACTIVATION_BOUNDS
+
 from .kernels import conv
+from .kernels.common import F32, bounds
+from .kernels.layer_norm import centered_weights, layer_norm
 
 
 class Link(NamedTuple):
@@ -24,31 +36,33 @@ class Link(NamedTuple):
     outs: list
 
 
-def _conv_max_pool(conv_2d: Link, max_pool: Link):
-    return conv.max_pool_fusion(conv_2d, max_pool)
+class Context(NamedTuple):
+    sg: object
+    specs: list
+    nodes: dict
+    readers: Counter   # tensor -> how many inputs of steps read it
+    kept: set          # tensors seen from outside the steps (subgraph outputs, variables)
 
-
-# (ops, fuser): each op after the first reads the previous one's only output as its input 0.
-RULES = [
-    (("CONV_2D", "MAX_POOL_2D"), _conv_max_pool),
-]
+    def link(self, i: int) -> Link | None:
+        oi, run, ins, outs = self.specs[i]
+        node = self.nodes.get(oi)
+        return None if node is None else Link(oi, run, node, list(ins), list(outs))
 
 
 def fuse(sg, specs: list, nodes: dict) -> list:
     """The plan's specs [(op index, run, inputs, outputs)] with every chain a rule fuses
     replaced by one spec; `nodes` maps op index -> prepared Node (the static steps)."""
-    readers = Counter(t for _, _, ins, _ in specs for t in ins if t >= 0)
-    kept = set(sg.outputs) | {i for i, t in enumerate(sg.tensors) if t.is_variable}
+    ctx = Context(sg, specs, nodes,
+                  Counter(t for _, _, ins, _ in specs for t in ins if t >= 0),
+                  set(sg.outputs) | {i for i, t in enumerate(sg.tensors) if t.is_variable})
     out, i = [], 0
     while i < len(specs):
-        for ops, fuser in RULES:
-            chain = _chain(sg, specs, i, ops, nodes, readers, kept)
-            fused = fuser(*chain) if chain else None
+        for rule in RULES:
+            fused = rule(ctx, i)
             if fused is not None:
-                first, last = chain[0], chain[-1]
-                extra = [t for link in chain[1:] for t in link.ins[1:]]
-                out.append((first.oi, fused, list(first.ins) + extra, list(last.outs)))
-                i += len(ops)
+                spec, count = fused
+                out.append(spec)
+                i += count
                 break
         else:
             out.append(specs[i])
@@ -56,21 +70,176 @@ def fuse(sg, specs: list, nodes: dict) -> list:
     return out
 
 
-def _chain(sg, specs, i, ops, nodes, readers, kept) -> list | None:
+def _chain(ctx, i, ops) -> list | None:
     """The Links of specs[i:i+len(ops)] when they are the chain `ops`, each intermediate
     tensor read by the next op alone (as its input 0) and kept by nothing else."""
-    if i + len(ops) > len(specs):
+    if i + len(ops) > len(ctx.specs):
         return None
     links = []
     for k, name in enumerate(ops):
-        oi, run, ins, outs = specs[i + k]
-        if oi not in nodes or sg.operators[oi].opcode.name != name:
+        link = ctx.link(i + k)
+        if link is None or link.node.op != name:
             return None
         if k:
             t = links[-1].outs[0]
-            if not ins or ins[0] != t or readers[t] != 1 or t in kept:
+            if not link.ins or link.ins[0] != t or ctx.readers[t] != 1 or t in ctx.kept:
                 return None
-        if k < len(ops) - 1 and len(outs) != 1:
+        if k < len(ops) - 1 and len(link.outs) != 1:
             return None
-        links.append(Link(oi, run, nodes[oi], list(ins), list(outs)))
+        links.append(link)
     return links
+
+
+def _conv_max_pool(ctx, i):
+    chain = _chain(ctx, i, ("CONV_2D", "MAX_POOL_2D"))
+    run = chain and conv.max_pool_fusion(*chain)
+    return None if not run else ((chain[0].oi, run, chain[0].ins, chain[1].outs), 2)
+
+
+# -- layer normalization ---------------------------------------------------------------------
+
+def _layer_norm(ctx, i):
+    fc = ctx.link(i)
+    if fc is not None and fc.node.op == "FULLY_CONNECTED":
+        i += 1
+    else:
+        fc = None
+    found = _match_layer_norm(ctx, i)
+    if found is None:
+        return None
+    links, x, y, eps, gamma, beta, lims = found
+    node_x = links[0].node.inputs[0]
+    depth = node_x.shape[-1]
+    rows = int(np.prod(node_x.shape[:-1], dtype=np.int64))
+    weights = bias = None
+    if fc is not None:
+        reads = sum(link.ins.count(x) for link in links)
+        w, b = fc.node.inputs[1], fc.node.optional_input(2)
+        if (fc.outs != [x] or ctx.readers[x] != reads or x in ctx.kept
+                or w.data is None or (b is not None and b.data is None)
+                or int(getattr(fc.node.options, "fused_activation_function", 0) or 0)
+                or w.shape[0] != depth or w.dtype != F32):
+            fc = None
+        else:
+            weights, bias = centered_weights(w.data, None if b is None else b.data)
+    run = layer_norm(rows, depth, eps, gamma, beta, lims, weights, bias)
+    first = fc if fc is not None else links[0]
+    return (first.oi, run, [first.ins[0]], [y]), len(links) + (fc is not None)
+
+
+def _match_layer_norm(ctx, i):
+    """(links, x, y, eps, gamma, beta, clamp bounds) when specs[i:] begin with the ops of a
+    layer normalization of x over its last axis (any order TensorFlow gives them), else None."""
+    window = [ctx.link(k) for k in range(i, min(i + 12, len(ctx.specs)))]
+    if not window or window[0] is None or window[0].node.op != "MEAN":
+        return None
+    window = window[:next((k for k, link in enumerate(window) if link is None), len(window))]
+
+    def users(t):
+        return [link for link in window if t in link.ins]
+
+    def only(t, op):
+        found = users(t)
+        return found[0] if len(found) == 1 and found[0].node.op == op else None
+
+    def other(link, t):
+        ins = [u for u in link.ins if u >= 0]
+        return ins[1] if len(ins) == 2 and ins[0] == t else ins[0] if len(ins) == 2 else None
+
+    mean = window[0]
+    x, m = mean.ins[0], mean.outs[0]
+    if not _last_axis_mean(mean.node):
+        return None
+    sd = next((u for u in users(m) if u.node.op == "SQUARED_DIFFERENCE"
+               and sorted(u.ins) == sorted([x, m])), None)
+    var = sd and only(sd.outs[0], "MEAN")
+    add = var and _last_axis_mean(var.node) and only(var.outs[0], "ADD")
+    eps = add and _constant(add.node, other(add, var.outs[0]), 1)
+    rsqrt = eps is not None and add and not _act(add.node) and only(add.outs[0], "RSQRT")
+    if not rsqrt:
+        return None
+    r = rsqrt.outs[0]
+    links = [mean, sd, var, add, rsqrt]
+    gamma, s = None, r
+    scale = only(r, "MUL")
+    depth = mean.node.inputs[0].shape[-1]
+    if scale is not None and not _act(scale.node):
+        gamma = _constant(scale.node, other(scale, r), depth)
+        if gamma is None:
+            return None
+        links.append(scale)
+        s = scale.outs[0]
+    muls = users(s)
+    if len(muls) != 2 or any(u.node.op != "MUL" or _act(u.node) for u in muls):
+        return None
+    xs = next((u for u in muls if other(u, s) == x), None)
+    ms = next((u for u in muls if u is not xs), None)
+    if xs is None or ms is None:
+        return None
+    centre, beta = other(ms, s), None
+    links += [xs, ms]
+    if centre == m:                        # x*s + (beta - m*s)
+        sub = only(ms.outs[0], "SUB")
+        if sub is None or sub.ins[1] != ms.outs[0] or _act(sub.node):
+            return None
+        beta = _constant(sub.node, sub.ins[0], depth)
+        if beta is None:
+            return None
+        links.append(sub)
+        shift = sub.outs[0]
+    else:                                  # x*s + (-m)*s
+        neg = next((u for u in users(m) if u.node.op == "NEG" and u.outs == [centre]), None)
+        if neg is None:
+            return None
+        links.append(neg)
+        shift = ms.outs[0]
+    last = only(xs.outs[0], "ADD")
+    if last is None or sorted(last.ins) != sorted([xs.outs[0], shift]):
+        return None
+    links.append(last)
+    code = _act(last.node)
+    if code and code not in ACTIVATION_BOUNDS:
+        return None
+    y = last.outs[0]
+    # the ops are exactly specs[i:i+len(links)], their tensors read by nothing else
+    if sorted(link.oi for link in links) != [link.oi for link in window[:len(links)]]:
+        return None
+    for link in links:
+        if len(link.outs) != 1 or link.node.outputs[0].dtype != F32:
+            return None
+        t = link.outs[0]
+        if t != y and (t in ctx.kept or ctx.readers[t] != sum(u.ins.count(t) for u in links)):
+            return None
+    if tuple(last.node.outputs[0].shape) != tuple(mean.node.inputs[0].shape):
+        return None
+    links.sort(key=lambda link: link.oi)
+    return links, x, y, eps, gamma, beta, bounds(*ACTIVATION_BOUNDS[code]) if code else None
+
+
+def _last_axis_mean(node) -> bool:
+    """A float32 MEAN over the last axis only, keeping the dims."""
+    x, axes = node.inputs[0], node.inputs[1] if len(node.inputs) > 1 else None
+    if x is None or x.dtype != F32 or not x.shape or axes is None or axes.data is None \
+            or not getattr(node.options, "keep_dims", False):
+        return False
+    values = {int(a) % len(x.shape) for a in np.asarray(axes.data).reshape(-1)}
+    return values == {len(x.shape) - 1}
+
+
+def _constant(node, t, size):
+    """The float32 constant tensor `t` of `node` with `size` values along its last axis (1 for
+    a scalar), all other dims 1; None otherwise. A scalar comes back as a float."""
+    info = next((u for u in node.inputs if u is not None and u.index == t), None)
+    if info is None or info.data is None or info.dtype != F32:
+        return None
+    data = np.asarray(info.data)
+    if data.size != size or any(d != 1 for d in data.shape[:-1]):
+        return None
+    return float(data.reshape(-1)[0]) if size == 1 else data.reshape(-1)
+
+
+def _act(node) -> int:
+    return int(getattr(node.options, "fused_activation_function", 0) or 0)
+
+
+RULES = [_conv_max_pool, _layer_norm]

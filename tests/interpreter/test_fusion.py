@@ -87,3 +87,94 @@ def test_an_observable_or_unfusable_chain_runs_op_by_op(why, kwargs, options):
     theirs = run_litert(content, [x], reference=False)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def layer_norm_model(shape, fc_in=None, beta=False, gamma=True, act=0, seed=0,
+                     mean_is_output=False) -> bytes:
+    """TensorFlow's lowering of Keras's LayerNormalization over the last axis of x (or of a
+    FULLY_CONNECTED of an input of `fc_in` values), as the corpus's keyword-spotting head has
+    it: MEAN, NEG, SQUARED_DIFFERENCE, MEAN, ADD eps, RSQRT, MUL gamma, MUL, MUL, ADD; with
+    `beta`, x*s + (beta - mean*s) (MUL, SUB, ADD) instead of x*s + (-mean)*s."""
+    rng = np.random.default_rng(seed)
+    model, sg = Model(), Subgraph(name="main")
+    depth = shape[-1]
+
+    def tensor(name, shape_=()):
+        return sg.add_tensor(Tensor(name, shape_, "float32"))
+
+    def op(name, ins, **options):
+        out = tensor(f"t{len(sg.operators)}")
+        sg.operators.append(operator(name, ins, [out], **options))
+        return out
+    if fc_in is None:
+        x = inp = tensor("x", shape)
+    else:
+        inp = tensor("h", shape[:-1] + (fc_in,))
+        w = const_tensor(model, sg, "w", rng.standard_normal((depth, fc_in)).astype(np.float32)
+                         + 3.0)   # a mean far from 0 over the units: centering matters
+        x = op("FULLY_CONNECTED", [inp, w, -1], keep_num_dims=True)
+    axes = const_tensor(model, sg, "axes", np.array([-1], np.int32))
+    eps = const_tensor(model, sg, "eps", np.array(1e-3, np.float32))
+    m = op("MEAN", [x, axes], keep_dims=True)
+    neg = None if beta else op("NEG", [m])
+    sd = op("SQUARED_DIFFERENCE", [x, m])
+    v = op("MEAN", [sd, axes], keep_dims=True)
+    r = op("RSQRT", [op("ADD", [v, eps])])
+    if gamma:
+        g = const_tensor(model, sg, "gamma", rng.uniform(0.5, 2, depth).astype(np.float32))
+        r = op("MUL", [r, g])
+    if beta:
+        b = const_tensor(model, sg, "beta", rng.standard_normal(depth).astype(np.float32))
+        shift = op("SUB", [b, op("MUL", [m, r])])
+        y = op("ADD", [op("MUL", [x, r]), shift], fused_activation_function=act)
+    else:
+        centre = op("MUL", [neg, r])
+        y = op("ADD", [op("MUL", [x, r]), centre], fused_activation_function=act)
+    sg.inputs, sg.outputs = [inp], [y, m] if mean_is_output else [y]
+    model.subgraphs.append(sg)
+    return save(model)
+
+
+LAYER_NORMS = [  # shape, fc_in, beta, gamma, act
+    ((1, 32), None, False, True, RELU),    # the keyword-spotting head's
+    ((1, 32), 96, False, True, RELU),      # ... with the FULLY_CONNECTED before it
+    ((1, 16), None, True, True, 0),        # Keras with beta
+    ((3, 24), None, True, True, RELU6),    # rows
+    ((2, 5, 8), 12, True, False, 0),       # rows, an FC, no gamma
+]
+
+
+@pytest.mark.parametrize("shape,fc_in,beta,gamma,act", LAYER_NORMS)
+def test_fused_layer_norm_matches_the_ops_one_by_one_and_litert(shape, fc_in, beta, gamma, act):
+    content = layer_norm_model(shape, fc_in, beta, gamma, act)
+    x = np.random.default_rng(3).standard_normal(
+        shape if fc_in is None else shape[:-1] + (fc_in,)).astype(np.float32) * 2 + 0.5
+    it, fused = edgelite(content, x)
+    assert len(it._main.run_ops) == 1, "the layer norm (and its FC) should run as one step"
+    _, one_by_one = edgelite(content, x, experimental_preserve_all_tensors=True)
+    np.testing.assert_allclose(fused[0], one_by_one[0], rtol=2e-5, atol=2e-5)
+    theirs = run_litert(content, [x], reference=False)
+    np.testing.assert_allclose(fused[0], theirs[0], rtol=2e-5, atol=2e-5)
+
+
+def test_a_constant_row_normalizes_as_the_ops_do():
+    """Variance 0: with eps the scale is finite (gamma / sqrt(eps)), the row becomes beta
+    (the ops one by one lose ~1e-5 to x*s - mean*s, the fused step computes x - mean: 0)."""
+    content = layer_norm_model((1, 16), beta=True)
+    x = np.full((1, 16), 3.0, np.float32)
+    _, fused = edgelite(content, x)
+    _, one_by_one = edgelite(content, x, experimental_preserve_all_tensors=True)
+    np.testing.assert_allclose(fused[0], one_by_one[0], atol=5e-5)
+    beta = np.random.default_rng(0)   # layer_norm_model's draws: w (none here), gamma, beta
+    beta.uniform(0.5, 2, 16)
+    np.testing.assert_array_equal(fused[0], beta.standard_normal(16).astype(np.float32)[None])
+
+
+def test_a_layer_norm_whose_mean_is_seen_runs_op_by_op():
+    content = layer_norm_model((1, 32), mean_is_output=True)
+    x = np.random.default_rng(4).standard_normal((1, 32)).astype(np.float32)
+    it, ours = edgelite(content, x)
+    assert len(it._main.run_ops) == 10
+    theirs = run_litert(content, [x], reference=False)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
