@@ -200,7 +200,7 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
         folded = _folded_with_loops(proto, input_shapes, keep_io_layout, sizes) if recurrent \
             else None
         folded = folded or _folded_from_second_and_third(proto, input_shapes, keep_io_layout,
-                                                         sizes)
+                                                         sizes, second)
         if folded is not None:
             return (*folded, None)
     else:
@@ -239,13 +239,16 @@ def _folded_with_loops(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
     return model, imported, layout
 
 
-def _folded_from_second_and_third(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
+def _folded_from_second_and_third(proto, input_shapes, keep_io_layout: bool, sizes: Sizes,
+                                  second=None):
     """At size 1 a transpose that moves the dynamic first dim is a RESHAPE (size-1 dims move
     no data), so the folded graphs at sizes 1 and 2 differ. Sizes 2 and 3 may not: then the
     size-2 graph with its dynamic dims marked, and 1 as their nominal size. None when that
-    fails too."""
+    fails too. `second`: the conversion at size 2 already made (mark_dynamic_dims left it
+    as it was: it edits its first model only), else it is made here."""
     try:
-        model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1))
+        model, imported, layout = second or _convert_at(proto, input_shapes, keep_io_layout,
+                                                        sizes.at(1))
         other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(2))
     except ConversionError:
         return None

@@ -102,16 +102,30 @@ def light(proto):
         return proto
     names = {init.name for init in big}
     out = onnx.ModelProto()
-    out.CopyFrom(proto)
-    keep = [init for init in out.graph.initializer if init.name not in names]
-    del out.graph.initializer[:]
-    out.graph.initializer.extend(keep)
+    # every field but the large initializers (CopyFrom would copy their data first)
+    _copy_fields(out, proto, skip="graph")
+    _copy_fields(out.graph, proto.graph, skip="initializer")
+    out.graph.initializer.extend(init for init in proto.graph.initializer
+                                 if init.name not in names)
     declared = {vi.name for vi in out.graph.input}
     out.graph.input.extend(helper.make_tensor_value_info(init.name, init.data_type, init.dims)
                            for init in big if init.name not in declared)
     _LIGHT.clear()
     _LIGHT[id(proto)] = (proto, out)
     return out
+
+
+def _copy_fields(dst, src, skip: str) -> None:
+    """Copy the message `src`'s set fields but `skip` into the empty message `dst`."""
+    for fd, value in src.ListFields():
+        if fd.name == skip:
+            continue
+        if fd.is_repeated:
+            getattr(dst, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(dst, fd.name).CopyFrom(value)
+        else:
+            setattr(dst, fd.name, value)
 
 
 def check_model(proto) -> None:

@@ -60,7 +60,9 @@ class _AlignedBufferT(fb.BufferT):
         if n:
             builder.StartVector(1, n, ALIGN)
             builder.head -= n
-            builder.Bytes[builder.head:builder.head + n] = self.raw.tobytes()
+            # straight from the array's memory (tobytes would make a copy of it first)
+            data = memoryview(np.ascontiguousarray(self.raw))
+            builder.Bytes[builder.head:builder.head + n] = data
             vec = builder.EndVector()
         fb.BufferStart(builder)
         if vec is not None:
@@ -142,7 +144,8 @@ def _build(model: Model, offsets, data_bytes: int) -> bytes:
     # room for the tables too (a copy of everything each time the builder grows)
     builder = _SharingBuilder(data_bytes + data_bytes // 32 + (1 << 20))
     builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
+    # one copy of the used part (Output() slices a bytearray copy that bytes() copies again)
+    return bytes(memoryview(builder.Bytes)[builder.Head():])
 
 
 def _bytes_buffer(data: bytes):
