@@ -14,6 +14,7 @@ from .pass_attention import (fold_head_scales, fold_matmul_transposes, merge_hea
 from .pass_clean import dedupe_ops, remove_dead_ops
 from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bias,
                         fuse_hard_swish, fuse_mul_into_weights)
+from .pass_permute import compose_permutations
 from .pass_layout import (inverse, merge_reshapes, moves_data, push_transposes,
                           transposes_to_reshapes)
 from .lower_qdq import drop_identity_pairs
@@ -22,6 +23,7 @@ from .pass_shape import (fold_gather_of_gather, shape_through_transpose,
 
 PASSES = [
     remove_dead_ops,
+    compose_permutations,         # chains of TRANSPOSE/RESHAPE (pass_permute.py)
     push_transposes,
     fold_matmul_transposes,       # attention (pass_attention.py)
     merge_parallel_projections,
