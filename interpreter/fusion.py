@@ -22,9 +22,8 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .kernels import conv
-from .kernels.common import F32, bounds
-from .kernels.layer_norm import centered_weights, layer_norm
+F32 = np.dtype(np.float32)
+# The kernels are imported where a rule matches: a model loads only its ops' kernel families.
 
 
 class Link(NamedTuple):
@@ -92,7 +91,10 @@ def _chain(ctx, i, ops) -> list | None:
 
 def _conv_max_pool(ctx, i):
     chain = _chain(ctx, i, ("CONV_2D", "MAX_POOL_2D"))
-    run = chain and conv.max_pool_fusion(*chain)
+    if not chain:
+        return None
+    from .kernels import conv
+    run = conv.max_pool_fusion(*chain)
     return None if not run else ((chain[0].oi, run, chain[0].ins, chain[1].outs), 2)
 
 
@@ -107,6 +109,7 @@ def _layer_norm(ctx, i):
     found = _match_layer_norm(ctx, i)
     if found is None:
         return None
+    from .kernels.layer_norm import centered_weights, layer_norm
     links, x, y, eps, gamma, beta, lims = found
     node_x = links[0].node.inputs[0]
     depth = node_x.shape[-1]
@@ -213,7 +216,8 @@ def _match_layer_norm(ctx, i):
     if tuple(last.node.outputs[0].shape) != tuple(mean.node.inputs[0].shape):
         return None
     links.sort(key=lambda link: link.oi)
-    return links, x, y, eps, gamma, beta, bounds(*ACTIVATION_BOUNDS[code]) if code else None
+    lims = None if not code else tuple(np.array(v, F32) for v in ACTIVATION_BOUNDS[code])
+    return links, x, y, eps, gamma, beta, lims
 
 
 def _last_axis_mean(node) -> bool:

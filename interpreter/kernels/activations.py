@@ -7,10 +7,12 @@ arrays are allocated in `prepare`.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import reference_order
-from .common import bounds, broadcast_shape, clip, clip_
+from .common import bounds, broadcast_shape, clip, clip_, fixed_view, raw
 from .registry import register
 
 INF = float("inf")
@@ -122,15 +124,27 @@ def logistic(node):
             add(out, one, out)
             reciprocal(out, out)
         return run
-    a, b = np.empty(x.shape, np.float32), np.empty(x.shape, np.float32)
+    # One element (a detector's score): the formula on the Python float, rounded to float32
+    # once (numpy's float32 ops round after each step: within 1 ulp); 5 numpy calls were 1 µs.
+    def run(x, out):
+        out.reshape(-1)[0] = _sigmoid(x.reshape(-1).item())
 
-    def run(x, out):   # one element: no call in place (numpy's slow path there, 3x the time)
-        negative(x, a)
-        clip(a, lo, cap, b)
-        exp(b, a)
-        add(a, one, b)
-        np.divide(one, b, out)    # = reciprocal (numpy's is 1 / x)
+    def bind(x, out):
+        x1, o1 = fixed_view(x, (1,)), fixed_view(out, (1,))
+        if x1 is None or o1 is None:
+            return None
+        item, sigmoid = x1.item, _sigmoid
+
+        def bound():
+            o1[0] = sigmoid(item())
+        return bound
+    run.bind = bind
     return run
+
+
+def _sigmoid(v: float) -> float:
+    """1 / (1 + exp(-v)) of a Python float, -v capped at 88 as the array form (NaN stays NaN)."""
+    return 1.0 / (1.0 + math.exp(-v if -v < 88.0 else 88.0)) if v == v else v
 
 
 @register("TANH", "float32")
@@ -262,11 +276,53 @@ def _exps(shape, beta: float = 1.0):
 def softmax(node):
     """exp((x - max) * beta) / sum, along the last axis."""
     x = _last_axis(node, same_type=True)
-    exps, rows, _ = _exps(x.shape, float(getattr(node.options, "beta", 1.0)))
+    beta = float(getattr(node.options, "beta", 1.0))
+    if int(np.prod(x.shape[:-1])) == 1:
+        return _softmax_row(x.shape, beta)
+    exps, rows, _ = _exps(x.shape, beta)
 
     def run(x, out):
         exps(x, out)
         np.divide(out, rows, out=out)
+    return run
+
+
+def _softmax_row(shape, beta: float):
+    """SOFTMAX of one row (a classifier's output), bound to its arrays: the maximum and the
+    sum into 0-d arrays (the sum a dot product), no broadcasting: 5 numpy calls, ~1.5 µs less
+    than the general form on 8 values. The unbound `run` binds too, so both give one result."""
+    n = shape[-1]
+    top, total = np.empty((), np.float32), np.empty((), np.float32)
+    ones, scale = np.ones(n, np.float32), np.array(beta, np.float32)
+    reduce, subtract, multiply, exp, dot, divide = (np.maximum.reduce, np.subtract, np.multiply,
+                                                    np.exp, raw(np.dot), np.divide)
+
+    def bind(x, out):
+        x1, o1 = fixed_view(x, (n,)), fixed_view(out, (n,))
+        if x1 is None or o1 is None or not o1.flags.c_contiguous:
+            return None
+
+        def bound():
+            reduce(x1, 0, None, top)
+            subtract(x1, top, o1)
+            if beta != 1.0:
+                multiply(o1, scale, o1)
+            exp(o1, o1)
+            dot(o1, ones, total)
+            divide(o1, total, o1)
+        return bound
+    steps = {}
+
+    def run(x, out):
+        step = steps.get((id(x), id(out)))
+        if step is None:
+            step = bind(np.ascontiguousarray(x), out)
+            if step is None:
+                raise ValueError("SOFTMAX of one row needs a contiguous output")
+            steps.clear()
+            steps[(id(x), id(out))] = step
+        step()
+    run.bind = bind
     return run
 
 
