@@ -89,50 +89,70 @@ def test_an_observable_or_unfusable_chain_runs_op_by_op(why, kwargs, options):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+class Graph:
+    """A model built op by op: float32 tensors, constants, operators with their options."""
+
+    def __init__(self, seed=0):
+        self.rng = np.random.default_rng(seed)
+        self.model, self.sg = Model(), Subgraph(name="main")
+
+    def tensor(self, name, shape=()):
+        return self.sg.add_tensor(Tensor(name, shape, "float32"))
+
+    def const(self, name, value):
+        return const_tensor(self.model, self.sg, name, value)
+
+    def op(self, name, ins, **options):
+        out = self.tensor(f"t{len(self.sg.operators)}")
+        self.sg.operators.append(operator(name, ins, [out], **options))
+        return out
+
+    def save(self, inputs, outputs) -> bytes:
+        self.sg.inputs, self.sg.outputs = inputs, outputs
+        self.model.subgraphs.append(self.sg)
+        return save(self.model)
+
+    def layer_norm(self, x, depth, beta=False, gamma=True, act=0):
+        """TensorFlow's lowering of Keras's LayerNormalization over the last axis of x, as the
+        corpus's keyword-spotting head has it: MEAN, NEG, SQUARED_DIFFERENCE, MEAN, ADD eps,
+        RSQRT, MUL gamma, MUL, MUL, ADD; with `beta`, x*s + (beta - mean*s) (MUL, SUB, ADD)
+        instead of x*s + (-mean)*s. Returns (y, the mean)."""
+        op = self.op
+        axes = self.const("axes", np.array([-1], np.int32))
+        eps = self.const("eps", np.array(1e-3, np.float32))
+        m = op("MEAN", [x, axes], keep_dims=True)
+        neg = None if beta else op("NEG", [m])
+        sd = op("SQUARED_DIFFERENCE", [x, m])
+        v = op("MEAN", [sd, axes], keep_dims=True)
+        r = op("RSQRT", [op("ADD", [v, eps])])
+        if gamma:
+            r = op("MUL", [r, self.const("gamma", self.rng.uniform(0.5, 2, depth)
+                                         .astype(np.float32))])
+        if beta:
+            b = self.const("beta", self.rng.standard_normal(depth).astype(np.float32))
+            shift = op("SUB", [b, op("MUL", [m, r])])
+        else:
+            shift = op("MUL", [neg, r])
+        return op("ADD", [op("MUL", [x, r]), shift], fused_activation_function=act), m
+
+    def fully_connected(self, x, units, depth, **options):
+        w = self.const("w", self.rng.standard_normal((units, depth)).astype(np.float32) + 3.0)
+        return self.op("FULLY_CONNECTED", [x, w, -1], **options)
+
+
 def layer_norm_model(shape, fc_in=None, beta=False, gamma=True, act=0, seed=0,
                      mean_is_output=False) -> bytes:
-    """TensorFlow's lowering of Keras's LayerNormalization over the last axis of x (or of a
-    FULLY_CONNECTED of an input of `fc_in` values), as the corpus's keyword-spotting head has
-    it: MEAN, NEG, SQUARED_DIFFERENCE, MEAN, ADD eps, RSQRT, MUL gamma, MUL, MUL, ADD; with
-    `beta`, x*s + (beta - mean*s) (MUL, SUB, ADD) instead of x*s + (-mean)*s."""
-    rng = np.random.default_rng(seed)
-    model, sg = Model(), Subgraph(name="main")
+    """A layer norm of x (or of a FULLY_CONNECTED of an input of `fc_in` values, its weights'
+    mean far from 0 over the units: centering them matters)."""
+    g = Graph(seed)
     depth = shape[-1]
-
-    def tensor(name, shape_=()):
-        return sg.add_tensor(Tensor(name, shape_, "float32"))
-
-    def op(name, ins, **options):
-        out = tensor(f"t{len(sg.operators)}")
-        sg.operators.append(operator(name, ins, [out], **options))
-        return out
     if fc_in is None:
-        x = inp = tensor("x", shape)
+        x = inp = g.tensor("x", shape)
     else:
-        inp = tensor("h", shape[:-1] + (fc_in,))
-        w = const_tensor(model, sg, "w", rng.standard_normal((depth, fc_in)).astype(np.float32)
-                         + 3.0)   # a mean far from 0 over the units: centering matters
-        x = op("FULLY_CONNECTED", [inp, w, -1], keep_num_dims=True)
-    axes = const_tensor(model, sg, "axes", np.array([-1], np.int32))
-    eps = const_tensor(model, sg, "eps", np.array(1e-3, np.float32))
-    m = op("MEAN", [x, axes], keep_dims=True)
-    neg = None if beta else op("NEG", [m])
-    sd = op("SQUARED_DIFFERENCE", [x, m])
-    v = op("MEAN", [sd, axes], keep_dims=True)
-    r = op("RSQRT", [op("ADD", [v, eps])])
-    if gamma:
-        g = const_tensor(model, sg, "gamma", rng.uniform(0.5, 2, depth).astype(np.float32))
-        r = op("MUL", [r, g])
-    if beta:
-        b = const_tensor(model, sg, "beta", rng.standard_normal(depth).astype(np.float32))
-        shift = op("SUB", [b, op("MUL", [m, r])])
-        y = op("ADD", [op("MUL", [x, r]), shift], fused_activation_function=act)
-    else:
-        centre = op("MUL", [neg, r])
-        y = op("ADD", [op("MUL", [x, r]), centre], fused_activation_function=act)
-    sg.inputs, sg.outputs = [inp], [y, m] if mean_is_output else [y]
-    model.subgraphs.append(sg)
-    return save(model)
+        inp = g.tensor("h", shape[:-1] + (fc_in,))
+        x = g.fully_connected(inp, depth, fc_in, keep_num_dims=True)
+    y, m = g.layer_norm(x, depth, beta, gamma, act)
+    return g.save([inp], [y, m] if mean_is_output else [y])
 
 
 LAYER_NORMS = [  # shape, fc_in, beta, gamma, act
@@ -178,3 +198,64 @@ def test_a_layer_norm_whose_mean_is_seen_runs_op_by_op():
     theirs = run_litert(content, [x], reference=False)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+# -- timing-free guards of the tiny models' steps (issue 17) ---------------------------------
+
+def kws_head_model() -> bytes:
+    """The shape of the corpus's keyword-spotting head (tools/tflite_corpus.py keras --only
+    kws_head, TensorFlow's converter; openWakeWord's): 16x96 embeddings -> RESHAPE -> FC 32 ->
+    LayerNorm + RELU -> FC 32 -> LayerNorm + RELU -> FC 1 -> LOGISTIC, 25 ops."""
+    g = Graph(7)
+    x = g.tensor("x", (1, 16, 96))
+    h = g.op("RESHAPE", [x, g.const("shape", np.array([1, 1536], np.int32))])
+    for depth in (1536, 32):
+        h, _ = g.layer_norm(g.fully_connected(h, 32, depth), 32, act=RELU)
+    w = g.const("w", g.rng.standard_normal((1, 32)).astype(np.float32) * 0.3)
+    return g.save([x], [g.op("LOGISTIC", [g.op("FULLY_CONNECTED", [h, w, -1])])])
+
+
+def python_calls(fn) -> int:
+    """Python-level function calls (profile 'call' events) while `fn` runs once."""
+    import sys
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event == "call"
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+INVOKE_FRAMES = 5   # Interpreter.invoke, threads.enter/leave, SubgraphPlan.invoke, run_steps
+
+
+def test_tiny_models_run_few_steps(models_dir):
+    """The digits CNN: 2 steps of convolution + pool, 2 fully-connected (was 6 steps, 11 Python
+    calls an invoke); the keyword-spotting head: 2 of FC + layer norm, FC, LOGISTIC (was 24
+    steps, 33 calls). Each step is one Python frame (LOGISTIC two) plus the invoke's."""
+    digits = Interpreter(model_path=str(models_dir / "digits_cnn.tflite"))
+    kws = Interpreter(model_content=kws_head_model())
+    for it in (digits, kws):
+        run_interpreter(it, [np.random.default_rng(0).standard_normal(
+            it.get_input_details()[0]["shape"]).astype(np.float32)])
+        ops = [it._main.sg.operators[oi].opcode.name for oi in it._main.run_ops]
+        assert len(ops) <= 4, ops
+        assert it._main.run_steps.bound == len(ops)
+        assert python_calls(it.invoke) <= len(ops) + INVOKE_FRAMES + 1
+    assert [digits._main.sg.operators[oi].opcode.name for oi in digits._main.run_ops] == \
+        ["CONV_2D", "CONV_2D", "FULLY_CONNECTED", "FULLY_CONNECTED"]
+
+
+def test_the_keyword_spotting_head_matches_litert():
+    content = kws_head_model()
+    x = np.random.default_rng(8).standard_normal((1, 16, 96)).astype(np.float32)
+    it, ours = edgelite(content, x)
+    assert len(it._main.run_ops) == 4
+    assert 0.01 < ours[0].item() < 0.99, "a score the sigmoid does not saturate"
+    np.testing.assert_allclose(ours[0], run_litert(content, [x], reference=False)[0],
+                               rtol=1e-5, atol=1e-6)
