@@ -22,7 +22,7 @@ from edgelite.interpreter import budget
 from edgelite.interpreter.feeds import IO_LAYOUT_KEY
 from edgelite.schema import Model, SignatureDef, save
 
-from . import memo, pipeline
+from . import data_dependent, memo, pipeline
 from .errors import input_shapes_setting, worded
 from .errors import ConversionError
 from .onnx_import import Imported, checked, import_onnx, load_onnx, resolve_inputs
@@ -88,12 +88,21 @@ def _convert_loaded(proto, input_shapes, keep_io_layout: bool, start: float) -> 
     warnings = []
     if not sizes.open:
         model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
+        if data_dependent.present(proto.graph):
+            other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0),
+                                      other=True)
+            problem = mark_dynamic_dims(model, other)
+            if problem:
+                warnings.append(f"the sizes that follow the values stay at their nominal sizes "
+                                f"in shape_signature: {problem}")
     else:
         model, imported, layout, problem = _convert_dynamic(proto, input_shapes, keep_io_layout,
                                                             sizes)
         if problem:
             warnings.append(worded(f"{sizes.describe()}: {problem}; fix them with ",
                                    input_shapes_setting(), " to silence this"))
+    if data_dependent.present(proto.graph):
+        data_dependent.mark_declared_outputs(model, imported.outputs, layout["outputs"])
     content = save(model)
     ops = Counter(op.op for sg in model.subgraphs for op in sg.operators)
     return Conversion(content, model, dict(sorted(imported.op_counts.items())),
@@ -189,7 +198,7 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
     if sizes.batch_only:
         first = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
         try:
-            second = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1))
+            second = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), other=True)
         except ConversionError as e:
             # The export wrote its traced batch into the graph (a reshape to [197, 1, 3, 768]
             # in torch's dynamo export of a ViT): the model runs at its first size only.
@@ -199,8 +208,10 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
             return (*first, None)
         folded = _folded_with_loops(proto, input_shapes, keep_io_layout, sizes) if recurrent \
             else None
-        folded = folded or _folded_from_second_and_third(proto, input_shapes, keep_io_layout,
-                                                         sizes, second)
+        # a data-dependent graph's second conversion is the other one (not the size-2 folded)
+        folded = folded or _folded_from_second_and_third(
+            proto, input_shapes, keep_io_layout, sizes,
+            None if data_dependent.present(proto.graph) else second)
         if folded is not None:
             return (*folded, None)
     else:
@@ -209,7 +220,8 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
     for loops in ([False, True] if recurrent else [False]):
         try:
             a = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0), loops, sizes.at(1))
-            b = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), loops, sizes.at(2))
+            b = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), loops, sizes.at(2),
+                            other=True)
         except ConversionError as e:
             if first is None:
                 raise
@@ -233,7 +245,8 @@ def _folded_with_loops(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
     """Recurrent ops unrolled over a dynamic dim change the graph with its size: as WHILE loops
     they do not. The folded graph with loops and its dynamic dims marked, or None."""
     model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0), True)
-    other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), True)
+    other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), True,
+                              other=True)
     if mark_dynamic_dims(model, other):
         return None
     return model, imported, layout
@@ -249,7 +262,7 @@ def _folded_from_second_and_third(proto, input_shapes, keep_io_layout: bool, siz
     try:
         model, imported, layout = second or _convert_at(proto, input_shapes, keep_io_layout,
                                                         sizes.at(1))
-        other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(2))
+        other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(2), other=True)
     except ConversionError:
         return None
     if mark_dynamic_dims(model, other):
@@ -318,7 +331,13 @@ class Checked:
 
 
 def _convert_at(proto: Checked, input_shapes, keep_io_layout: bool, dynamic_size,
-                loops: bool = False, shadow_size=None):
+                loops: bool = False, shadow_size=None, other: bool = False):
+    """One conversion; `other`: the one a conversion is compared with, its data-dependent
+    sizes swapped (`data_dependent.other_sizes`), so that those dims are marked too."""
+    if other:
+        with data_dependent.other_sizes():
+            return _convert_at(proto, input_shapes, keep_io_layout, dynamic_size, loops,
+                               shadow_size)
     imported = import_onnx(proto.proto, input_shapes, dynamic_size, loops, shadow_size,
                            prepared=(proto.proto, proto.opset))
     model = imported.model
