@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import mixconv
+
 CONCAT_OPS = frozenset({"CONCATENATION"})
 
 
@@ -108,6 +110,7 @@ def plan_views(plan, specs: list, own: set, reshapes: dict):
     infos, dynamic, ops = plan.infos, plan.dynamic, plan.sg.operators
     if plan.runtime.delegates:
         return specs, views.roots(), views
+    specs = mixconv.fuse(plan, specs, own, reshapes)
     written = {t for _, _, _, outs in specs for t in outs}
 
     def free(t) -> bool:

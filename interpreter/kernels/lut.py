@@ -4,6 +4,8 @@ prepare computes TFLite's arithmetic on every one of them and run is one `np.tak
 function sampled at every 8-bit input, or at 513 points for the interpolated int16 lookup."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .fixed_point import f32, round_half_away
@@ -31,6 +33,14 @@ def lookup(table: np.ndarray):
 
     def run(x, out):
         np.take(table, x.view(np.uint8), out=out, mode="wrap")
+
+    def bind(x, out):
+        """`run` on the plan's fixed arrays (plan.bind_step): the table's own take on the
+        input's bytes, viewed once (1.3 -> 0.3 µs on a small tensor)."""
+        if not (x.flags.c_contiguous and out.flags.c_contiguous) or out.dtype != table.dtype:
+            return None
+        return partial(table.take, x.view(np.uint8), None, out, "wrap")
+    run.bind = bind
     return run
 
 
