@@ -27,6 +27,7 @@ dequantized at prepare and the quantized-then-dequantized input instead (dequant
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
@@ -164,21 +165,37 @@ def row_quantization(lo, hi, asymmetric: bool) -> tuple:
     rmin, rmax = min(lo, 0.0), max(hi, 0.0)
     if rmin == rmax:
         return _ONE, _ONE, 0.0
-    scale = float(F32.type(rmax - rmin)) / 255.0
+    scale = _to_f32(rmax - rmin) / 255.0
+    scale32 = _to_f32(scale)
+    return F32.type(scale32), F32.type(1.0 / scale32), _zero_point(rmin, rmax, scale)
+
+
+def _to_f32(v: float) -> float:
+    """v rounded to float32, as a Python float (struct: half the cost of np.float32)."""
+    try:
+        return _F32_STRUCT.unpack(_F32_STRUCT.pack(v))[0]
+    except OverflowError:      # past float32's range: IEEE's rounding (to the max, or inf)
+        with np.errstate(over="ignore"):
+            return float(F32.type(v))
+
+
+_F32_STRUCT = struct.Struct("f")
+
+
+def _zero_point(rmin: float, rmax: float, scale: float) -> float:
+    """AsymmetricQuantizeFloats' nudged zero point of the range [rmin, rmax] (rmin < rmax),
+    `scale` the float64 one (rmax - rmin in float32, / 255)."""
     from_min, from_max = -128.0 - rmin / scale, 127.0 - rmax / scale
     zp = from_min if 128.0 + abs(rmin / scale) < 127.0 + abs(rmax / scale) else from_max
     if zp <= -128:
-        zp = -128.0
-    elif zp >= 127:
-        zp = 127.0
-    else:                      # C's round: halves away from zero (the fraction is exact)
-        whole = float(math.trunc(zp))
-        zp = whole + (zp - whole >= 0.5) - (zp - whole <= -0.5)
-    scale32 = F32.type(scale)
-    return scale32, F32.type(1.0 / float(scale32)), zp
+        return -128.0
+    if zp >= 127:
+        return 127.0
+    whole = float(math.trunc(zp))   # C's round: halves away from zero (the fraction is exact)
+    return whole + (zp - whole >= 0.5) - (zp - whole <= -0.5)
 
 
-_ONE, _127 = F32.type(1), F32.type(127)
+_ONE, _127, _ZERO32 = F32.type(1), F32.type(127), F32.type(0)
 
 
 def dequantize_rows(x: np.ndarray, xq: np.ndarray, asymmetric: bool) -> None:
@@ -205,19 +222,32 @@ def dequantize_rows(x: np.ndarray, xq: np.ndarray, asymmetric: bool) -> None:
 
 
 def _dequantize_many(x, xq, asymmetric: bool) -> None:
-    """dequantize_rows for several rows: each row's parameters in Python (row_quantization),
-    then three passes over all the rows and a clamp of the rows that need one."""
-    lows, highs = _min(x, 1).tolist(), _max(x, 1).tolist()
-    params = [row_quantization(lo, hi, asymmetric) for lo, hi in zip(lows, highs)]
-    inv = np.array([p[1] for p in params], F32)
+    """dequantize_rows for several rows: the rows' scales in a few passes over their bounds,
+    the zero points in Python (_zero_point), then three passes over all the rows and a clamp
+    of the rows that need one."""
+    lo, hi = _min(x, 1), _max(x, 1)
+    if asymmetric:
+        rmin, rmax = np.minimum(lo, _ZERO32), np.maximum(hi, _ZERO32)
+        width = rmax - rmin                                  # float32, as the kernel's
+        flat = width == 0
+        scale = np.where(flat, 1.0, width.astype(np.float64) / 255.0)
+        zps = [0.0 if a == b else _zero_point(a, b, c)
+               for a, b, c in zip(rmin.tolist(), rmax.tolist(), scale.tolist())]
+        scale32 = scale.astype(F32)
+        inv = (1.0 / scale32.astype(np.float64)).astype(F32)
+    else:
+        r = np.maximum(np.negative(lo), hi)                  # max |x| (lo <= hi)
+        zero = r == 0
+        safe = np.where(zero, _ONE, r)
+        scale32 = np.where(zero, _ONE, np.divide(safe, _127))
+        inv = np.divide(_127, safe)
     np.multiply(x, inv[:, None], out=xq)
     np.rint(xq, out=xq)
     if asymmetric:
-        for r, (lo, hi, (_, f_inv, zp)) in enumerate(zip(lows, highs, params)):
-            f_inv = float(f_inv)
-            if lo * f_inv + zp < _LOW or hi * f_inv + zp > _HIGH:
+        for r, (a, b, f_inv, zp) in enumerate(zip(lo.tolist(), hi.tolist(), inv.tolist(), zps)):
+            if a * f_inv + zp < _LOW or b * f_inv + zp > _HIGH:
                 clip_(xq[r], -128.0 - zp, 127.0 - zp)
-    np.multiply(xq, np.array([p[0] for p in params], F32)[:, None], out=xq)
+    np.multiply(xq, scale32[:, None], out=xq)
 
 
 _min, _max = np.minimum.reduce, np.maximum.reduce

@@ -11,6 +11,7 @@ import numpy as np
 from .common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_, sigmoid_
 from .geometry import batch_major, sequence_input
 from .registry import register
+from .rnn_cells import OutputRows, lstm_cell
 
 # Input positions of the op (the format's fixed layout).
 X = 0
@@ -165,6 +166,7 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
     bias = np.concatenate([np.zeros(n_cell, np.float32) if ins[B[g]] is None
                            else np.asarray(ins[B[g]].data, np.float32) for g in gates]) * scale
     cell_clip = float(node.options.cell_clip)
+    clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
     x = node.input(X).shape
     batch, steps = (x[1], x[0]) if time_major else (x[0], x[1])
     # Full-shape operands: broadcasting a [width] vector costs more than these rows' arithmetic.
@@ -172,34 +174,23 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
     add = np.where(mul == 0.5, 0.5, 0.0).astype(np.float32)
     ones = np.ones((batch, n_cell), np.float32)
     xw = np.zeros((batch, steps, len(gates) * n_cell), np.float32)
+    xw_rows = [xw[:, t] for t in range(steps)]
     z = np.zeros((batch, len(gates) * n_cell), np.float32)
     tmp = np.zeros((batch, n_cell), np.float32)
     part = {g: z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
-    f_gate, g_gate, o_gate = part["f"], part["c"], part["o"]
-    i_gate = part.get("i")
+    views = (part.get("i"), part["f"], part["c"], part["o"])
+    out_rows = OutputRows(time_major)
 
     def run(*arrays):
         xs = batch_major(arrays[X], time_major)
         h, c = arrays[H_STATE], arrays[C_STATE]
-        outs = batch_major(arrays[-1], time_major)
-        np.matmul(xs, w, out=xw)
+        np.matmul(xs, w, out=xw)   # the input projection of every step: one GEMM
         np.add(xw, bias, out=xw)
-        for t in range(steps):
-            np.dot(h, r, out=z)   # np.dot: a fifth of np.matmul's call cost on one row
-            np.add(z, xw[:, t], out=z)
-            np.tanh(z, out=z)
-            np.multiply(z, mul, out=z)
-            np.add(z, add, out=z)
-            np.multiply(c, f_gate, out=c)
-            if i_gate is None:   # CIFG: the input gate is 1 - f
-                np.subtract(ones, f_gate, out=tmp)
-                np.multiply(tmp, g_gate, out=tmp)
-            else:
-                np.multiply(i_gate, g_gate, out=tmp)
-            np.add(c, tmp, out=c)
-            if cell_clip > 0:
-                np.clip(c, -cell_clip, cell_clip, out=c)
-            np.tanh(c, out=tmp)
-            np.multiply(o_gate, tmp, out=h)
-            outs[:, t] = h
+        prev = h
+        for t, h_next in enumerate(out_rows(arrays[-1])):   # each step's h: its output row
+            np.dot(prev, r, out=z)   # np.dot: a fifth of np.matmul's call cost on one row
+            np.add(z, xw_rows[t], out=z)
+            lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
+            prev = h_next
+        np.copyto(h, prev)
     return run

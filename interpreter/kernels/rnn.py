@@ -17,6 +17,7 @@ from .hybrid import dequantized_weights, quantize_rows_asymmetric, quantize_rows
 from .fixed_point import mbqm, quantize_multiplier, wrap32
 from .geometry import batch_major, sequence_input
 from .registry import register
+from .rnn_cells import OutputRows
 
 F32 = np.float32
 
@@ -116,10 +117,12 @@ def _state(node, k: int, shape: tuple):
     return s
 
 
-def run_sequence(xs, w, r, b, h, out, act, products, aux=None, aux_w=None, reverse=False):
+def run_sequence(xs, w, r, b, h, out, act, products, aux=None, aux_w=None, reverse=False,
+                 rows=None):
     """h over the steps of xs [batch, time, input] (out [batch, time, units], a view): the
     input products of all steps at once, then the recurrence step by step. `products`:
-    (input, recurrent, aux) Product objects."""
+    (input, recurrent, aux) Product objects; `rows`: out's per-step views when the caller keeps
+    them (rnn_cells.OutputRows)."""
     x_prod, r_prod, aux_prod = products
     batch, steps = xs.shape[:2]
     z = x_prod(xs.reshape(batch * steps, -1), w).reshape(batch, steps, -1)
@@ -135,17 +138,22 @@ def run_sequence(xs, w, r, b, h, out, act, products, aux=None, aux_w=None, rever
             h[...] = step
             out[:, t] = step
         return
-    # Float: np.dot into one buffer (on a row a fraction of `@`'s call cost), weights
-    # transposed once per run.
+    # Float: each step's h is computed into its output row and read from there by the next
+    # (np.dot into one buffer: on a row a fraction of `@`'s call cost), weights transposed
+    # once per run; the state takes the last row once.
     rt = np.ascontiguousarray(r.T, F32)
     product = np.empty(h.shape, F32)
+    if rows is None:
+        rows = [out[:, t] for t in range(steps)]
+    prev = h
     for t in order:
-        step = z[:, t]
-        np.dot(h, rt, out=product)
-        step += product
-        act(step)
-        h[...] = step
-        out[:, t] = step
+        row = rows[t]
+        np.dot(prev, rt, out=product)
+        np.add(product, z[:, t], out=row)
+        act(row)
+        prev = row
+    if steps:
+        np.copyto(h, prev)
 
 
 @register("RNN", "float32")
@@ -174,10 +182,11 @@ def unidirectional_sequence_rnn(node):
     node.outputs[0].shape = tuple(x.shape[:2]) + (units,)
     act = rnn_activation(node, node.options.fused_activation_function)
     products = (x_prod, r_prod, None)
+    out_rows = OutputRows(time_major)
 
     def run(a, w, r, b, h, out):
         run_sequence(batch_major(a, time_major), w, r, b, h, batch_major(out, time_major), act,
-                     products)
+                     products, rows=out_rows(out))
     return run
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hybrid_row import row_product
+from .rnn_cells import lstm_cell
 
 F32 = np.float32
 
@@ -179,18 +180,10 @@ class Sequence:
             hp *= self.scale_h_rows
 
     def _lstm_step(self, j, h, h_next, cs):
-        z, tmp = self.hp, self.tmp
+        z = self.hp
         self._recurrent(h)
         z += self.xp_rows[j]
-        np.tanh(z, out=z)
-        z *= self.mul
-        z += self.add
-        i, f, g, o = self.views
-        np.multiply(f, cs, out=cs)
-        np.multiply(i, g, out=tmp)
-        cs += tmp
-        np.tanh(cs, out=tmp)
-        np.multiply(o, tmp, out=h_next)
+        lstm_cell(z, self.mul, self.add, self.views, cs, self.tmp, h_next)
 
     def _rnn_step(self, j, h, h_next, _):
         hp = self.hp
