@@ -28,6 +28,7 @@ from .errors import ConversionError
 from .onnx_import import Imported, checked, import_onnx, load_onnx, resolve_inputs
 from .editor import Editor
 from .pass_clean import compact
+from .pass_shape import tidy_computed_shapes
 
 SIGNATURE_KEY = "serving_default"
 
@@ -230,6 +231,7 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
         shadow = a[1].shadow_problems or b[1].shadow_problems
         again = mark_dynamic_dims(a[0], b[0])
         if again is None and not shadow:
+            tidy_computed_shapes(a[0])
             sizes.batch = 1
             _nominal_inputs(a[0], a[1], a[2], sizes.at(0))
             return (*a, None)

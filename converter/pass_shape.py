@@ -7,6 +7,7 @@ import numpy as np
 
 from edgelite.schema import Model, remove_dead
 
+from .dim_source import source
 from .editor import Editor
 
 
@@ -115,3 +116,254 @@ def fold_gather_of_gather(model: Model) -> bool:
         if changed:
             remove_dead(sg)
     return changed
+
+
+def measure_at_source(model: Model) -> bool:
+    """A SHAPE measures the earliest tensor that has the dims it is read for
+    (`dim_source.source`): GATHER(SHAPE(t), i) becomes GATHER(SHAPE(s), j) and a SHAPE read
+    whole becomes SHAPE(s) where s has t's dims in order; SHAPEs of one tensor then merge
+    (`dedupe_ops`), and so does what is computed from them."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        for op in list(sg.operators):
+            if op.op != "SHAPE" or not ed.has(op):
+                continue
+            measured = op.inputs[0]
+            rank = len(ed.shape(measured))
+            whole, axes = source(ed, measured, range(rank))
+            if whole != measured and list(axes) == list(range(len(ed.shape(whole)))):
+                ed.set_inputs(op, [whole])
+                changed = True
+                continue
+            for reader in list(ed.readers(op.outputs[0])):
+                changed |= _gather_at_source(ed, op, reader)
+        if changed:
+            remove_dead(sg)
+    return changed
+
+
+def _gather_at_source(ed, shape_op, gather) -> bool:
+    if gather.op != "GATHER" or gather.inputs[0] != shape_op.outputs[0] or \
+            gather.options.axis != 0 or gather.options.batch_dims:
+        return False
+    index = ed.value(gather.inputs[1])
+    rank = len(ed.shape(shape_op.inputs[0]))
+    if index is None or index.size == 0 or index.min() < -rank or index.max() >= rank:
+        return False
+    flat = [int(i) % rank for i in index.reshape(-1)]
+    src, axes = source(ed, shape_op.inputs[0], flat)
+    if src == shape_op.inputs[0]:
+        return False
+    sg = ed.sg
+    old = sg.tensors[shape_op.outputs[0]]
+    measured = ed.tensor(f"{sg.tensors[src].name}/shape", (len(ed.shape(src)),), old.dtype)
+    ed.insert_before(gather, ed.new_op("SHAPE", [src], [measured], shape_op.options))
+    new_index = np.array(axes, np.int32).reshape(index.shape)
+    ed.set_inputs(gather, [measured, ed.const(new_index, f"{old.name}/at_source")])
+    return True
+
+
+SHARED_CONSTANT_ELEMENTS = 64   # shape vectors, axes, indices, perms: not weights
+SHARED_DTYPES = frozenset({"int32", "int64", "bool"})
+
+
+def share_small_constants(model: Model) -> bool:
+    """Small unquantized integer constants with the same dtype, shape and value become one
+    tensor, so that ops computing the same thing from them (the shape arithmetic each layer
+    repeats) have the same inputs and merge (`dedupe_ops`)."""
+    changed = False
+    for sg in model.subgraphs:
+        first: dict = {}
+        keep: dict = {}
+        outputs = set(sg.outputs)
+        for op in sg.operators:
+            for k, t in enumerate(op.inputs):
+                if op.op == "RESHAPE" and k == 1:   # mark_dynamic_dims edits targets alone
+                    continue
+                if t < 0 or t in keep:
+                    if t >= 0 and keep[t] != t:
+                        op.inputs[k] = keep[t]
+                        changed = True
+                    continue
+                tensor = sg.tensors[t]
+                value = None if t in outputs or tensor.quantization is not None or \
+                    tensor.dtype not in SHARED_DTYPES else model.constant(sg, t)
+                if value is None or value.size > SHARED_CONSTANT_ELEMENTS or \
+                        t in sg.inputs:
+                    keep[t] = t
+                    continue
+                key = (tensor.dtype, tuple(tensor.shape), value.tobytes())
+                keep[t] = first.setdefault(key, t)
+                if keep[t] != t:
+                    op.inputs[k] = keep[t]
+                    changed = True
+    return changed
+
+
+def tidy_computed_shapes(model: Model) -> None:
+    """After `convert.mark_dynamic_dims` computed reshape targets from SHAPEs (each measuring
+    its own reshape's input): those SHAPEs measure at the source and merge with the others."""
+    from .pass_clean import dedupe_ops
+
+    for _ in range(10):
+        changed = [run(model) for run in (measure_at_source, share_small_constants,
+                                          drop_shape_clamps, gather_as_vector, dedupe_ops,
+                                          fold_gather_of_gather)]
+        if not any(changed):
+            return
+
+
+INT32_MAX = 2**31 - 1
+
+
+def drop_shape_clamps(model: Model) -> bool:
+    """Shape arithmetic's no-ops, by the bounds of its values (a dim from SHAPE is in
+    [0, 2**31 - 1]): a MAXIMUM or MINIMUM that cannot change its operand (ONNX's int64 shape
+    clamped to int32 before a CAST), a SELECT_V2 whose constant condition picks one operand."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        bounds: dict = {}
+        for op in list(sg.operators):
+            kept = _unchanged_operand(ed, op, bounds)
+            if kept is None or ed.is_output(op.outputs[0]):
+                continue
+            out = sg.tensors[op.outputs[0]]
+            source = sg.tensors[kept]
+            if tuple(source.shape) != tuple(out.shape) or source.dtype != out.dtype:
+                continue
+            ed.replace_uses(op.outputs[0], kept)
+            changed = True
+        if changed:
+            remove_dead(sg)
+    return changed
+
+
+def _unchanged_operand(ed, op, bounds: dict):
+    if op.op == "SELECT_V2" and len(op.inputs) == 3:
+        cond = ed.value(op.inputs[0])
+        if cond is None or cond.size == 0:
+            return None
+        if not cond.any():
+            return op.inputs[2]
+        return op.inputs[1] if cond.all() else None
+    if op.op not in ("MAXIMUM", "MINIMUM") or len(op.inputs) != 2:
+        return None
+    a, b = (_bounds(ed, t, bounds) for t in op.inputs)
+    if a is None or b is None:
+        return None
+    if op.op == "MAXIMUM":
+        return op.inputs[0] if a[0] >= b[1] else op.inputs[1] if b[0] >= a[1] else None
+    return op.inputs[0] if a[1] <= b[0] else op.inputs[1] if b[1] <= a[0] else None
+
+
+def _bounds(ed, t: int, memo: dict, depth: int = 0):
+    """(low, high) of the integer values of tensor t, or None when not known."""
+    if t in memo:
+        return memo[t]
+    tensor = ed.sg.tensors[t]
+    found = None
+    if tensor.dtype in ("int32", "int64") and depth < 32:
+        value = ed.value(t)
+        op = ed.producer(t)
+        if value is not None:
+            found = (int(value.min()), int(value.max())) if value.size else None
+        elif op is not None and op.op == "SHAPE":
+            found = (0, INT32_MAX)
+        elif op is not None and op.op in ("GATHER", "RESHAPE", "SQUEEZE", "EXPAND_DIMS",
+                                          "CAST", "STRIDED_SLICE"):
+            found = _bounds(ed, op.inputs[0], memo, depth + 1)
+        elif op is not None and op.op in ("CONCATENATION", "SELECT_V2", "MAXIMUM", "MINIMUM"):
+            parts = op.inputs[1:] if op.op == "SELECT_V2" else op.inputs
+            each = [_bounds(ed, k, memo, depth + 1) for k in parts]
+            if all(e is not None for e in each):
+                low, high = min(e[0] for e in each), max(e[1] for e in each)
+                if op.op == "MAXIMUM":
+                    low = max(e[0] for e in each)
+                if op.op == "MINIMUM":
+                    high = min(e[1] for e in each)
+                found = (low, high)
+    memo[t] = found
+    return found
+
+
+def gather_as_vector(model: Model) -> bool:
+    """RESHAPE(GATHER(v, i), [1]) of a 1-D v and a scalar constant i (ONNX's Unsqueeze of one
+    dim): GATHER(v, [i]); and a CONCATENATION's neighbouring GATHERs of one vector become one
+    GATHER of their indices (a reshape target read from one SHAPE)."""
+    changed = False
+    for sg in model.subgraphs:
+        ed = Editor(model, sg)
+        for op in list(sg.operators):
+            if not ed.has(op):
+                continue
+            if op.op == "RESHAPE":
+                changed |= _unsqueezed_gather(ed, op)
+            elif op.op == "CONCATENATION" and op.options.axis in (0, -1) and \
+                    not op.options.fused_activation_function:
+                changed |= _merge_gathers(ed, op)
+        if changed:
+            remove_dead(sg)
+    return changed
+
+
+def _vector_gather(ed, t: int):
+    """(vector, index array) when t is GATHER(1-D vector, constant index) along axis 0."""
+    op = ed.producer(t)
+    if op is None or op.op != "GATHER" or op.options.axis != 0 or op.options.batch_dims or \
+            len(ed.shape(op.inputs[0])) != 1:
+        return None
+    index = ed.value(op.inputs[1])
+    return None if index is None or index.ndim > 1 else (op.inputs[0], index)
+
+
+def _unsqueezed_gather(ed, op) -> bool:
+    if tuple(ed.shape(op.outputs[0])) != (1,) or ed.shape(op.inputs[0]) != ():
+        return False
+    found = _vector_gather(ed, op.inputs[0])
+    if found is None:
+        return False
+    vector, index = found
+    name = ed.sg.tensors[op.outputs[0]].name
+    gather = ed.new_op("GATHER", [vector, ed.const(index.reshape(1).astype(np.int32),
+                                                   f"{name}/index")],
+                       [op.outputs[0]], {"axis": 0})
+    ed.insert_before(op, gather)
+    ed.remove(op)
+    ed.set_outputs(gather, gather.outputs)
+    return True
+
+
+def _merge_gathers(ed, op) -> bool:
+    pieces = [(t, _vector_gather(ed, t) if len(ed.shape(t)) == 1 else None)
+              for t in op.inputs]
+    inputs, changed, k = [], False, 0
+    while k < len(pieces):
+        t, found = pieces[k]
+        run = [k]
+        while found is not None and run[-1] + 1 < len(pieces) and \
+                pieces[run[-1] + 1][1] is not None and \
+                pieces[run[-1] + 1][1][0] == found[0]:
+            run.append(run[-1] + 1)
+        if len(run) == 1:
+            inputs.append(t)
+            k += 1
+            continue
+        index = np.concatenate([pieces[j][1][1].reshape(-1) for j in run]).astype(np.int32)
+        out = ed.sg.tensors[op.outputs[0]]
+        merged = ed.tensor(f"{out.name}/gathered", (index.size,), ed.sg.tensors[t].dtype)
+        ed.insert_before(op, ed.new_op("GATHER", [found[0], ed.const(
+            index, f"{out.name}/indices")], [merged], {"axis": 0}))
+        inputs.append(merged)
+        changed = True
+        k = run[-1] + 1
+    if not changed:
+        return False
+    out = op.outputs[0]
+    if len(inputs) == 1 and ed.sg.tensors[inputs[0]].dtype == ed.sg.tensors[out].dtype and \
+            not ed.is_output(out):
+        ed.replace_uses(out, inputs[0])
+    else:
+        ed.set_inputs(op, inputs)
+    return True

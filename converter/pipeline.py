@@ -12,13 +12,15 @@ from .editor import Editor
 from .pass_attention import (fold_head_scales, fold_matmul_transposes, merge_head_transposes,
                              merge_parallel_projections)
 from .pass_clean import dedupe_ops, remove_dead_ops
+from .pass_flatten_fc import fold_flatten_around_fc
 from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bias,
                         fuse_hard_swish, fuse_mul_into_weights)
 from .pass_permute import compose_permutations
 from .pass_layout import (inverse, merge_reshapes, moves_data, push_transposes,
                           transposes_to_reshapes)
 from .lower_qdq import drop_identity_pairs
-from .pass_shape import (fold_gather_of_gather, shape_through_transpose,
+from .pass_shape import (drop_shape_clamps, fold_gather_of_gather, gather_as_vector,
+                         measure_at_source, shape_through_transpose, share_small_constants,
                          squeeze_through_transpose)
 
 PASSES = [
@@ -40,10 +42,16 @@ PASSES = [
     shape_through_transpose,   # dynamic dims (pass_shape.py)
     squeeze_through_transpose,
     fold_gather_of_gather,
+    share_small_constants,
+    drop_shape_clamps,
+    gather_as_vector,
+    fold_flatten_around_fc,
 ]
 # After the inputs' and outputs' layouts are settled (a transpose that only moves size-1 dims
 # may still cancel against another before that).
-FINAL_PASSES = PASSES + [transposes_to_reshapes]
+# A SHAPE measured at its source (pass_shape.measure_at_source) no longer shows which reshape it
+# serves, which the attention passes read: it comes last.
+FINAL_PASSES = PASSES + [transposes_to_reshapes, measure_at_source]
 MAX_ROUNDS = 50
 
 

@@ -1,0 +1,106 @@
+"""Shape arithmetic with dynamic dims (issue 12): the SHAPE -> GATHER -> CONCATENATION chains
+each layer of an export repeats (GPT-2's Conv1D: `x.view(-1, d)`, addmm, `view(x.size()[:-1] +
+(d,))`; attention heads' `view(b, s, h, dh)` from the projection's size) are computed once: a
+SHAPE measures the graph input the dims come from (`dim_source.source`), equal chains merge,
+and the int64 -> int32 clamps of their values go. Checked against onnxruntime in edgelite and
+LiteRT at three sizes."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from tests.converter.dynamic_models import F, _graph, _Net
+from tests.converter.test_convert_dynamic import check_sizes, convert
+
+pytest.importorskip("ai_edge_litert.interpreter")
+
+D, HEADS = 8, 2
+SIZES = [[(1, 5, D)], [(2, 17, D)], [(3, 40, D)]]
+
+
+def conv1d_blocks(layers: int):
+    """`layers` GPT-2 style blocks on x [batch, seq, D]: Conv1D (flatten to [-1, D], MatMul +
+    Add, reshape back to Shape(x)[:-1] + [D]), heads' reshape [b, s, HEADS, D / HEADS] from the
+    projection's Shape and back, a residual Add and a Relu."""
+    net = _Net(3)
+    x = "x"
+    for _ in range(layers):
+        flat = net.op("Reshape", [x, net.const(np.array([-1, D], np.int64))])
+        proj = net.op("Add", [net.op("MatMul", [flat, net.const(
+            (net.rng.standard_normal((D, D)) / np.sqrt(D)).astype(F))]),
+            net.const((net.rng.standard_normal(D) * 0.1).astype(F))])
+        front = net.op("Slice", [net.op("Shape", [x]), net.const(np.array([0], np.int64)),
+                                 net.const(np.array([-1], np.int64))])
+        y = net.op("Reshape", [proj, net.op("Concat", [front, net.const(
+            np.array([D], np.int64))], axis=0)])
+        heads = net.op("Reshape", [y, net.vec(net.dim(y, 0), net.dim(y, 1), HEADS,
+                                              D // HEADS)])
+        y = net.op("Reshape", [net.op("Relu", [heads]), net.vec(net.dim(heads, 0),
+                                                               net.dim(heads, 1), D)])
+        x = net.op("Add", [x, y])
+    net.nodes[-1].output[0] = "y"
+    return _graph("conv1d_blocks", net.nodes, [("x", ["batch", "seq", D], F)], ["y"],
+                  net.inits)
+
+
+@pytest.fixture(scope="module")
+def converted():
+    return {layers: (conv1d_blocks(layers), convert(conv1d_blocks(layers)))
+            for layers in (2, 4)}
+
+
+def test_shape_arithmetic_is_computed_once(converted):
+    """Two more blocks add only their own data ops (MATMUL/FC, reshapes, RELU, ADD): no SHAPE,
+    GATHER, CONCATENATION, SELECT_V2, MAXIMUM, MINIMUM or CAST per block; one SHAPE of x in all."""
+    counts = {layers: Counter(op.op for op in conv.model.subgraphs[0].operators)
+              for layers, (_, conv) in converted.items()}
+    per_two = counts[4] - counts[2]
+    shape_ops = {"SHAPE", "GATHER", "CONCATENATION", "SELECT_V2", "MAXIMUM", "MINIMUM", "CAST",
+                 "STRIDED_SLICE", "SLICE"}
+    assert not shape_ops & set(per_two), per_two
+    assert sum(per_two.values()) <= 2 * 5, per_two
+    assert counts[4]["SHAPE"] <= 1, counts[4]
+    sg = converted[4][1].model.subgraphs[0]
+    measured = {sg.tensors[op.inputs[0]].name for op in sg.operators if op.op == "SHAPE"}
+    assert measured <= {"x"}, measured
+
+
+@pytest.mark.parametrize("layers", [2, 4])
+def test_matches_onnxruntime_at_three_sizes(converted, layers):
+    proto, conversion = converted[layers]
+    assert not conversion.warnings
+    check_sizes(proto, conversion, SIZES)
+
+
+def mha_out_projection(layers: int = 2):
+    """torch's MultiheadAttention out projection as a TorchScript export writes it, on x [batch,
+    seq, D] (batch_first): Transpose to [seq, batch, D], `view(seq * batch, D)`, MatMul + Add,
+    `view(seq, batch, D)` from the Shape of the transposed tensor, Transpose back, residual Add."""
+    net = _Net(5)
+    x = "x"
+    for _ in range(layers):
+        t = net.op("Transpose", [x], perm=[1, 0, 2])
+        flat = net.op("Reshape", [t, net.const(np.array([-1, D], np.int64))])
+        proj = net.op("Add", [net.op("MatMul", [flat, net.const(
+            (net.rng.standard_normal((D, D)) / np.sqrt(D)).astype(F))]),
+            net.const((net.rng.standard_normal(D) * 0.1).astype(F))])
+        y = net.op("Reshape", [proj, net.vec(net.dim(t, 0), net.dim(t, 1), D)])
+        x = net.op("Add", [x, net.op("Relu", [net.op("Transpose", [y], perm=[1, 0, 2])])])
+    net.nodes[-1].output[0] = "y"
+    return _graph("mha_out_projection", net.nodes, [("x", ["batch", "seq", D], F)], ["y"],
+                  net.inits)
+
+
+def test_flatten_around_fully_connected_keeps_no_transpose():
+    """The flatten -> FULLY_CONNECTED -> undo becomes one FULLY_CONNECTED keeping its dims, so
+    the transposes around it cancel as with fixed shapes (dynamic ViT-B/16: 36 -> 24)."""
+    proto = mha_out_projection()
+    conversion = convert(proto)
+    fixed = convert(proto, {"x": (2, 17, D)})
+    assert conversion.transposes == fixed.transposes == 0
+    ops = Counter(op.op for op in conversion.model.subgraphs[0].operators)
+    assert ops["RESHAPE"] == 0 and ops["FULLY_CONNECTED"] == 2, ops
+    assert not conversion.warnings
+    check_sizes(proto, conversion, SIZES)
