@@ -4,6 +4,7 @@ in LiteRT against onnxruntime (ORT_ENABLE_BASIC, one thread: edgelite.converter.
 settings, as tests/oracles.py), TFLite op count, transposes left, conversion seconds.
 
     python tools/corpus_report.py [OUT] [--only NAME ...] [--json FILE] [--references]
+    python tools/corpus_report.py --combine FIXED.json DYNAMIC.json ...   # the compact table
 
 Each export is checked in a child process (a runtime that crashes on a file is a row of the
 table, not the end of the run). A file that LiteRT or edgelite refuses to load or allocate is a
@@ -270,6 +271,38 @@ def table(rows: list) -> str:
     return "\n".join(lines)
 
 
+def _worse(row: dict) -> str:
+    """The worse of the two runtimes' errors, or why the row has none."""
+    if "error" in row:
+        return _cell(row["error"])[:60]
+    values = [row.get(k) for k in ("edgelite", "LiteRT")]
+    if any(isinstance(v, str) for v in values):
+        return next(_cell(v)[:60] for v in values if isinstance(v, str))
+    text = _cell(max(v for v in values if v is not None))
+    return text + (" (weak)" if row.get("degenerate") else "")
+
+
+def compact_table(rows: list) -> str:
+    """One line per model and exporter: the worse runtime's max error / max|ref| fixed and
+    dynamic, ops/transposes fixed · dynamic, conversion CPU seconds fixed · dynamic. A later
+    row for the same export replaces an earlier one."""
+    cells: dict = {}
+    for r in rows:
+        cells.setdefault((r["model"], r["exporter"]), {})[bool(r.get("dynamic"))] = r
+
+    def pair(by, fn):
+        return " · ".join(fn(by[d]) if d in by else "–" for d in (False, True))
+
+    lines = ["| model | exporter | err/max\\|ref\\| fixed | dynamic | ops/transposes fixed · "
+             "dynamic | convert CPU s fixed · dynamic |", "|---|---|---|---|---|---|"]
+    for (model, exporter), by in cells.items():
+        errors = [_worse(by[d]) if d in by else "–" for d in (False, True)]
+        shape = pair(by, lambda r: f"{r['ops']}/{r['transposes']}" if "ops" in r else "–")
+        cpu = pair(by, lambda r: f"{r['cpu_seconds']:.1f}" if "cpu_seconds" in r else "–")
+        lines.append(f"| {model} | {exporter} | {errors[0]} | {errors[1]} | {shape} | {cpu} |")
+    return "\n".join(lines)
+
+
 def passed(row: dict) -> bool:
     return "error" not in row and all(isinstance(row.get(k), float) and row[k] <= LIMIT
                                       for k in ("edgelite", "LiteRT"))
@@ -282,8 +315,14 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the rows here too")
     parser.add_argument("--references", action="store_true",
                         help="only check that the references are not degenerate (onnxruntime)")
+    parser.add_argument("--combine", nargs="+", type=Path, default=None,
+                        help="print the compact table of these --json files (later ones win)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.combine:
+        rows = [r for f in args.combine for r in json.loads(f.read_text())]
+        print(compact_table(rows))
+        return 0
     if args.child is not None:
         _child(args.child)
         return 0
