@@ -11,7 +11,8 @@ The models:
   files are listed, not benchmarked; and every recurrent_*.tflite there (tools/recurrent_corpus.py:
   SimpleRNN, biased LSTM/GRU, GRU with reset_after=False, go_backwards, Bidirectional, batch 4);
 - UNIDIRECTIONAL_SEQUENCE_LSTM and UNIDIRECTIONAL_SEQUENCE_RNN ops built here (batch 1, 20 steps,
-  16 inputs, 32 cells), and a WHILE running a Keras-size LSTM loop for 20 steps is the corpus's;
+  16 inputs, 32 cells), and the LSTM dynamic-range (int8 weights by edgelite's quantizer); a
+  WHILE running a Keras-size LSTM loop for 20 steps is the corpus's;
 - a counter loop of `--steps` iterations (cond: LESS i < N, body: ADD i + 1), built with the
   schema writer: the time of one invoke.
 
@@ -135,6 +136,14 @@ def sequence_rnn(steps=20, n_in=16, n_cell=32, seed=0) -> bytes:
                            steps, n_in, n_cell, operands)
 
 
+def dynamic_range(content: bytes) -> bytes:
+    """The model with int8 weights and float activations (edgelite's dynamic-range quantizer,
+    every weight quantized): a hybrid UNIDIRECTIONAL_SEQUENCE_LSTM."""
+    from edgelite.converter.quantize import quantize
+    s = _schema()
+    return s.save(quantize(s.load(content), "dynamic", min_weight_elements=0).model)
+
+
 def _feeds(it, seed=0):
     rng = np.random.default_rng(seed)
     feeds = []
@@ -245,7 +254,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     models = {"UNIDIRECTIONAL_SEQUENCE_LSTM (20x16->32)": sequence_lstm(),
-              "UNIDIRECTIONAL_SEQUENCE_RNN (20x16->32)": sequence_rnn()}
+              "UNIDIRECTIONAL_SEQUENCE_RNN (20x16->32)": sequence_rnn(),
+              "UNIDIRECTIONAL_SEQUENCE_LSTM dynamic-range": dynamic_range(sequence_lstm())}
     missing = []
     for name in KERAS:
         path = args.corpus / name

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_, sigmoid_
-from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, dequantized_weights,
-                     quantize_rows_asymmetric, quantize_rows_symmetric)
+from .common import TANH, clip_, sigmoid_
+from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, dequantize_rows,
+                     dequantized_weights, quantize_rows_asymmetric, quantize_rows_symmetric)
 from .lstm import B, C_STATE, H_STATE, LN, P, PROJ_B, PROJ_W, R, W, X, lstm_shape
+from .hybrid_row import RowProduct
 from .registry import register
+from .requantize import exact_rounding
+from .rnn_cells import OutputRows, lstm_cell
 
 class _RowQuantizedMatmul:
     """Accumulates (q . W^T) * (row_scale * weight_scale) into a float result, for rows
@@ -63,6 +66,11 @@ def unidirectional_sequence_lstm(node):
     proj_bias = _lstm_float(node, PROJ_B) if node.optional_input(PROJ_B) is not None else None
     act = _activation(node, opts.fused_activation_function, True) or (lambda v: None)
     cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
+    if not exact_rounding(node) and not peephole and not use_ln and proj is None and \
+            int(opts.fused_activation_function or 0) == TANH:
+        return _default_sequence(node, gates, {g: weights(W[g]) for g in gates},
+                                 {g: weights(R[g]) for g in gates}, bias, asymmetric,
+                                 time_major, batch, n_cell, cell_clip)
 
     def quantized(rows: np.ndarray, width: int):
         q, half = np.empty((batch, width), F32), np.empty((batch, width), F32)
@@ -139,3 +147,56 @@ def _lstm_layer_norm(x: np.ndarray, coef: np.ndarray) -> None:
     var = (x * x).mean(axis=-1, keepdims=True)
     x /= np.sqrt(var + 1e-8)
     x *= coef
+
+
+def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch, n_cell,
+                      cell_clip):
+    """The default resolver's dynamic-range LSTM (no peepholes, projection or layer norm; TANH),
+    with the float LSTM's structure: the input projection of every step in one GEMM (all the
+    rows quantized and dequantized at once: LiteRT quantizes each step's rows alone, the same
+    numbers), then per step one product with the recurrent weights (hybrid_row.RowProduct: h's
+    rows quantized and dequantized) and rnn_cells.lstm_cell. Weights dequantized once, here,
+    the sigmoid gates' columns scaled by 0.5 (lstm_cell's LOGISTIC as 0.5 + 0.5 tanh). Float32
+    rounding from LstmStepHybrid's (whose integer sums are exact, then scaled), as the default
+    hybrid kernels; BUILTIN_REF runs the exact loop."""
+    half = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, F32) for g in gates])
+
+    def stacked(ws):   # the gates' int8 weights one above the other, each row's scale
+        w = np.concatenate([ws[g][0] for g in gates])
+        return w, np.repeat(np.array([ws[g][1] for g in gates], F32), n_cell)
+    wx, sx = stacked(w_x)
+    w_in = np.ascontiguousarray(dequantized_weights(wx, sx, 0).T * half, F32)   # [in, G*n]
+    b_in = (np.concatenate([bias[g] for g in gates]) * half).astype(F32)
+    wh, sh = stacked(w_h)
+    recurrent = RowProduct(wh, sh, None, asymmetric, half, rows=batch)
+    x = node.input(X).shape
+    steps, n_input = (x[0] if time_major else x[1]), x[2]
+    width = len(gates) * n_cell
+    rows = steps * batch
+    xq = np.empty((rows, n_input), F32)
+    xw = np.zeros(tuple(x[:2]) + (width,), F32)   # the input's layout: [time, batch] or back
+    xw_rows = [xw[t] if time_major else xw[:, t] for t in range(steps)]
+    z = np.zeros((batch, width), F32)
+    tmp = np.zeros((batch, n_cell), F32)
+    ones = np.ones((batch, n_cell), F32)
+    mul = np.ascontiguousarray(np.broadcast_to(half, (batch, width)))
+    add = np.where(mul == 0.5, 0.5, 0.0).astype(F32)
+    part = {g: z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
+    views = (part.get("i"), part["f"], part["c"], part["o"])
+    clip = None if cell_clip <= 0 else (F32.type(-cell_clip), F32.type(cell_clip))
+    out_rows = OutputRows(time_major)
+
+    def run(*arrays):
+        h, c = arrays[H_STATE], arrays[C_STATE]
+        dequantize_rows(np.ascontiguousarray(arrays[X], F32).reshape(rows, n_input), xq,
+                        asymmetric)
+        np.matmul(xq, w_in, out=xw.reshape(rows, width))   # every step's input product
+        np.add(xw, b_in, out=xw)
+        prev = h
+        for t, h_next in enumerate(out_rows(arrays[-1])):
+            recurrent(prev, z)
+            np.add(z, xw_rows[t], out=z)
+            lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
+            prev = h_next
+        np.copyto(h, prev)
+    return run

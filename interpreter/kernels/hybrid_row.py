@@ -17,19 +17,20 @@ F32 = np.float32
 
 
 class RowProduct:
-    """out[1, units] = column_scale * (the default resolver's hybrid FULLY_CONNECTED of x[1,
-    depth] with int8 weights w [units, depth], channel scales and optional float32 bias), its
-    input quantized as `asymmetric` says. `column_scale`: [units], powers of two."""
+    """out[rows, units] = column_scale * (the default resolver's hybrid FULLY_CONNECTED of
+    x[rows, depth] (rows: 1 unless given) with int8 weights w [units, depth], channel scales and
+    optional float32 bias), its input quantized per row as `asymmetric` says. `column_scale`:
+    [units], powers of two."""
 
     def __init__(self, w: np.ndarray, channel: np.ndarray, bias, asymmetric: bool,
-                 column_scale=None):
+                 column_scale=None, rows: int = 1):
         units, depth = w.shape
         scale = np.ones(units, F32) if column_scale is None else np.asarray(column_scale, F32)
         self.wt = np.ascontiguousarray(dequantized_weights(w, channel, 0).T * scale, F32)
         self.bias = None if bias is None else \
             np.ascontiguousarray(np.asarray(bias, F32).reshape(1, units) * scale, F32)
         self.asymmetric = asymmetric
-        self.q = np.empty((1, depth), F32)
+        self.q = np.empty((rows, depth), F32)
 
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         dequantize_rows(x, self.q, self.asymmetric)
