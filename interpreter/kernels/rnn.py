@@ -13,10 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_
-from .hybrid import dequantized_weights, quantize_rows_asymmetric, quantize_rows_symmetric
+from .hybrid import (dequantize_rows, dequantized_weights, quantize_rows_asymmetric,
+                     quantize_rows_symmetric)
 from .fixed_point import mbqm, quantize_multiplier, wrap32
 from .geometry import batch_major, sequence_input
 from .registry import register
+from .requantize import exact_rounding
 from .rnn_cells import OutputRows
 
 F32 = np.float32
@@ -65,7 +67,9 @@ def rnn_activation(node, code):
 
 class Product:
     """rows @ W^T for the weights input k: a float matrix product, or for int8 weights LiteRT's
-    hybrid product (rows quantized on the fly, exact integer sums, float scaling)."""
+    hybrid product (rows quantized on the fly, exact integer sums, float scaling; under the
+    default resolver the float product of the rows dequantized and the weights dequantized at
+    prepare, as the other hybrid kernels)."""
 
     def __init__(self, node, k: int):
         t = node.input(k)
@@ -79,11 +83,18 @@ class Product:
             self.w = np.ascontiguousarray(t.data.astype(np.float64).T)
             self.scale = F32(q.scale[0])
             self.asymmetric = bool(getattr(node.options, "asymmetric_quantize_inputs", False))
+            # the default resolver's: rows quantized and dequantized, weights dequantized once
+            self.dequantized = None if exact_rounding(node) else \
+                np.ascontiguousarray(dequantized_weights(t.data, q.scale, 0).T)
 
     def __call__(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
         if not self.hybrid:
             return rows @ w.T
         rows = np.ascontiguousarray(rows, F32)
+        if self.dequantized is not None:
+            q = np.empty_like(rows)
+            dequantize_rows(rows, q, self.asymmetric)
+            return q @ self.dequantized
         q, half = np.empty_like(rows), np.empty_like(rows)
         scales = np.empty(rows.shape[0], F32)
         if self.asymmetric:
