@@ -12,7 +12,7 @@ process per T (PoCL starts its workers once per process, as many as the first de
 runner in alternating blocks with a pause before each block (as bench_models.py), so load from
 other processes falls on all of them alike; beside it the median CPU time of the process per
 invoke. mobilenet_v2_int8 runs through the delegate with "int8": "dequantize" (LiteRT: its int8
-kernels). Accuracy:
+kernels), or as --int8 says ("integer": bit-exact integer kernels, quant_int.py). Accuracy:
 max abs difference of the delegate's outputs from the numpy interpreter's, over max |numpy
 output|. The CPU, numpy's BLAS (its kernels: OPENBLAS_CORETYPE) and the CPU PoCL compiles
 kernels for (pocl_cpu.py) head the table.
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -105,7 +106,8 @@ def latency(runners: dict, seconds: float) -> tuple:
     return {k: sorted(v) for k, v in times.items()}, {k: sorted(v) for k, v in cpu.items()}
 
 
-def bench_model(path: Path, precisions: list, device, seconds: float, threads=(1,)) -> dict:
+def bench_model(path: Path, precisions: list, device, seconds: float, threads=(1,),
+                int8: str = "dequantize") -> dict:
     from edgelite.delegates import load_delegate
     from edgelite.interpreter import Interpreter
     x = _input(path)
@@ -121,7 +123,7 @@ def bench_model(path: Path, precisions: list, device, seconds: float, threads=(1
         for p in precisions:
             options = {"precision": p, "device": device, "threads": t}
             if x.dtype == np.int8:
-                options["int8"] = "dequantize"  # delegates/opencl/quant.py
+                options["int8"] = int8  # delegates/opencl/quant.py, quant_int.py
             d = load_delegate("opencl", options)
             it = _prepared(Interpreter(model_path=str(path), num_threads=t,
                                        experimental_delegates=[d]), x)
@@ -207,23 +209,28 @@ def startup(path: Path, precision: str, device) -> dict:
         out = {}
         for which in ("first", "cached"):
             before = _files(Path(tmp))
+            t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
             r = subprocess.run([sys.executable, "-c", STARTUP, str(path), precision,
                                 device or ""], env=env, capture_output=True, text=True,
                                cwd=REPO_ROOT)
             if r.returncode:
                 raise RuntimeError(r.stderr[-2000:])
+            process_s = time.perf_counter() - t0  # process start -> first invoke -> exit
             out[which] = json.loads(r.stdout.strip().splitlines()[-1])
+            out[which]["process_s"] = process_s
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out[which]["process_cpu_s"] = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
             out[which]["new_cache_files"] = _files(Path(tmp)) - before
         return out
 
 
-def profile(path: Path, precision: str, device, top: int = 12) -> str:
+def profile(path: Path, precision: str, device, top: int = 12, int8: str = "dequantize") -> str:
     """A markdown report of the delegate's kernel launches on one model (see --profile)."""
     import pyopencl as cl
 
     from edgelite.delegates import load_delegate
     from edgelite.interpreter import Interpreter
-    d = load_delegate("opencl", {"precision": precision, "device": device})
+    d = load_delegate("opencl", {"precision": precision, "device": device, "int8": int8})
     it = _prepared(Interpreter(model_path=str(path), experimental_delegates=[d]), _input(path))
     lines = [f"#### {path.stem} ({precision})\n"]
     for run, _ in it._runtime.plans[0].steps:
@@ -270,7 +277,7 @@ def bench_apart(name: str, args, threads: list) -> dict:
             out = Path(tmp) / "r.json"
             cmd = [sys.executable, __file__, "--only", name, "--threads", str(t),
                    "--precision", args.precision, "--seconds", str(args.seconds),
-                   "--no-startup", "--json", str(out)]
+                   "--no-startup", "--json", str(out), "--int8", args.int8]
             if args.models:
                 cmd += ["--models", args.models]
             if args.device:
@@ -300,6 +307,8 @@ def main(argv=None) -> None:
     ap.add_argument("--no-startup", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--int8", default="dequantize", choices=("dequantize", "integer", "cpu"))
+    ap.add_argument("--startup-only", action="store_true")
     args = ap.parse_args(argv)
     folder = models_dir(args.models)
     precisions = args.precision.split(",")
@@ -311,11 +320,14 @@ def main(argv=None) -> None:
     results = []
     for name in names:
         print(f"{name} ...", file=sys.stderr, flush=True)
-        if len(threads) > 1:
+        if args.startup_only:
+            r = {"model": name, "median_ms": {}, "median_cpu_ms": {}, "rel_error": {},
+                 "device": "?", "launches": {}}
+        elif len(threads) > 1:
             r = bench_apart(name, args, threads)
         else:
             r = bench_model(folder / f"{name}.tflite", precisions, args.device, args.seconds,
-                            threads)
+                            threads, args.int8)
         if not args.no_startup:
             r["startup"] = startup(folder / f"{name}.tflite", precisions[0], args.device)
         results.append(r)
@@ -324,7 +336,7 @@ def main(argv=None) -> None:
     print(f"### OpenCL delegate vs numpy vs LiteRT ({device}; {machine()}; load {load:.1f})\n")
     print("Each cell: median wall time of one invoke / median CPU time of the process per "
           "invoke (all its threads).\n")
-    for t in threads:
+    for t in [] if args.startup_only else threads:
         cols = [f"numpy {t}t"] + [f"opencl {p} {t}t" for p in precisions] + [f"LiteRT {t}t"]
         print(f"{t} thread{'s' if t > 1 else ''}:\n")
         print("| model | " + " | ".join(c.rsplit(" ", 1)[0] for c in cols)
@@ -348,16 +360,19 @@ def main(argv=None) -> None:
     if not args.no_startup:
         print(f"\n### Start-up ({precisions[0]}): load delegate + prepare + first invoke, "
               "fresh process\n")
-        print("| model | first start | cached start | import cached | OpenCL part cached "
-              "(load, prepare, invoke): wall / CPU | prepare first / cached | first invoke "
-              "first / cached | programs | new cache files on the cached start |")
+        print("| model | first start (process: wall, CPU) | cached start (process: wall, CPU) | "
+              "import cached | "
+              "OpenCL part cached (load, prepare, invoke): wall / CPU | prepare first / cached | "
+              "first invoke first / cached | programs | new cache files on the cached start |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in results:
             s = r["startup"]
             c = s["cached"]
             part = c["load_delegate_s"] + c["prepare_s"] + c["first_invoke_s"]
-            print(f"| {r['model']} | {s['first']['total_s']:.2f} s | "
-                  f"{c['total_s']:.2f} s | {c['import_s']:.2f} s | {part:.2f} s / "
+            print(f"| {r['model']} | {s['first']['total_s']:.2f} s "
+                  f"({s['first']['process_s']:.2f} s, {s['first']['process_cpu_s']:.2f} s) | "
+                  f"{c['total_s']:.2f} s ({c['process_s']:.2f} s, {c['process_cpu_s']:.2f} s) | "
+                  f"{c['import_s']:.2f} s | {part:.2f} s / "
                   f"{c['opencl_cpu_s']:.2f} s | {s['first']['prepare_s']:.2f} s / "
                   f"{s['cached']['prepare_s']:.2f} s | {s['first']['first_invoke_s']:.2f} s / "
                   f"{s['cached']['first_invoke_s']:.2f} s | {s['first']['programs']} | "
@@ -365,7 +380,8 @@ def main(argv=None) -> None:
     if args.profile:
         print(f"\n### Kernel launches ({precisions[0]})\n")
         for name in names:
-            print(profile(folder / f"{name}.tflite", precisions[0], args.device))
+            print(profile(folder / f"{name}.tflite", precisions[0], args.device,
+                          int8=args.int8))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

@@ -48,18 +48,20 @@ typedef float TW_;
 // MultiplyByQuantizedMultiplier: RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(
 // x * 2^left, m), right), bit for bit (m >= 0, so SRDHM never saturates; its nudge reduces to
 // one floor shift, as in interpreter/kernels/fixed_point.py), in intN / longN vectors.
+// RoundingDivideByPOT(h, r) is (h + 2^(r-1) - [h < 0]) >> r for r > 0 (h for r = 0): the
+// same floor as its remainder test, exact while |x| < 2^30 (quant_int.py checks the bound).
 // requantN: an accumulator (a float holding an exact integer, |acc| < 2^24, checked at
 // prepare) plus the int32 bias, through mbqm, clamped to [lo, hi] (the output's integer range
 // minus its zero point: tensors are stored as q - zero_point). b, m, e: the bias, multiplier
 // and shift, int32 bits in float lanes (one per-channel array beside the weights).
 #define MBQM_DEF(N, IT, UT, LT) \
 inline IT mbqm##N(IT x, IT m, IT e) { \
-    const IT left = max(e, (IT)(0)), right = max(-e, (IT)(0)); \
-    x = as_##IT(as_##UT(x) << as_##UT(left)); \
+    const IT right = max(-e, (IT)(0)); \
+    x = as_##IT(as_##UT(x) << as_##UT(max(e, (IT)(0)))); \
     const IT h = convert_##IT((convert_##LT(x) * convert_##LT(m) + (LT)(1L << 30)) >> 31); \
-    const IT mask = as_##IT((((UT)(1)) << as_##UT(right)) - (UT)(1)); \
-    const IT threshold = (mask >> 1) + select((IT)(0), (IT)(1), h < (IT)(0)); \
-    return (h >> right) + select((IT)(0), (IT)(1), (h & mask) > threshold); }
+    const IT nudge = as_##IT((((UT)(1)) << as_##UT(right)) >> 1) \
+                     + select((IT)(0), h >> 31, right > (IT)(0)); \
+    return (h + nudge) >> right; }
 #define REQUANT_DEF(N, FT, IT) \
 inline FT requant##N(FT acc, FT b, FT m, FT e, float lo, float hi) { \
     const IT r = mbqm##N(convert_##IT(acc) + as_##IT(b), as_##IT(m), as_##IT(e)); \

@@ -117,11 +117,14 @@ def _conv_reason(node) -> str | None:
         return "grouped convolution"
     if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].data is None:
         return "the bias must be a constant"
-    integer_bias(node, 2, s.cout)
+    bias = np.abs(integer_bias(node, 2, s.cout))
     axes = (1, 2, 3) if node.op == "CONV_2D" else (0, 1, 2)
-    bound = np.abs(s.w).sum(axis=axes).max(initial=0) * _offset_range(node.inputs[0])
-    if bound >= EXACT_F32:
-        return f"its sums may reach {int(bound)}, beyond float32's exact integers (2^24)"
+    sums = np.abs(s.w).sum(axis=axes) * _offset_range(node.inputs[0])
+    if sums.max(initial=0) >= EXACT_F32:
+        return f"its sums may reach {int(sums.max())}, beyond float32's exact integers (2^24)"
+    left = np.maximum(np.asarray(s.shift, np.int64), 0)
+    if ((sums + bias) * np.exp2(left)).max(initial=0) >= 2.0 ** 30:
+        return "its requantization input may reach 2^30 (common.cl's mbqm needs less)"
     return None
 
 

@@ -206,3 +206,58 @@ def test_digits_int8_integer_is_bit_exact(models_dir):
         ref.invoke()
         np.testing.assert_array_equal(it.get_tensor(o["index"]),
                                       ref.get_tensor(ref.get_output_details()[0]["index"]))
+
+
+def test_requantization_matches_fixed_point_mbqm():
+    """common.cl's mbqm16 / requant16 against interpreter/kernels/fixed_point.py's mbqm (the
+    spec, itself checked against LiteRT): every shift a conv multiplier takes (left shifts
+    too), accumulators of both signs up to the bound quant_int.py allows, ties."""
+    cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
+    from edgelite.delegates.opencl import device
+    from edgelite.interpreter.kernels.fixed_point import mbqm, quantize_multiplier
+    dev = device.open_device(None, None) if _has_device() else pytest.skip("no OpenCL device")
+    source = dev.target + "#define SUFFIX _0\n" + device._text("common") + """
+        __kernel void KERNEL(check)(__global const float* acc, __global const int* bias,
+                                    __global const int* m, __global const int* e,
+                                    __global int* raw, __global float* out) {
+            const int i = get_global_id(0) * 16;
+            const float16 a = vload16(0, acc + i);
+            const int16 b = vload16(0, bias + i), mm = vload16(0, m + i),
+                        ee = vload16(0, e + i);
+            vstore16(mbqm16(convert_int16(a) + b, mm, ee), 0, raw + i);
+            vstore16(requant16(a, as_float16(b), as_float16(mm), as_float16(ee), -8388608.0f,
+                               8388607.0f), 0, out + i);
+        }"""
+    prog = cl.Program(dev.context, source).build()
+    rng = np.random.default_rng(0)
+    n = 16 * 4096
+    reals = np.exp2(rng.uniform(-31, 4, n))
+    pairs = [quantize_multiplier(float(r)) for r in reals]
+    m = np.array([p[0] for p in pairs], np.int64)
+    e = np.array([p[1] for p in pairs], np.int64)
+    limit = np.floor(2.0 ** 29 / np.exp2(np.maximum(e, 0))).astype(np.int64)
+    x = (rng.uniform(-1, 1, n) * np.minimum(limit, 1 << 26)).astype(np.int64)
+    x[:64] = [0, 1, -1, (1 << 24) - 1, -(1 << 24) + 1] + list(range(-59, 0))  # small, signs
+    acc = np.clip(x, -(1 << 24) + 1, (1 << 24) - 1)  # exact in float32; the rest is bias
+    bias = x - acc
+    mf = cl.mem_flags
+    bufs = [cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+            for a in (acc.astype(np.float32), bias.astype(np.int32), m.astype(np.int32),
+                      e.astype(np.int32))]
+    raw, out = np.empty(n, np.int32), np.empty(n, np.float32)
+    dsts = [cl.Buffer(dev.context, mf.WRITE_ONLY, a.nbytes) for a in (raw, out)]
+    prog.check_0(dev.queue, (n // 16,), None, *bufs, *dsts)
+    cl.enqueue_copy(dev.queue, raw, dsts[0])
+    cl.enqueue_copy(dev.queue, out, dsts[1])
+    want = mbqm(x, m, e)
+    np.testing.assert_array_equal(raw, want)
+    np.testing.assert_array_equal(out, np.clip(want, -(1 << 23), (1 << 23) - 1))
+    assert (np.abs(want) > 1 << 23).any() and (e > 0).any() and (want < 0).any()
+
+
+def _has_device() -> bool:
+    try:
+        _delegate()
+    except pytest.skip.Exception:
+        return False
+    return True
