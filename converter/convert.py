@@ -137,6 +137,7 @@ class Sizes:
                     self.open.append((vi.name, axis, key))
         self.ladder = 0
         self.batch = 1
+        self.fixed = None   # how a conversion that fixed only some open dims describes them
 
     @property
     def batch_only(self) -> bool:
@@ -149,9 +150,14 @@ class Sizes:
         keys = {(name, axis): key for name, axis, key in self.open}
         return lambda name, axis: table[keys[(name, axis)]]
 
-    def describe(self) -> str:
+    def describe(self, dims=None) -> str:
+        """The open dims (or `dims`, (name, axis) pairs of them) at their first sizes, or what
+        a conversion that fixed some of them said (`fixed`)."""
+        if isinstance(self.fixed, str) and dims is None:
+            return self.fixed
         nominal = self.at(0)
-        shown = ", ".join(f"{name}[{axis}]={nominal(name, axis)}" for name, axis, _ in self.open)
+        dims = [(name, axis) for name, axis, _ in self.open] if dims is None else dims
+        shown = ", ".join(f"{name}[{axis}]={nominal(name, axis)}" for name, axis in dims)
         return f"the dynamic dims are fixed at {shown}"
 
 
@@ -176,15 +182,115 @@ def _convert_dynamic(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
             errors.append((sizes.describe(), e))
             if sizes.batch_only:
                 break   # the ladder does not change a first dim's sizes
-    if len(errors) == 1 or sizes.batch_only:
-        raise errors[0][1]
     tried = "; ".join(described.replace("the dynamic dims are fixed at ", "")
                       for described, _ in errors)
+    pinning = None if sizes.batch_only else _pinning_reshape(errors[0][1])
+    if pinning is not None:   # a Reshape refused the sizes that follow the first ones
+        sizes.ladder, sizes.batch = 0, 1
+        return _pinned(proto, input_shapes, keep_io_layout, sizes, pinning, tried)
+    if len(errors) == 1 or sizes.batch_only:
+        raise errors[0][1]
     first = errors[0][1]
     raise ConversionError(worded(
         f"the model converts at none of the sizes tried for its open dims ({tried}); give "
         "the sizes it needs with ", input_shapes_setting(), " (-1 keeps a dim dynamic). At "
         "the first sizes: ", first)) from None
+
+
+def _pinning_reshape(error) -> str | None:
+    """The problem of a Reshape whose target the graph's constants fix where the element count
+    follows the open dims (an export that wrote the sizes it traced into the target: MobileViT's
+    patches), or None."""
+    problems = getattr(error, "problems", [str(error)])
+    for p in problems:
+        if p.startswith("Reshape node ") and ": cannot reshape " in p:
+            return p
+    return None
+
+
+def _pinned(proto, input_shapes, keep_io_layout: bool, sizes: Sizes, pinning: str,
+            tried: str):
+    """The open dims other than the first ones fixed, where a Reshape (`pinning`) refused other
+    sizes: at their first sizes, or where the model does not convert there, scaled alike by
+    what the Reshape's target asks for (square scaling: its element count over its input's);
+    a first dim (a batch) stays dynamic if it can. When the model converts at neither, one
+    error naming the Reshape and the setting that would fix the sizes."""
+    node, refused = pinning.split(": cannot reshape ")
+    why = f"{node} has a target that the graph's constants fix (at other sizes: {refused})"
+    fixed = [(name, axis) for name, axis, _ in sizes.open if axis != 0]
+    nominal = sizes.at(0)
+    at = {key: nominal(*key) for key in fixed}
+    try:
+        return _fixed_at(proto, input_shapes, keep_io_layout, sizes, fixed, at, why)
+    except ConversionError as e:
+        first = e
+    scaled = _scaled_sizes(_pinning_reshape(first), at)
+    if scaled is not None:
+        try:
+            return _fixed_at(proto, input_shapes, keep_io_layout, sizes, fixed, scaled, why)
+        except ConversionError:
+            pass
+    name = fixed[0][0]
+    vi = next(vi for vi in proto.graph.input if vi.name == name)
+    shape = _fixed_shapes(proto, input_shapes, sizes, fixed, at)[name]
+    dims = [(d.dim_param or f"d{axis}") if (name, axis) in fixed else int(shape[axis])
+            for axis, d in enumerate(vi.type.tensor_type.shape.dim)]
+    shown = sizes.describe(fixed).replace("the dynamic dims are fixed at ", "")
+    at_first = _pinning_reshape(first)
+    at_first = at_first.split(": ", 1)[1] if at_first else str(first)
+    raise ConversionError(worded(
+        f"the model converts at none of the sizes tried for its open dims ({tried}): {node} "
+        f"has a target that the graph's constants fix (at {shown} fixed alone: {at_first}); "
+        "give the sizes it was exported at with ", input_shapes_setting(name, dims),
+        " (-1 keeps a dim dynamic)")) from None
+
+
+def _scaled_sizes(pinning: str | None, at: dict) -> dict | None:
+    """The sizes `at` scaled alike so that a Reshape that refused them ("... cannot reshape
+    [1, 2, 128, 128] to [1, 2, 4096]") gets its element count, or None."""
+    if pinning is None:
+        return None
+    try:
+        have, want = (json.loads(part) for part in
+                      pinning.split(": cannot reshape ")[1].split(" to "))
+    except ValueError:
+        return None
+    ratio = (float(np.prod(want)) / float(np.prod(have))) ** (1 / len(at)) if have else 0
+    scaled = {key: int(round(size * ratio)) for key, size in at.items()}
+    if any(v < 1 or abs(v - size * ratio) > 1e-6 * v for (key, size), v in
+           zip(at.items(), scaled.values())) or scaled == at:
+        return None
+    return scaled
+
+
+def _fixed_shapes(proto, input_shapes, sizes: Sizes, fixed, at: dict) -> dict:
+    """`input_shapes` with the dims `fixed` at the sizes `at`, the other open dims -1."""
+    shapes = dict(input_shapes or {})
+    for spec, _ in resolve_inputs(proto, input_shapes or {}, sizes.at(0)):
+        if any(name == spec.name for name, _ in fixed):
+            shapes[spec.name] = [at[(spec.name, axis)] if (spec.name, axis) in fixed else
+                                 -1 if axis in spec.dynamic else d
+                                 for axis, d in enumerate(spec.shape)]
+    return shapes
+
+
+def _fixed_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes, fixed, at: dict,
+              why: str):
+    """The conversion with the dims `fixed` at the sizes `at` (the others dynamic if they
+    can): (model, imported, layout, the warning's reason)."""
+    shapes = _fixed_shapes(proto, input_shapes, sizes, fixed, at)
+    inner = Sizes(proto, shapes)
+    if inner.open:
+        model, imported, layout, problem = _convert_dynamic(proto, shapes, keep_io_layout, inner)
+    else:
+        (model, imported, layout), problem = _convert_at(proto, shapes, keep_io_layout,
+                                                         inner.at(0)), None
+    shown = ", ".join(f"{name}[{axis}]={at[(name, axis)]}" for name, axis in fixed)
+    if problem:   # the first dims could not stay dynamic either
+        shown += ", " + inner.describe().replace("the dynamic dims are fixed at ", "")
+        why = f"{why}; {problem}"
+    sizes.fixed = f"the dynamic dims are fixed at {shown}"
+    return model, imported, layout, why
 
 
 def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):

@@ -63,8 +63,9 @@ def test_shape_errors_listed_at_once_in_both_wordings():
 
 
 def test_open_dims_no_size_fits_name_the_argument():
-    """Open dims that the model cannot take at any size tried (a constant reshape fixes them)
-    are refused with the sizes tried and the setting that gives them."""
+    """Open dims that the model cannot take at any size tried (a constant reshape fixes them,
+    at no square image) are refused with the sizes tried, the node and the setting that gives
+    them."""
     graph = helper.make_graph(
         [helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "H", "W"])],
@@ -73,8 +74,9 @@ def test_open_dims_no_size_fits_name_the_argument():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     e = conversion_error(model)
     assert "none of the sizes tried" in str(e) and "x[2]=128, x[3]=128" in str(e)
-    assert "with input_shapes (-1 keeps a dim dynamic)" in str(e) and not FLAG.search(str(e))
-    assert "with --input-shape (-1 keeps a dim dynamic)" in e.cli_message
+    assert "with input_shapes={'x': [1, 3, H, W]} (-1 keeps a dim dynamic)" in str(e)
+    assert "Reshape node" in str(e) and not FLAG.search(str(e))
+    assert "with --input-shape x=1,3,H,W (-1 keeps a dim dynamic)" in e.cli_message
 
 
 def test_quantization_errors_name_the_settings():
