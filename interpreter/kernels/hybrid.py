@@ -578,12 +578,15 @@ def _dequantized_fc_run(rows, units, depth, w, channel, bias, asymmetric: bool, 
     reference, no float64 product where the integer sums would pass 2^24), bias, activation."""
     weights_t = np.ascontiguousarray(dequantized_weights(w, channel, 0).T)    # [depth, units]
     xq = np.empty((rows, depth), F32)
-    product = np.dot if rows == 1 else np.matmul    # np.dot: a fraction of matmul's call cost
+    one_row = rows == 1
 
     def run(x, w_, *rest):
         out = rest[-1].reshape(rows, units)
         dequantize_rows(x.reshape(rows, depth), xq, asymmetric)
-        product(xq, weights_t, out=out)
+        if one_row:     # np.dot: a fraction of matmul's call cost
+            np.dot(xq, weights_t, out=out)
+        else:
+            np.matmul(xq, weights_t, out=out)
         if bias is not None:
             np.add(out, bias, out=out)
         if act is not None:

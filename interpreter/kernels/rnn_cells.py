@@ -17,16 +17,16 @@ def lstm_cell(z, mul, add, views, c, tmp, h_next, ones=None, clip=None) -> None:
     one tanh for every gate, then z * mul + add. c = f * c + i * g (clipped to `clip`, a pair
     of bounds), h_next = o * tanh(c); `tmp` a buffer like c."""
     np.tanh(z, out=z)
-    z *= mul
-    z += add
+    np.multiply(z, mul, out=z)
+    np.add(z, add, out=z)
     i, f, g, o = views
     np.multiply(f, c, out=c)
     if i is None:
         np.subtract(ones, f, out=tmp)
-        tmp *= g
+        np.multiply(tmp, g, out=tmp)
     else:
         np.multiply(i, g, out=tmp)
-    c += tmp
+    np.add(c, tmp, out=c)
     if clip is not None:
         np.clip(c, clip[0], clip[1], out=c)
     np.tanh(c, out=tmp)

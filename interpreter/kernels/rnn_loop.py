@@ -182,7 +182,7 @@ class Sequence:
     def _lstm_step(self, j, h, h_next, cs):
         z = self.hp
         self._recurrent(h)
-        z += self.xp_rows[j]
+        np.add(z, self.xp_rows[j], out=z)
         lstm_cell(z, self.mul, self.add, self.views, cs, self.tmp, h_next)
 
     def _rnn_step(self, j, h, h_next, _):
