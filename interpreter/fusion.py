@@ -48,25 +48,46 @@ class Context(NamedTuple):
         return None if node is None else Link(oi, run, node, list(ins), list(outs))
 
 
+class Fused(NamedTuple):
+    """The node of a fused step, for the rules of a later pass: op "FUSED", the outputs of
+    the chain's last op."""
+    outputs: list
+    op: str = "FUSED"
+
+
 def fuse(sg, specs: list, nodes: dict) -> list:
     """The plan's specs [(op index, run, inputs, outputs)] with every chain a rule fuses
-    replaced by one spec; `nodes` maps op index -> prepared Node (the static steps)."""
-    ctx = Context(sg, specs, nodes,
-                  Counter(t for _, _, ins, _ in specs for t in ins if t >= 0),
-                  set(sg.outputs) | {i for i, t in enumerate(sg.tensors) if t.is_variable})
-    out, i = [], 0
-    while i < len(specs):
-        for rule in RULES:
-            fused = rule(ctx, i)
-            if fused is not None:
-                spec, count = fused
-                out.append(spec)
-                i += count
-                break
-        else:
-            out.append(specs[i])
-            i += 1
-    return out
+    replaced by one spec; `nodes` maps op index -> prepared Node (the static steps). Passes
+    run until none fuses more (a fused step may feed a later rule: conv + pool, then the
+    FULLY_CONNECTED it feeds)."""
+    nodes = dict(nodes)
+    kept = set(sg.outputs) | {i for i, t in enumerate(sg.tensors) if t.is_variable}
+    for rules in PASSES:
+        specs = _fixed_point(sg, specs, nodes, kept, rules)
+    return specs
+
+
+def _fixed_point(sg, specs, nodes, kept, rules) -> list:
+    while True:
+        ctx = Context(sg, specs, nodes,
+                      Counter(t for _, _, ins, _ in specs for t in ins if t >= 0), kept)
+        out, i = [], 0
+        while i < len(specs):
+            for rule in rules:
+                fused = rule(ctx, i)
+                if fused is not None:
+                    spec, count = fused
+                    last = specs[i + count - 1][0]
+                    nodes[spec[0]] = Fused(nodes[last].outputs)
+                    out.append(spec)
+                    i += count
+                    break
+            else:
+                out.append(specs[i])
+                i += 1
+        if len(out) == len(specs):
+            return out
+        specs = out
 
 
 def _chain(ctx, i, ops) -> list | None:
@@ -246,4 +267,43 @@ def _act(node) -> int:
     return int(getattr(node.options, "fused_activation_function", 0) or 0)
 
 
-RULES = [_conv_max_pool, _layer_norm]
+# -- a one-row FULLY_CONNECTED and the op before it ---------------------------------------
+
+def _fully_connected_with_producer(ctx, i):
+    """Any op (or fused step) whose only output only a one-row FULLY_CONNECTED reads (through a
+    RESHAPE or not): the producer writes into the FC's [x..., 1] (kernels/fully_connected.py)."""
+    producer = ctx.link(i)
+    if producer is None or len(producer.outs) != 1 or producer.node.op in ALIAS_LIKE:
+        return None
+    links, t = [producer], producer.outs[0]
+    nxt = ctx.link(i + 1) if i + 1 < len(ctx.specs) else None
+    if nxt is not None and nxt.node.op in ALIAS_LIKE and nxt.ins[:1] == [t]:
+        links.append(nxt)
+        if not _only_reader(ctx, t):
+            return None
+        t = nxt.outs[0]
+        nxt = ctx.link(i + 2) if i + 2 < len(ctx.specs) else None
+    if nxt is None or nxt.node.op != "FULLY_CONNECTED" or nxt.ins[:1] != [t] \
+            or not _only_reader(ctx, t) or any(u == t for u in nxt.ins[1:]):
+        return None
+    from .kernels.fully_connected import with_producer
+    out = producer.node.outputs[0]
+    if out.dtype != F32:
+        return None
+    run = with_producer(producer.run, tuple(out.shape), nxt.node)
+    if run is None:
+        return None
+    return (producer.oi, run, list(producer.ins), list(nxt.outs)), len(links) + 1
+
+
+ALIAS_LIKE = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
+
+
+def _only_reader(ctx, t) -> bool:
+    return ctx.readers[t] == 1 and t not in ctx.kept
+
+
+# Rule sets, each run to a fixed point in turn: the chains first, then the FULLY_CONNECTEDs
+# absorbing their producers, innermost first (conv + pool -> FC -> FC: the first FC takes the
+# fused convolution in, then the second FC that step).
+PASSES = [[_conv_max_pool, _layer_norm], [_fully_connected_with_producer]]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (SIGN_BIT, TANH, check_float, clamp_activation, clip, fixed_view,
+from .common import (F32, SIGN_BIT, TANH, check_float, clamp_activation, clip, fixed_view,
                      matmul_shape, raw)
 from .geometry import fully_connected_shape
 from .registry import register
@@ -92,4 +92,56 @@ def batch_matmul(node):
     def run(x, y, out):
         np.matmul(x.swapaxes(-1, -2) if adj_x else x, y.swapaxes(-1, -2) if adj_y else y,
                   out=out)
+    return run
+
+
+def with_producer(producer, shape, node):
+    """FULLY_CONNECTED of one row fused with the op that makes its input (plan fusion,
+    issue 17): run(*the producer's inputs, out) or None. The producer (its prepared `run`,
+    output `shape`) writes straight into the head of a buffer [x..., 1], and the weights carry
+    the bias as their last column, so the layer is one GEMV: no bias pass, no input copy."""
+    x, w, b = node.input(0), node.input(1), node.optional_input(2)
+    code = int(getattr(node.options, "fused_activation_function", 0) or 0)
+    if w.data is None or b is None or b.data is None or w.dtype != F32 or b.dtype != F32 \
+            or x.dtype != F32 or len(w.shape) != 2 or code in (TANH, SIGN_BIT) \
+            or int(np.prod(x.shape)) != w.shape[1] or int(np.prod(shape)) != w.shape[1]:
+        return None
+    units, depth = w.shape
+    act = clamp_activation(code, node)
+    lo, hi = (None, None) if act is None else act.bounds
+    ext = np.zeros(depth + 1, F32)
+    ext[depth] = 1.0
+    head = ext[:depth].reshape(shape)
+    weights = np.ascontiguousarray(np.concatenate(
+        [w.data, np.asarray(b.data, F32).reshape(units, 1)], axis=1), dtype=F32)
+    dot = raw(np.dot)
+
+    def bind(*args):
+        *ins, out = args
+        o1 = fixed_view(out, (units,))
+        if o1 is None or not o1.flags.c_contiguous:
+            return None
+        produce = getattr(producer, "bind", lambda *_: None)(*ins, head)
+        if produce is None:
+            produce = lambda: producer(*ins, head)   # noqa: E731
+
+        def run():
+            produce()
+            dot(weights, ext, o1)
+            if lo is not None:
+                clip(o1, lo, hi, o1)
+        return run
+    steps = {}
+
+    def run(*args):
+        key = tuple(map(id, args))
+        step = steps.get(key)
+        if step is None:
+            step = bind(*args)
+            if step is None:
+                raise ValueError("the fused FULLY_CONNECTED needs a contiguous output")
+            steps.clear()
+            steps[key] = step
+        step()
+    run.bind = bind
     return run

@@ -235,20 +235,19 @@ INVOKE_FRAMES = 5   # Interpreter.invoke, threads.enter/leave, SubgraphPlan.invo
 
 
 def test_tiny_models_run_few_steps(models_dir):
-    """The digits CNN: 2 steps of convolution + pool, 2 fully-connected (was 6 steps, 11 Python
-    calls an invoke); the keyword-spotting head: 2 of FC + layer norm, FC, LOGISTIC (was 24
-    steps, 33 calls). Each step is one Python frame (LOGISTIC two) plus the invoke's."""
+    """The digits CNN: 2 steps, convolution + pool, and convolution + pool -> FC -> FC (the
+    FCs' inputs written into their [x..., 1] by the step before: no bias pass); was 6 steps
+    and 11 Python calls an invoke. The keyword-spotting head: 2 steps of FC + layer norm, FC,
+    LOGISTIC; was 24 steps, 33 calls. Frames: one per kernel (LOGISTIC two), the invoke's."""
     digits = Interpreter(model_path=str(models_dir / "digits_cnn.tflite"))
     kws = Interpreter(model_content=kws_head_model())
-    for it in (digits, kws):
+    for it, steps in ((digits, 2), (kws, 4)):
         run_interpreter(it, [np.random.default_rng(0).standard_normal(
             it.get_input_details()[0]["shape"]).astype(np.float32)])
         ops = [it._main.sg.operators[oi].opcode.name for oi in it._main.run_ops]
-        assert len(ops) <= 4, ops
+        assert len(ops) == steps, ops
         assert it._main.run_steps.bound == len(ops)
-        assert python_calls(it.invoke) <= len(ops) + INVOKE_FRAMES + 1
-    assert [digits._main.sg.operators[oi].opcode.name for oi in digits._main.run_ops] == \
-        ["CONV_2D", "CONV_2D", "FULLY_CONNECTED", "FULLY_CONNECTED"]
+        assert python_calls(it.invoke) <= INVOKE_FRAMES + 5
 
 
 def test_the_keyword_spotting_head_matches_litert():
@@ -259,3 +258,49 @@ def test_the_keyword_spotting_head_matches_litert():
     assert 0.01 < ours[0].item() < 0.99, "a score the sigmoid does not saturate"
     np.testing.assert_allclose(ours[0], run_litert(content, [x], reference=False)[0],
                                rtol=1e-5, atol=1e-6)
+
+
+def producer_fc_model(bias=True, act=RELU, second_reader=False, reshape=True) -> bytes:
+    """x[1, 4, 6] -> ADD c -> (RESHAPE [1, 24]) -> FULLY_CONNECTED 5 (+ bias, act) -> y; with
+    `second_reader` the ADD's output is a graph output too."""
+    g = Graph(9)
+    x = g.tensor("x", (1, 4, 6))
+    a = g.op("ADD", [x, g.const("c", g.rng.standard_normal((1, 4, 6)).astype(np.float32))])
+    h = g.op("RESHAPE", [a, g.const("shape", np.array([1, 24], np.int32))]) if reshape else a
+    w = g.const("w", g.rng.standard_normal((5, 24)).astype(np.float32))
+    b = g.const("b", g.rng.standard_normal(5).astype(np.float32)) if bias else -1
+    y = g.op("FULLY_CONNECTED", [h, w, b], fused_activation_function=act)
+    return g.save([x], [y, a] if second_reader else [y])
+
+
+@pytest.mark.parametrize("act", [0, RELU, RELU6])
+@pytest.mark.parametrize("reshape", [True, False])
+def test_a_fully_connected_takes_its_producer_in(act, reshape):
+    """The ADD writes into the head of the FC's [x..., 1], whose weights carry the bias."""
+    content = producer_fc_model(act=act, reshape=reshape)
+    x = np.random.default_rng(10).standard_normal((1, 4, 6)).astype(np.float32)
+    it, fused = edgelite(content, x)
+    assert len(it._main.run_ops) == 1
+    _, one_by_one = edgelite(content, x, experimental_preserve_all_tensors=True)
+    np.testing.assert_allclose(fused[0], one_by_one[0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(fused[0], run_litert(content, [x], reference=False)[0],
+                               rtol=1e-5, atol=1e-5)
+    x2 = x + 1   # a second invoke reads the new input (nothing of the first is kept)
+    it.set_tensor(it.get_input_details()[0]["index"], x2)
+    it.invoke()
+    np.testing.assert_allclose(it.get_tensor(it.get_output_details()[0]["index"]),
+                               edgelite(content, x2, experimental_preserve_all_tensors=True)[1][0],
+                               rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("why,options", [
+    ("no bias: nothing to fold", dict(bias=False)),
+    ("the producer's output is a graph output", dict(second_reader=True)),
+])
+def test_a_fully_connected_keeps_its_producer_apart(why, options):
+    content = producer_fc_model(**options)
+    x = np.random.default_rng(11).standard_normal((1, 4, 6)).astype(np.float32)
+    it, ours = edgelite(content, x)
+    assert len(it._main.run_ops) == 2, why
+    for a, b in zip(ours, run_litert(content, [x], reference=False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
