@@ -7,7 +7,9 @@ at allocate; a reshape of a non-contiguous view would be a copy, silently stale)
 - a slice: a STRIDED_SLICE or SLICE with constant parameters (its kernel's `run.view`) reads
   its output as a view of its input;
 - a part: the inputs of a CONCATENATION that copies raw values (every input quantized as the
-  output) are views of the parts of its output, so their producers write there directly.
+  output) are views of the parts of its output, so their producers write there directly; the
+  inputs that cannot be (a subgraph input, a constant, a view already, parts that would not be
+  contiguous) are copied into their parts by a step of bound copies.
 
 A streaming model (micro-wake-word's ring buffers: READ_VARIABLE -> CONCATENATION(state, new)
 -> STRIDED_SLICE(tail) -> ASSIGN_VARIABLE) then runs only its READ and ASSIGN copies: the
@@ -19,9 +21,12 @@ tail, and the slice the ASSIGN reads is the concatenation's tail.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from . import mixconv
+from .kernels.common import raw
 
 CONCAT_OPS = frozenset({"CONCATENATION"})
 
@@ -120,20 +125,27 @@ def plan_views(plan, specs: list, own: set, reshapes: dict):
                 and t not in views.parent and infos[t].data is None
                 and not infos[t].is_variable)
 
-    dropped = set()
+    dropped, copies = set(), {}
     for s, (oi, _run, ins, outs) in enumerate(specs):
         if ops[oi].opcode.name not in CONCAT_OPS or not outs:
             continue
         axis = _raw_concat(ops[oi], infos, ins, outs)
         y = outs[0]
-        if axis is None or y in dynamic or infos[y].is_variable or infos[y].data is not None \
-                or any(not free(t) for t in ins):
+        if axis is None or y in dynamic or infos[y].is_variable or infos[y].data is not None:
             continue
-        if int(np.prod(infos[y].shape[:axis], dtype=np.int64)) != 1:
-            continue            # the parts would not be contiguous
+        # Parts are contiguous when every axis before `axis` has size 1; the inputs that
+        # cannot be views are copied into theirs by a step of bound copies.
+        whole = int(np.prod(infos[y].shape[:axis], dtype=np.int64)) == 1
+        left = []
         for t, fn in zip(ins, _parts([infos[t].shape for t in ins], axis)):
-            views.parent[t] = (y, fn)
-        dropped.add(s)
+            if whole and free(t):
+                views.parent[t] = (y, fn)
+            else:
+                left.append((t, fn))
+        if left:
+            copies[s] = (oi, _copy_parts([fn for _, fn in left]), [t for t, _ in left], [y])
+        else:
+            dropped.add(s)
     for s, (_oi, run, ins, outs) in enumerate(specs):
         view = getattr(run, "view", None)
         if view is None or s in dropped or len(outs) != 1 or not ins or ins[0] < 0:
@@ -144,5 +156,27 @@ def plan_views(plan, specs: list, own: set, reshapes: dict):
             continue
         views.parent[y] = (x, view)
         dropped.add(s)
-    kept = [spec for s, spec in enumerate(specs) if s not in dropped]
+    kept = [copies.get(s, spec) for s, spec in enumerate(specs) if s not in dropped]
     return kept, views.roots(), views
+
+
+def _copy_parts(parts: list):
+    """A raw CONCATENATION's step, its inputs that are no views of its output copied into
+    their parts: run(*inputs, out), and its bound form (plan.bind_step)."""
+    def concatenation_parts(*arrays):
+        out = arrays[-1]
+        for part, x in zip(parts, arrays[:-1]):
+            np.copyto(part(out), x)
+
+    def bind(*arrays):
+        copyto = raw(np.copyto)
+        pairs = [(part(arrays[-1]), x) for part, x in zip(parts, arrays[:-1])]
+        if len(pairs) == 1:
+            return partial(copyto, *pairs[0])
+
+        def copy():
+            for dest, x in pairs:
+                copyto(dest, x)
+        return copy
+    concatenation_parts.bind = bind
+    return concatenation_parts

@@ -110,3 +110,43 @@ def test_noncontiguous_concat_parts_stay_a_copy():
     ours = run_steps(edgelite_interpreter, content, [[x]])
     expected = 2 * np.concatenate([x + 1, x * 2], axis=2)
     np.testing.assert_array_equal(ours[0][0], expected)
+
+
+def _input_concat_model() -> bytes:
+    """out = 2 * concat(x, x + 1) along axis 1: x, the subgraph's input, cannot be a view of
+    the concatenation; x + 1 can."""
+    model = Model()
+    main = Subgraph(name="main")
+    x = main.add_tensor(Tensor("x", (1, 1, 4)))
+    one = _const(model, main, "one", np.float32(1))
+    two = _const(model, main, "two", np.float32(2))
+    y = main.add_tensor(Tensor("y", (1, 1, 4)))
+    c = main.add_tensor(Tensor("c", (1, 2, 4)))
+    out = main.add_tensor(Tensor("out", (1, 2, 4)))
+    main.inputs, main.outputs = [x], [out]
+    main.operators = [_op("ADD", [x, one], [y]), _op("CONCATENATION", [x, y], [c], axis=1),
+                      _op("MUL", [c, two], [out])]
+    model.subgraphs = [main]
+    return save(model)
+
+
+def _kernels(content: bytes) -> list:
+    it = Interpreter(model_content=content)
+    it.allocate_tensors()
+    plan = it._runtime.subgraph(0)
+    return [(plan.sg.operators[oi].opcode.name, run.__name__)
+            for oi, (run, _) in zip(plan.step_ops, plan.steps)]
+
+
+@pytest.mark.parametrize("make", [_input_concat_model, _channel_concat_model])
+def test_concat_copies_only_what_is_no_view(make):
+    """The CONCATENATION step left copies the inputs that are no views of its output (bound
+    copies); its result is LiteRT's."""
+    content = make()
+    assert ("CONCATENATION", "concatenation_parts") in _kernels(content)
+    rng = np.random.default_rng(1)
+    shape = (1, 1, 4) if make is _input_concat_model else (1, 3, 2)
+    feeds = [[rng.standard_normal(shape).astype(np.float32)] for _ in range(3)]
+    for a, b in zip(run_steps(edgelite_interpreter, content, feeds),
+                    run_steps(litert, content, feeds)):
+        assert_close(a, b)
