@@ -111,12 +111,13 @@ def test_wake_word_int8_calls_per_invoke(models_dir):
     """Steps, Python frames and C calls (numpy's) per invoke of mwk_okay_nabu. Before the int8
     kernels bound: 55 steps, 202 Python calls and 139 C calls; bound, 117 and 101; with
     views (ring buffers, views.py), MixConv blocks as one depthwise step (mixconv.py) and bound
-    variable copies: 28 steps, 55 Python calls and 70 C calls."""
+    variable copies, lookup tables and the ring's one concat copy: 28 steps, 46 Python calls
+    and 62 C calls."""
     it = ready(path=str(models_dir / "mwk_okay_nabu.tflite"))
     assert len(running(it)) <= 28
     python, c = calls(it.invoke)
-    assert python <= 60, python
-    assert c <= 75, c
+    assert python <= 50, python
+    assert c <= 66, c
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
