@@ -154,13 +154,15 @@ def test_quant_reasons():
 
 # -- "int8": "integer": TFLite's integer arithmetic in OpenCL C (quant_int.py) -----------------
 
-@pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir, precision):
+def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
     """Every CONV_2D, DEPTHWISE_CONV_2D and ADD on the device (MEAN, FULLY_CONNECTED and
     SOFTMAX stay on the CPU), and the partition's output, the 7x7x1280 feature map after 52
-    integer ops, equal to BUILTIN_REF's in every value (and so the logits after it)."""
+    integer ops, equal to BUILTIN_REF's in every value (and so the logits after it). fp32
+    only here: its kernels take ~45 s to compile on a cold PoCL cache; fp16 storage holds the
+    same integers (|q - zero point| <= 255) and is checked on the digits CNN (measured on
+    MobileNetV2 too: bit-exact)."""
     path = models_dir / "mobilenet_v2_int8.tflite"
-    delegate = _delegate(precision=precision, int8="integer")
+    delegate = _delegate(int8="integer")
     it = Interpreter(model_path=str(path), experimental_delegates=[delegate],
                      experimental_preserve_all_tensors=True)
     it.allocate_tensors()
@@ -185,11 +187,12 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir, precision):
             np.testing.assert_array_equal(it.get_tensor(k), theirs)
 
 
-def test_digits_int8_integer_is_bit_exact(models_dir):
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_digits_int8_integer_is_bit_exact(models_dir, precision):
     """Convolutions (with their fused ReLU) and max pools on the device: the model's outputs
-    equal BUILTIN_REF's on 120 test images."""
+    equal BUILTIN_REF's on 120 test images, with float32 and half storage."""
     path = models_dir / "digits_cnn_int8.tflite"
-    delegate = _delegate(int8="integer")
+    delegate = _delegate(precision=precision, int8="integer")
     it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
     it.allocate_tensors()
     on = [p["op"] for p in placement(it) if p["where"] == delegate.name]
