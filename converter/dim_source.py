@@ -8,6 +8,8 @@ broadcasting decides which operand a dim comes from (a dynamic dim is never 1 in
 that compute shapes: a size-1 dim is a fixed one)."""
 from __future__ import annotations
 
+import numpy as np
+
 SAME_SHAPE = frozenset({
     "ABS", "CAST", "CEIL", "COS", "DEQUANTIZE", "ELU", "EXP", "FLOOR", "GELU", "HARD_SWISH",
     "L2_NORMALIZATION", "LEAKY_RELU", "LOG", "LOGICAL_NOT", "LOGISTIC", "LOG_SOFTMAX", "NEG",
@@ -68,9 +70,25 @@ def _one_step(ed, t: int, axes: tuple):
     if kind in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
         moved = _ones_moved(ed, op.inputs[0], shape, axes)
         if moved is None and kind == "RESHAPE" and len(op.inputs) > 1:
-            return _computed_target(ed, op.inputs[1], axes)
+            moved = _computed_target(ed, op.inputs[1], axes)
+        if moved is None and kind == "RESHAPE":
+            moved = _kept_prefix(ed, op.inputs[0], shape, axes)
         return moved
     return None
+
+
+def _kept_prefix(ed, x: int, shape: tuple, axes: tuple):
+    """A reshape that keeps x's first dims and regroups the rest ([b, s, 64] to [b, s, 4, 16]:
+    the -1 of [b, -1, 4, 16] is s): the kept dims are x's. Sizes compared at the conversion's
+    two sizes alike (else the graphs differ and `mark_dynamic_dims` refuses them)."""
+    in_shape = ed.shape(x)
+    j = 0
+    while j < min(len(in_shape), len(shape)) and in_shape[j] == shape[j]:
+        j += 1
+    if any(a >= j for a in axes) or \
+            int(np.prod(in_shape[j:], dtype=np.int64)) != int(np.prod(shape[j:], dtype=np.int64)):
+        return None
+    return x, axes
 
 
 def _computed_target(ed, target: int, axes: tuple):
@@ -83,7 +101,8 @@ def _computed_target(ed, target: int, axes: tuple):
 
 
 def element_source(ed, vector: int, k: int, depth: int = 0):
-    """(tensor, axis) when element k of the 1-D int `vector` is that dim of the tensor."""
+    """(tensor, axis) when element k of the int `vector` (0-D or 1-D) is that dim of the
+    tensor."""
     op = ed.producer(vector)
     if op is None or depth > 8:
         return None
@@ -93,9 +112,11 @@ def element_source(ed, vector: int, k: int, depth: int = 0):
         return element_source(ed, op.inputs[0], k, depth + 1)
     if op.op == "GATHER" and not op.options.batch_dims and op.options.axis == 0:
         index = ed.value(op.inputs[1])
-        if index is None or index.ndim != 1 or not 0 <= k < index.size:
+        if index is None or index.ndim > 1 or not 0 <= k < index.size:
             return None
-        return element_source(ed, op.inputs[0], int(index[k]), depth + 1)
+        return element_source(ed, op.inputs[0], int(index.reshape(-1)[k]), depth + 1)
+    if op.op in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS") and len(ed.shape(op.inputs[0])) <= 1:
+        return element_source(ed, op.inputs[0], k, depth + 1)   # the same order
     if op.op == "STRIDED_SLICE":
         picked = vector_slice(ed, op)
         return None if picked is None or not 0 <= k < len(picked) else \

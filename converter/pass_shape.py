@@ -118,16 +118,19 @@ def fold_gather_of_gather(model: Model) -> bool:
     return changed
 
 
-def measure_at_source(model: Model) -> bool:
+def measure_at_source(model: Model, early: bool = False) -> bool:
     """A SHAPE measures the earliest tensor that has the dims it is read for
     (`dim_source.source`): GATHER(SHAPE(t), i) becomes GATHER(SHAPE(s), j) and a SHAPE read
     whole becomes SHAPE(s) where s has t's dims in order; SHAPEs of one tensor then merge
-    (`dedupe_ops`), and so does what is computed from them."""
+    (`dedupe_ops`), and so does what is computed from them. `early`: not a SHAPE whose values
+    reach a RESHAPE's target (the attention passes take such a SHAPE with its reshape)."""
     changed = False
     for sg in model.subgraphs:
         ed = Editor(model, sg)
         for op in list(sg.operators):
             if op.op != "SHAPE" or not ed.has(op):
+                continue
+            if early and _feeds_reshape_target(ed, op.outputs[0]):
                 continue
             measured = op.inputs[0]
             rank = len(ed.shape(measured))
@@ -140,6 +143,32 @@ def measure_at_source(model: Model) -> bool:
                 changed |= _gather_at_source(ed, op, reader)
         if changed:
             remove_dead(sg)
+    return changed
+
+
+def _feeds_reshape_target(ed, t: int, depth: int = 8) -> bool:
+    """Whether the values of t reach a RESHAPE's target within `depth` ops."""
+    front = [t]
+    for _ in range(depth):
+        after = []
+        for x in front:
+            for reader in ed.readers(x):
+                if reader.op == "RESHAPE" and len(reader.inputs) > 1 and reader.inputs[1] == x:
+                    return True
+                after.extend(reader.outputs)
+        front = after[:64]
+        if not front:
+            return False
+    return False   # shape arithmetic is a few ops: what is further is other values
+
+
+def measure_at_source_early(model: Model) -> bool:
+    """`measure_at_source` before the attention passes: a SHAPE read for other shapes (T5's
+    position bias measures q's heads) no longer keeps q's projection from merging with k's and
+    v's."""
+    changed = False
+    while measure_at_source(model, early=True) | fold_gather_of_gather(model):
+        changed = True   # a dim of a dim: measured at its source in this round too
     return changed
 
 

@@ -13,6 +13,7 @@ from .pass_attention import (fold_head_scales, fold_matmul_transposes, merge_hea
                              merge_parallel_projections)
 from .pass_clean import dedupe_ops, remove_dead_ops
 from .pass_flatten_fc import fold_flatten_around_fc
+from .pass_gather_table import gather_from_transposed_table
 from .pass_fuse import (fold_pad_into_window, fuse_activation, fuse_add_into_bias,
                         fuse_hard_swish, fuse_mul_into_weights)
 from .pass_permute import compose_permutations
@@ -20,13 +21,15 @@ from .pass_layout import (inverse, merge_reshapes, moves_data, push_transposes,
                           transposes_to_reshapes)
 from .lower_qdq import drop_identity_pairs
 from .pass_shape import (drop_shape_clamps, fold_gather_of_gather, gather_as_vector,
-                         measure_at_source, shape_through_transpose, share_small_constants,
+                         measure_at_source, measure_at_source_early, shape_through_transpose,
+                         share_small_constants,
                          squeeze_through_transpose)
 
 PASSES = [
     remove_dead_ops,
     compose_permutations,         # chains of TRANSPOSE/RESHAPE (pass_permute.py)
     push_transposes,
+    measure_at_source_early,      # before q, k and v projections merge (pass_shape.py)
     fold_matmul_transposes,       # attention (pass_attention.py)
     merge_parallel_projections,
     merge_head_transposes,
@@ -46,6 +49,7 @@ PASSES = [
     drop_shape_clamps,
     gather_as_vector,
     fold_flatten_around_fc,
+    gather_from_transposed_table,
 ]
 # After the inputs' and outputs' layouts are settled (a transpose that only moves size-1 dims
 # may still cancel against another before that).
