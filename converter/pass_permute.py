@@ -231,7 +231,9 @@ def _plan(ed: Editor, chain):
         return None
     in_seq = [f for fs in factors.source for f in fs]
     out_seq = [f for fs in factors.dims for f in fs]
-    if not fcs:
+    if all(op.op == "TRANSPOSE" for op in chain):
+        emit = _transposes(ed, chain)   # no reshapes: their targets would fix dynamic dims
+    elif not fcs:
         emit = _moves(factors.sizes, in_seq, out_seq, in_shape, out_shape)
     else:
         emit = _plan_fc(ed, fcs[0], factors, in_seq, out_seq, in_shape, out_shape)
@@ -240,6 +242,14 @@ def _plan(ed: Editor, chain):
     if not emit and ed.is_output(z) and (x in ed.sg.inputs or ed.is_output(x)):
         emit = [("reshape", out_shape)]
     return (sum(kind == "transpose" for kind, _ in emit), len(emit)), emit
+
+
+def _transposes(ed: Editor, chain) -> list:
+    """TRANSPOSEs in a row as one (none when they cancel)."""
+    perm = tuple(range(len(ed.shape(chain[0].inputs[0]))))
+    for op in chain:
+        perm = tuple(perm[p] for p in ed.transpose_perm(op))
+    return [] if perm == tuple(sorted(perm)) else [("transpose", perm)]
 
 
 def _plan_fc(ed: Editor, fc, factors, in_seq, out_seq, in_shape, out_shape):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper
 
 from edgelite.converter.pass_permute import MAX_RANK, _moves, compose, permutation
-from tests.converter.onnx_cases import check, model, node, w
+from tests.converter.onnx_cases import check, convert, model, node, w
 
 I64 = np.int64
 
@@ -16,13 +17,20 @@ def _shape(name: str, dims) -> tuple:
     return name, np.array(dims, I64)
 
 
-def _mobilevit(c=8, h=8, p=2):
-    """Conv -> unfold -> MatMul + residual -> fold -> Conv, as HF MobileViT writes them."""
+def _times(b: int, k: int) -> int:
+    """A target dim holding the batch times k: -1 when the batch is open (b == -1)."""
+    return k if b == 1 else -1
+
+
+def _mobilevit(c=8, h=8, p=2, batch=1):
+    """Conv -> unfold -> MatMul + residual -> fold -> Conv, as HF MobileViT writes them (an
+    open batch as -1 in the targets)."""
     n, a = (h // p) ** 2, p * p
+    b = 1 if batch == 1 else -1
     shapes = dict([
-        _shape("u1", [c * (h // p), p, h // p, p]), _shape("u2", [1, c, n, a]),
-        _shape("u3", [a, n, c]), _shape("f1", [1, a, n, c]),
-        _shape("f2", [c * (h // p), h // p, p, p]), _shape("f3", [1, c, h, h])])
+        _shape("u1", [_times(b, c * (h // p)), p, h // p, p]), _shape("u2", [b, c, n, a]),
+        _shape("u3", [_times(b, a), n, c]), _shape("f1", [b, a, n, c]),
+        _shape("f2", [_times(b, c * (h // p)), h // p, p, p]), _shape("f3", [b, c, h, h])])
     nodes = [node("Conv", ["x", "W0"], ["c0"]),
              node("Reshape", ["c0", "u1"], ["r1"]),
              node("Transpose", ["r1"], ["t1"], perm=[0, 2, 1, 3]),
@@ -38,7 +46,7 @@ def _mobilevit(c=8, h=8, p=2):
              node("Transpose", ["g2"], ["s2"], perm=[0, 2, 1, 3]),
              node("Reshape", ["s2", "f3"], ["folded"]),
              node("Conv", ["folded", "W1"], ["y"])]
-    return model(nodes, [("x", [1, 3, h, h])], ["y"],
+    return model(nodes, [("x", [batch, 3, h, h])], ["y"],
                  {"W0": w(c, 3, 1, 1), "Wm": w(c, c), "W1": w(4, c, 1, 1), **shapes})
 
 
@@ -47,14 +55,16 @@ def test_mobilevit_unfold_and_fold_are_one_transpose_each():
     assert conversion.transposes == 2, conversion.ops_out
 
 
-def _swin(h=8, ws=4, c=12, heads=3, shift=False):
+def _swin(h=8, ws=4, c=12, heads=3, batch=1):
     """Swin's block: window partition, qkv projection, head split, attention, head merge,
     output projection, window reverse, residual (torchvision's shifted_window_attention)."""
     d, nw, n = c // heads, h // ws, ws * ws
+    b = 1 if batch == 1 else -1
     shapes = dict([
-        _shape("p1", [1, nw, ws, nw, ws, c]), _shape("p2", [nw * nw, n, c]),
-        _shape("q1", [nw * nw, n, 3, heads, d]), _shape("m1", [nw * nw, n, c]),
-        _shape("v1", [1, nw, nw, ws, ws, c]), _shape("v2", [1, h, h, c])])
+        _shape("p1", [b, nw, ws, nw, ws, c]), _shape("p2", [_times(b, nw * nw), n, c]),
+        _shape("q1", [_times(b, nw * nw), n, 3, heads, d]),
+        _shape("m1", [_times(b, nw * nw), n, c]),
+        _shape("v1", [b, nw, nw, ws, ws, c]), _shape("v2", [b, h, h, c])])
     nodes = [node("Relu", ["x"], ["xr"]),
              node("Reshape", ["xr", "p1"], ["a1"]),
              node("Transpose", ["a1"], ["a2"], perm=[0, 1, 3, 2, 4, 5]),
@@ -82,7 +92,7 @@ def _swin(h=8, ws=4, c=12, heads=3, shift=False):
     inits = {"Wqkv": w(c, 3 * c), "Bqkv": w(3 * c), "Wp": w(c, c), "Bp": w(c),
              "bias": w(heads, n, n), "i0": np.array(0, I64), "i1": np.array(1, I64),
              "i2": np.array(2, I64), **shapes}
-    return model(nodes, [("x", [1, h, h, c])], ["y"], inits)
+    return model(nodes, [("x", [batch, h, h, c])], ["y"], inits)
 
 
 def test_swin_window_attention_has_two_transposes():
@@ -194,7 +204,6 @@ def test_litert_runs_a_transpose_of_max_rank():
     "Transpose op only supports 1D-8D input arrays")."""
     ai_edge_litert = pytest.importorskip("ai_edge_litert.interpreter")
     from edgelite.schema import save
-    from tests.converter.onnx_cases import convert
 
     perm = list(range(MAX_RANK))[::-1]
     conversion = convert(model([node("Transpose", ["x"], ["y"], perm=perm)],
@@ -206,3 +215,36 @@ def test_litert_runs_a_transpose_of_max_rank():
     interpreter.invoke()
     np.testing.assert_array_equal(
         interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), x.transpose(perm))
+
+
+def test_transposes_in_a_row_stay_one_transpose_with_open_dims():
+    """Transposes alone compose to one TRANSPOSE of the input's own dims: no RESHAPE whose
+    constant target would fix the open height and width."""
+    proto = model([node("Relu", ["x"], ["r"]),
+                   node("Transpose", ["r"], ["t1"], perm=[0, 2, 1, 3]),
+                   node("Transpose", ["t1"], ["t2"], perm=[0, 1, 3, 2]),
+                   node("Transpose", ["t2"], ["t3"], perm=[3, 1, 2, 0]),
+                   node("Relu", ["t3"], ["y"])], [("x", [2, "h", "w", 5])], ["y"])
+    conversion = check(proto)
+    assert conversion.ops_out.get("TRANSPOSE") == 1 and "RESHAPE" not in conversion.ops_out, \
+        conversion.ops_out
+    sg = conversion.model.subgraphs[0]
+    assert sg.tensors[sg.inputs[0]].shape_signature == (2, -1, -1, 5)
+
+
+@pytest.mark.parametrize("build, channels_first", [(_mobilevit, True), (_swin, False)])
+def test_open_batch_keeps_the_transposes_down(build, channels_first):
+    """With an open batch (the graphs at two batch sizes differ only in it) the composed
+    transposes stay, and both runtimes match onnxruntime at batches 1, 2 and 3."""
+    from tests.converter.test_convert_dynamic import check_sizes
+
+    proto = build(batch="n")
+    out = proto.graph.output[0]
+    out_dims = [4, 8, 8] if channels_first else [8, 8, 12]
+    out.CopyFrom(helper.make_tensor_value_info(out.name, TensorProto.FLOAT, ["n"] + out_dims))
+    conversion = convert(proto)
+    assert conversion.transposes == 2, conversion.ops_out
+    sg = conversion.model.subgraphs[0]
+    assert sg.tensors[sg.inputs[0]].shape_signature[0] == -1
+    rest = [3, 8, 8] if channels_first else [8, 8, 12]
+    check_sizes(proto, conversion, [[[n] + rest] for n in (1, 2, 3)])
