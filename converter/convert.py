@@ -25,7 +25,8 @@ from edgelite.schema import Model, SignatureDef, save
 from . import data_dependent, memo, pipeline
 from .errors import input_shapes_setting, worded
 from .errors import ConversionError
-from .onnx_import import Imported, checked, import_onnx, load_onnx, resolve_inputs
+from .onnx_import import Imported, checked, import_onnx, inferred_types, load_onnx, \
+    resolve_inputs
 from .editor import Editor
 from .pass_clean import compact
 from .pass_shape import tidy_computed_shapes
@@ -302,7 +303,13 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
     where no transpose of it is a reshape, and the inputs are given their first sizes."""
     sizes.batch = 1
     recurrent = bool({"LSTM", "GRU"} & {n.op_type for n in proto.graph.node})
-    if sizes.batch_only:
+    # A constant the folded graphs hold that follows the batch: they differ at any two sizes,
+    # so their conversions (three) are skipped for the shadow's (two).
+    expanded = sizes.batch_only and not recurrent and not data_dependent.present(proto.graph) \
+        and _expanded_to_batch(proto, input_shapes, sizes)
+    if expanded:
+        first, problem = None, f"{expanded} follows it"
+    elif sizes.batch_only:
         first = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
         try:
             second = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), other=True)
@@ -330,9 +337,11 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
             b = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(1), loops, sizes.at(2),
                             other=True)
         except ConversionError as e:
-            if first is None:
+            if first is None and not sizes.batch_only:
                 raise
-            problem = str(e)
+            # (a batch-only model whose folded conversions were skipped: fixed at size 1)
+            problem = f"the model does not convert at a second size ({e})" if expanded \
+                else str(e)
             continue
         shadow = a[1].shadow_problems or b[1].shadow_problems
         again = mark_dynamic_dims(a[0], b[0])
@@ -347,6 +356,30 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
         first = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
     sizes.batch = 1
     return (*first, problem)
+
+
+def _expanded_to_batch(proto, input_shapes, sizes: Sizes) -> str | None:
+    """An Expand, Tile or ConstantOfShape computed from constants and shapes alone whose shape
+    follows the first dims (torchvision's ViT expands its class token to the batch), by ONNX's
+    shape inference at the first two sizes: its name, or None. Folded it is a constant that
+    differs at any two sizes, so the folded conversions cannot be compared."""
+    graph = proto.graph
+    known = {init.name for init in graph.initializer}
+    candidates = []
+    for node in graph.node:
+        if node.op_type == "Shape" or all(not name or name in known for name in node.input):
+            known.update(node.output)
+            if node.op_type in ("Expand", "Tile", "ConstantOfShape"):
+                candidates.append(node.output[0])
+    if not candidates:
+        return None
+    first, second = (inferred_types(proto.proto, resolve_inputs(proto.proto, input_shapes or {},
+                                                                sizes.at(k))) for k in (0, 1))
+    for name in candidates:
+        a, b = first.get(name, (None,))[0], second.get(name, (None,))[0]
+        if a is not None and b is not None and None not in a + b and a != b:
+            return f"{name!r} (shape {list(a)} at the first size, {list(b)} at the second)"
+    return None
 
 
 def _folded_with_loops(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):

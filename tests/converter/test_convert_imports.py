@@ -10,21 +10,24 @@ from edgelite.converter import convert
 from edgelite.converter.convert import convert_onnx
 
 
-def _class_token_model():
+def _class_token_model(expand: bool = True):
     """ViT's shape as torchvision exports it with a dynamic batch: a class token expanded to the
     batch (a constant that follows it, once folded) and a transpose that moves the batch (a
-    RESHAPE at batch 1, so the folded graphs at batch 1 and 2 differ in structure)."""
+    RESHAPE at batch 1, so the folded graphs at batch 1 and 2 differ in structure). Without
+    `expand` the token is concatenated as an input's slice (nothing folded follows the batch)."""
     rng = np.random.default_rng(0)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, "batch", 8])
     inits = [numpy_helper.from_array(rng.standard_normal((1, 1, 8)).astype(np.float32), "cls"),
              numpy_helper.from_array(np.array([0], np.int64), "zero"),
+             numpy_helper.from_array(np.array([1], np.int64), "one"),
              numpy_helper.from_array(np.array([1, 8], np.int64), "rest"),
              numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")]
     nodes = [helper.make_node("Shape", ["x"], ["shape"]),
              helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
              helper.make_node("Concat", ["batch", "rest"], ["cls_shape"], axis=0),
-             helper.make_node("Expand", ["cls", "cls_shape"], ["tokens"]),
+             helper.make_node("Expand", ["cls", "cls_shape"], ["tokens"]) if expand else
+             helper.make_node("Slice", ["x", "zero", "one", "one"], ["tokens"]),
              helper.make_node("Concat", ["tokens", "x"], ["seq"], axis=1),
              helper.make_node("Transpose", ["seq"], ["seq_first"], perm=[1, 0, 2]),
              helper.make_node("MatMul", ["seq_first", "w"], ["y"])]
@@ -49,15 +52,28 @@ def _counting(monkeypatch) -> list:
     return sizes
 
 
-def test_a_batch_that_constants_follow_is_imported_at_each_size_once(monkeypatch):
+def test_a_batch_that_a_folded_constant_follows_is_imported_for_the_shadow_only(monkeypatch):
+    """The class token expanded to the batch (ONNX's shape inference says so before any import)
+    is a constant that differs at any two sizes when folded: the conversions at sizes 2 and 3
+    with computed shapes (shadows 3 and 4) are the only imports."""
     proto = _class_token_model()
+    sizes = _counting(monkeypatch)
+    conversion = convert_onnx(proto)
+    assert sizes == [(2, 3), (3, 4)], sizes
+    assert not conversion.warnings
+    sg = conversion.model.subgraphs[0]
+    assert sg.tensors[sg.inputs[0]].shape_signature[0] == -1
+
+
+def test_a_batch_moved_by_a_transpose_imports_each_size_once(monkeypatch):
+    """Folded at batch 1 and 2 the graphs differ in structure (the transpose of a size-1 dim
+    is a RESHAPE), at 2 and 3 they do not: the size-2 graph compared with size 1 is the one
+    compared with size 3, not a second import of it."""
+    proto = _class_token_model(expand=False)
     alone = convert_onnx(proto)
     sizes = _counting(monkeypatch)
     conversion = convert_onnx(proto)
-    # folded at 1 and 2 (their structures differ), at 3 (2 and 3 differ in the expanded
-    # class token), then computed shapes at 2 and 3 (shadows 3 and 4): the size-2 folded
-    # graph is the one compared with size 1, not a second import of it
-    assert sizes == [(1, None), (2, None), (3, None), (2, 3), (3, 4)], sizes
-    assert conversion.content == alone.content
+    assert sizes == [(1, None), (2, None), (3, None)], sizes
+    assert conversion.content == alone.content and not conversion.warnings
     sg = conversion.model.subgraphs[0]
     assert sg.tensors[sg.inputs[0]].shape_signature[0] == -1
