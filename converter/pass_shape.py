@@ -303,6 +303,9 @@ def _bounds(ed, t: int, memo: dict, depth: int = 0):
         elif op is not None and op.op in ("GATHER", "RESHAPE", "SQUEEZE", "EXPAND_DIMS",
                                           "CAST", "STRIDED_SLICE"):
             found = _bounds(ed, op.inputs[0], memo, depth + 1)
+            if found is not None and tensor.dtype == "int32" and \
+                    not -INT32_MAX - 1 <= found[0] <= found[1] <= INT32_MAX:
+                found = None   # a CAST to int32 wraps what it does not hold
         elif op is not None and op.op in ("CONCATENATION", "SELECT_V2", "MAXIMUM", "MINIMUM"):
             parts = op.inputs[1:] if op.op == "SELECT_V2" else op.inputs
             each = [_bounds(ed, k, memo, depth + 1) for k in parts]

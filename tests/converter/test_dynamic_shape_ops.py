@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from edgelite.converter.dim_source import source
+from edgelite.converter.editor import Editor
+from edgelite.converter.pass_shape import drop_shape_clamps
 from tests.converter.dynamic_models import F, _graph, _Net
 from tests.converter.test_convert_dynamic import check_sizes, convert
 
@@ -152,3 +155,49 @@ def test_t5_attention_keeps_two_transposes():
     assert not conversion.warnings
     assert conversion.transposes <= 2, conversion.ops_out
     check_sizes(proto, conversion, SIZES)
+
+
+def _manual(inputs: list, build):
+    """A model whose ops `build(ed, *inputs)` appends as they are (no folding by the builder)."""
+    from tests.converter.test_convert_passes import graph
+
+    def make(b, *ins):
+        ed = Editor(b.model, b.sg)
+        outs, ops = build(ed, *ins)
+        b.sg.operators.extend(ops)
+        return outs
+    return graph(inputs, make)
+
+
+def test_source_of_batch_matmul_batch_dims():
+    """A BATCH_MATMUL's batch dim comes from its operands' batch dims, not their matrices',
+    where sizes coincide (wav2vec2 at batch 2 and 2 frames: a batch read as a length)."""
+    def build(ed, a, v):
+        y = ed.tensor("y", (2, 4, 2, 16), "float32")
+        return y, [ed.new_op("BATCH_MATMUL", [a, v], [y])]
+    model, _ = _manual([(2, 4, 2, 2), (2, 4, 2, 16)], build)
+    sg = model.subgraphs[0]
+    ed = Editor(model, sg)
+    y = sg.outputs[0]
+    assert source(ed, y, (0,)) == (sg.inputs[0], (0,))
+    assert source(ed, y, (2,)) == (sg.inputs[0], (2,))     # rows: a's rows
+    assert source(ed, y, (3,)) == (sg.inputs[1], (3,))     # columns: v's
+    assert source(ed, y, (2, 3)) == (y, (2, 3))            # not one operand's
+
+
+def test_clamps_of_shape_values_go_by_their_bounds():
+    """MAXIMUM(SHAPE(x), -7) cannot change a dim (>= 0): it goes; MAXIMUM(SHAPE(x), 3) can: it
+    stays; the outputs are the same."""
+    from tests.converter.test_convert_passes import same_after
+
+    def build(ed, x):
+        s = ed.tensor("s", (2,), "int32")
+        low, high = ed.tensor("low", (2,), "int32"), ed.tensor("high", (2,), "int32")
+        out = ed.tensor("out", (4,), "int32")
+        return out, [ed.new_op("SHAPE", [x], [s], {"out_type": 2}),
+                     ed.new_op("MAXIMUM", [s, ed.const(np.array(-7, np.int32), "m7")], [low]),
+                     ed.new_op("MAXIMUM", [s, ed.const(np.array(3, np.int32), "p3")], [high]),
+                     ed.new_op("CONCATENATION", [low, high], [out], {"axis": 0})]
+    model, feeds = _manual([(2, 5)], build)
+    ops = same_after(drop_shape_clamps, model, feeds)
+    assert ops["MAXIMUM"] == 1, ops
