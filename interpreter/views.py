@@ -5,7 +5,8 @@ adds two kinds, each only where the view is C-contiguous (kernels bind reshapes 
 at allocate; a reshape of a non-contiguous view would be a copy, silently stale):
 
 - a slice: a STRIDED_SLICE or SLICE with constant parameters (its kernel's `run.view`) reads
-  its output as a view of its input;
+  its output as a view of its input, and so do SPLIT, SPLIT_V and UNPACK (`run.views`) when
+  every output can be one;
 - a part: the inputs of a CONCATENATION that copies raw values (every input quantized as the
   output) are views of the parts of its output, so their producers write there directly; the
   inputs that cannot be (a subgraph input, a constant, a view already, parts that would not be
@@ -147,14 +148,22 @@ def plan_views(plan, specs: list, own: set, reshapes: dict):
         else:
             dropped.add(s)
     for s, (_oi, run, ins, outs) in enumerate(specs):
-        view = getattr(run, "view", None)
-        if view is None or s in dropped or len(outs) != 1 or not ins or ins[0] < 0:
+        if s in dropped or not outs:
             continue
-        x, y = ins[0], outs[0]
-        if x in dynamic or infos[x].data is not None or infos[x].is_variable or not free(y) \
-                or views.root(x) == y or not _contiguous(view, infos[x], infos[y]):
+        if getattr(run, "view", None) is not None and len(outs) == 1:
+            k, fns = 0, [run.view]
+        elif getattr(run, "views", None) is not None:    # SPLIT, SPLIT_V, UNPACK
+            k, whole = run.views
+            fns = [lambda a, j=j, whole=whole: whole(a)[j] for j in range(len(outs))]
+        else:
             continue
-        views.parent[y] = (x, view)
+        x = ins[k] if k < len(ins) else -1
+        if x < 0 or x in dynamic or infos[x].data is not None or infos[x].is_variable or \
+                any(not free(y) or views.root(x) == y or not _contiguous(fn, infos[x], infos[y])
+                    for y, fn in zip(outs, fns)):
+            continue
+        for y, fn in zip(outs, fns):
+            views.parent[y] = (x, fn)
         dropped.add(s)
     kept = [copies.get(s, spec) for s, spec in enumerate(specs) if s not in dropped]
     return kept, views.roots(), views

@@ -171,6 +171,7 @@ def _copy_pieces(pieces: list, data: int = 0, inputs: int = 1):
         x = args[data]
         for out, piece in zip(args[inputs:], pieces):
             np.copyto(out, x[piece])
+    run.views = data, lambda x: [x[piece] for piece in pieces]   # the plan's views (views.py)
     return run
 
 

@@ -150,3 +150,44 @@ def test_concat_copies_only_what_is_no_view(make):
     for a, b in zip(run_steps(edgelite_interpreter, content, feeds),
                     run_steps(litert, content, feeds)):
         assert_close(a, b)
+
+
+def _split_model(op: str) -> bytes:
+    """out = a * 2 + b for [a, b] = SPLIT/SPLIT_V/UNPACK of x + 1 along axis 1 of [1, 2, 3]:
+    both pieces are contiguous views."""
+    model = Model()
+    main = Subgraph(name="main")
+    x = main.add_tensor(Tensor("x", (1, 2, 3)))
+    one = _const(model, main, "one", np.float32(1))
+    two = _const(model, main, "two", np.float32(2))
+    y = main.add_tensor(Tensor("y", (1, 2, 3)))
+    piece = (1, 3) if op == "UNPACK" else (1, 1, 3)
+    a, b = (main.add_tensor(Tensor(n, piece)) for n in ("a", "b"))
+    a2 = main.add_tensor(Tensor("a2", piece))
+    out = main.add_tensor(Tensor("out", piece))
+    if op == "SPLIT":
+        axis = _const(model, main, "axis", np.array([1], np.int32))
+        split = _op("SPLIT", [axis, y], [a, b], num_splits=2)
+    elif op == "SPLIT_V":
+        sizes = _const(model, main, "sizes", np.array([1, -1], np.int32))
+        axis = _const(model, main, "axis", np.array([1], np.int32))
+        split = _op("SPLIT_V", [y, sizes, axis], [a, b], num_splits=2)
+    else:
+        split = _op("UNPACK", [y], [a, b], num=2, axis=1)
+    main.inputs, main.outputs = [x], [out]
+    main.operators = [_op("ADD", [x, one], [y]), split, _op("MUL", [a, two], [a2]),
+                      _op("ADD", [a2, b], [out])]
+    model.subgraphs = [main]
+    return save(model)
+
+
+@pytest.mark.parametrize("op", ["SPLIT", "SPLIT_V", "UNPACK"])
+def test_split_pieces_are_views(op):
+    content = _split_model(op)
+    assert _view_ops(content) == [op]
+    rng = np.random.default_rng(2)
+    feeds = [[rng.standard_normal((1, 2, 3)).astype(np.float32)] for _ in range(2)]
+    for (a,), (b,), (x,) in zip(run_steps(edgelite_interpreter, content, feeds),
+                                run_steps(litert, content, feeds), feeds):
+        assert_close([a], [b])
+        np.testing.assert_allclose(a.reshape(-1), (2 * (x[0, 0] + 1) + x[0, 1] + 1), rtol=1e-6)
