@@ -56,15 +56,17 @@ class Fused(NamedTuple):
 
 
 def fuse(sg, specs: list, nodes: dict) -> list:
-    """The plan's specs [(op index, run, inputs, outputs)] with every chain a rule fuses
-    replaced by one spec; `nodes` maps op index -> prepared Node (the static steps). Passes
+    """(specs, absorbed): the plan's specs [(op index, run, inputs, outputs)] with every chain
+    a rule fuses replaced by one spec, and the indices of the ops now run inside another's
+    step; `nodes` maps op index -> prepared Node (the static steps). Passes
     run until none fuses more (a fused step may feed a later rule: conv + pool, then the
     FULLY_CONNECTED it feeds)."""
     nodes = dict(nodes)
     kept = set(sg.outputs) | {i for i, t in enumerate(sg.tensors) if t.is_variable}
+    before = {oi for oi, *_ in specs}
     for rules in PASSES:
         specs = _fixed_point(sg, specs, nodes, kept, rules)
-    return specs
+    return specs, sorted(before - {oi for oi, *_ in specs})
 
 
 def _fixed_point(sg, specs, nodes, kept, rules) -> list:

@@ -413,6 +413,7 @@ class SubgraphPlan:
         self.step_ops: list = []       # operator index of each step (for profiles)
         self.run_ops: list = []        # operator index of each step of run_steps (for errors)
         self.placement: list = []      # Placement per operator, with delegates (delegation.py)
+        self.absorbed: list = []       # ops run inside another op's fused step (fusion.py)
 
     # -- preparation -------------------------------------------------------------------------
 
@@ -483,8 +484,9 @@ class SubgraphPlan:
             nodes[oi] = node
         self.infos = infos
         self.dynamic = dynamic
+        self.absorbed = []   # ops inside a fused step other than its first (fusion.py)
         if not (self.runtime.delegates or self.runtime.preserve_all or self.runtime.reference):
-            specs = fusion.fuse(sg, specs, nodes)   # chains as one step (fusion.py)
+            specs, self.absorbed = fusion.fuse(sg, specs, nodes)   # chains as one step
         if self.runtime.delegates:
             specs, self.placement = delegate_steps(self.runtime.delegates, si, sg, infos, specs,
                                                    nodes, keep_all=self.runtime.preserve_all)
@@ -556,8 +558,11 @@ class SubgraphPlan:
         by_op = {oi: (run, () if isinstance(run, _DynamicStep) else
                       tuple(None if t < 0 else arrays[t] for t in ins)
                       + tuple(arrays[t] for t in outs)) for oi, run, ins, outs in specs}
-        self.steps = [by_op.get(oi, (_view_step, ())) for oi, *_ in all_specs]
-        self.step_ops = [oi for oi, *_ in all_specs]
+        # (an op fused into another's step is listed too, as a step doing nothing)
+        step_ops = sorted([oi for oi, *_ in all_specs] + self.absorbed) if self.absorbed \
+            else [oi for oi, *_ in all_specs]
+        self.steps = [by_op.get(oi, (_view_step, ())) for oi in step_ops]
+        self.step_ops = step_ops
         self.run_ops = list(by_op)   # operator of each step run_steps runs
         self.run_steps = compile_steps(specs, list(by_op.values()))
 
