@@ -209,8 +209,8 @@ def dequantize_rows(x: np.ndarray, xq: np.ndarray, asymmetric: bool) -> None:
         return
     lo, hi = _min(x, None), _max(x, None)
     scale, inv, zp = row_quantization(lo, hi, asymmetric)
-    np.multiply(x, inv, out=xq)
-    np.rint(xq, out=xq)
+    np.multiply(x, inv, xq)
+    np.rint(xq, xq)
     if asymmetric:
         # rint is monotonic: the bounds, rounded, say whether a clamp moves anything; read in
         # double with a margin over float32's rounding of the product (|x * inv| <= 256), it
@@ -218,7 +218,7 @@ def dequantize_rows(x: np.ndarray, xq: np.ndarray, asymmetric: bool) -> None:
         f_inv = float(inv)
         if float(lo) * f_inv + zp < _LOW or float(hi) * f_inv + zp > _HIGH:
             clip_(xq, -128.0 - zp, 127.0 - zp)   # clamp(round + zp) - zp, as the array path
-    np.multiply(xq, scale, out=xq)
+    np.multiply(xq, scale, xq)
 
 
 def _dequantize_many(x, xq, asymmetric: bool) -> None:

@@ -195,7 +195,7 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
         prev = h
         for t, h_next in enumerate(out_rows(arrays[-1])):
             recurrent(prev, z)
-            np.add(z, xw_rows[t], out=z)
+            np.add(z, xw_rows[t], z)
             lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
             prev = h_next
         np.copyto(h, prev)

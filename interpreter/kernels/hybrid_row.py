@@ -34,9 +34,9 @@ class RowProduct:
 
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         dequantize_rows(x, self.q, self.asymmetric)
-        np.dot(self.q, self.wt, out=out)
+        np.dot(self.q, self.wt, out)
         if self.bias is not None:
-            np.add(out, self.bias, out=out)
+            np.add(out, self.bias, out)
 
 
 def row_product(node_options, w_info, bias_info, column_scale=None):

@@ -188,8 +188,8 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
         np.add(xw, bias, out=xw)
         prev = h
         for t, h_next in enumerate(out_rows(arrays[-1])):   # each step's h: its output row
-            np.dot(prev, r, out=z)   # np.dot: a fifth of np.matmul's call cost on one row
-            np.add(z, xw_rows[t], out=z)
+            np.dot(prev, r, z)   # np.dot: a fifth of np.matmul's call cost on one row
+            np.add(z, xw_rows[t], z)
             lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
             prev = h_next
         np.copyto(h, prev)

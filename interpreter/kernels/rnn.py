@@ -159,8 +159,8 @@ def run_sequence(xs, w, r, b, h, out, act, products, aux=None, aux_w=None, rever
     prev = h
     for t in order:
         row = rows[t]
-        np.dot(prev, rt, out=product)
-        np.add(product, z[:, t], out=row)
+        np.dot(prev, rt, product)
+        np.add(product, z[:, t], row)
         act(row)
         prev = row
     if steps:

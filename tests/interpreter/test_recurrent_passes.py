@@ -222,10 +222,10 @@ def test_sequence_lstm_under_builtin_ref_keeps_the_exact_loop(monkeypatch):
 def test_keras_dynamic_range_loop_step_numpy_calls(kind, monkeypatch):
     """The fused Keras loop with dynamic-range weights: one GEMM for every step's input
     projection, then one product a step, and a step of at most 13 numpy calls for the LSTM
-    (h's quantization 3, the product, the gates' sum, lstm_cell's 8), 10 for the GRU (whose
-    step spells some of its ufuncs as operators, not counted); the exact row the loop ran
+    (h's quantization 3, the product, the gates' sum, lstm_cell's 8), 16 for the GRU (the
+    quantization and product 4, the recurrent bias, the gates 11); the exact row the loop ran
     before (hybrid_row's LiteRT rounding, the offset correction in float64) made 10 alone."""
     short, per_step, long = _per_step(
         lambda n: keras_while(kind=kind, variant="dynamic", steps=n), monkeypatch)
     assert (short, long) == (1 + 8, 1 + 16)
-    assert per_step <= (13 if kind == "lstm" else 10), per_step
+    assert per_step <= (13 if kind == "lstm" else 16), per_step
