@@ -8,6 +8,7 @@ import pytest
 
 from edgelite.interpreter import Interpreter, OpResolverType
 from edgelite.schema import Model, Subgraph, Tensor, save
+from tests.numpy_dispatch import NUMPY2_DISPATCH
 from tests.opmodel import const_tensor, operator, run_interpreter, run_litert
 
 RELU, RELU6 = 1, 3
@@ -239,15 +240,26 @@ def test_tiny_models_run_few_steps(models_dir):
     FCs' inputs written into their [x..., 1] by the step before: no bias pass); was 6 steps
     and 11 Python calls an invoke. The keyword-spotting head: 2 steps of FC + layer norm, FC,
     LOGISTIC; was 24 steps, 33 calls. Frames: one per kernel (LOGISTIC two), the invoke's."""
-    digits = Interpreter(model_path=str(models_dir / "digits_cnn.tflite"))
-    kws = Interpreter(model_content=kws_head_model())
-    for it, steps in ((digits, 2), (kws, 4)):
-        run_interpreter(it, [np.random.default_rng(0).standard_normal(
-            it.get_input_details()[0]["shape"]).astype(np.float32)])
+    for it, steps in _tiny_models(models_dir):
         ops = [it._main.sg.operators[oi].opcode.name for oi in it._main.run_ops]
         assert len(ops) == steps, ops
         assert it._main.run_steps.bound == len(ops)
+
+
+@NUMPY2_DISPATCH
+def test_tiny_models_run_few_python_frames(models_dir):
+    for it, _ in _tiny_models(models_dir):
         assert python_calls(it.invoke) <= INVOKE_FRAMES + 5
+
+
+def _tiny_models(models_dir) -> list:
+    """[(interpreter, steps it should run)]: the digits CNN and the keyword-spotting head."""
+    digits = Interpreter(model_path=str(models_dir / "digits_cnn.tflite"))
+    kws = Interpreter(model_content=kws_head_model())
+    for it in (digits, kws):
+        run_interpreter(it, [np.random.default_rng(0).standard_normal(
+            it.get_input_details()[0]["shape"]).astype(np.float32)])
+    return [(digits, 2), (kws, 4)]
 
 
 def test_the_keyword_spotting_head_matches_litert():
