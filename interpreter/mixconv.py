@@ -10,6 +10,8 @@ in rows a_i .. a_i + k_i of its channels and zeros elsewhere. The integer sums a
 quantization, so the result is the same bits, under BUILTIN_REF too; one kernel step instead of
 2 + 2 m (a split, its copies, m convolutions and their requantizations).
 
+Not under BUILTIN_REF, whose kernels are the spec, each op on its own (`UNDER_REFERENCE`: the
+tests turn it on to check the fused step against LiteRT's reference kernels, bit for bit).
 Only int8 VALID convolutions at stride and dilation 1, depth multiplier 1, with one shared fused
 activation, whose intermediate tensors no one else reads (no subgraph output, no other reader):
 otherwise the ops run as they are.
@@ -26,6 +28,7 @@ from .kernels import registry
 from .kernels.registry import Node, TensorInfo
 
 VALID = 1
+UNDER_REFERENCE = False
 
 
 def _readers(specs: list) -> dict:
@@ -169,6 +172,8 @@ def _fused_node(plan, specs, x, branches, concat) -> Node | None:
 
 def fuse(plan, specs: list, own: set, reshapes: dict) -> list:
     """`specs` with every MixConv block as one depthwise step (at its concat's place)."""
+    if plan.runtime.reference and not UNDER_REFERENCE:
+        return specs
     rooted = set(reshapes.values())      # tensors a reshape view reads: not intermediates
     done = True
     while done:

@@ -1,13 +1,14 @@
 """MixConv blocks (channel split -> row slices -> depthwise convolutions -> concat) run as one
-depthwise step (interpreter/mixconv.py): the same bits as LiteRT's reference kernels under
-BUILTIN_REF, within 1 of LiteRT by default, on a model built with the IR and on
-micro-wake-word's streaming model (its state compared step by step)."""
+depthwise step (interpreter/mixconv.py): with the reference kernels' rounding (BUILTIN_REF, the
+fusion turned on there: BUILTIN_REF itself runs op by op) the same bits as LiteRT's reference
+kernels, within 1 of LiteRT by default, on a model built with the IR and on micro-wake-word's
+streaming model (its state compared step by step)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from edgelite.interpreter import Interpreter, OpResolverType
+from edgelite.interpreter import Interpreter, OpResolverType, mixconv
 from edgelite.schema import Model, Subgraph, Tensor, save
 from edgelite.schema.model import QuantizationParameters as Q
 from tests.opmodel import const_tensor as _const
@@ -69,6 +70,14 @@ def _mixconv_model(seed=0, per_tensor=True) -> bytes:
     return save(model)
 
 
+def _fused(content: bytes) -> bool:
+    """Whether BUILTIN_REF runs the model's MixConv as one step (UNDER_REFERENCE)."""
+    it = Interpreter(model_content=content,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    return _running(it) == [("CONCATENATION", "depthwise_conv_2d")]
+
+
 def _running(it) -> list:
     """The operators of subgraph 0 that run a step, with the kernel each runs."""
     plan = it._runtime.subgraph(0)
@@ -85,14 +94,27 @@ def test_mixconv_is_one_depthwise_step():
     assert [op for op, _ in _running(kept)].count("DEPTHWISE_CONV_2D") == 3
 
 
+@pytest.fixture
+def fused_under_reference(monkeypatch):
+    monkeypatch.setattr(mixconv, "UNDER_REFERENCE", True)
+
+
+def test_reference_runs_op_by_op():
+    it = Interpreter(model_content=_mixconv_model(),
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    assert [op for op, _ in _running(it)].count("DEPTHWISE_CONV_2D") == 3
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_mixconv_bit_exact_to_litert_reference(seed):
+def test_mixconv_bit_exact_to_litert_reference(seed, fused_under_reference):
     rng = np.random.default_rng(seed + 10)
     content = _mixconv_model(seed)
     for _ in range(3):
         x = rng.integers(-128, 128, (1, H, W, 3 * C)).astype(np.int8)
         ours, theirs = run_both(content, [x], reference=True)
         np.testing.assert_array_equal(ours[0], theirs[0])
+        assert _fused(content)
         ours, theirs = run_both(_mixconv_model(seed, per_tensor=False), [x], reference=False)
         assert np.abs(ours[0].astype(int) - theirs[0]).max() <= 1
 
@@ -104,7 +126,7 @@ def _assigned(path, runtime) -> list:
             for op in plan.sg.operators if op.opcode.name == "ASSIGN_VARIABLE"]
 
 
-def test_wake_word_mixconv_state_bit_exact(models_dir):
+def test_wake_word_mixconv_state_bit_exact(models_dir, fused_under_reference):
     """mwk_okay_nabu's three MixConv blocks as three steps, under BUILTIN_REF: its output and
     its six ring buffers (the variables) LiteRT's reference kernels' bits, 40 steps on."""
     path = str(models_dir / "mwk_okay_nabu.tflite")
