@@ -1,11 +1,12 @@
 """Where a tensor's dims come from: `source(ed, t, axes)` follows dims of `t` back through the
 ops that pass them on unchanged (elementwise ops, a FULLY_CONNECTED's leading dims, a
-BATCH_MATMUL's rows and columns, transposes, reductions' kept axes, gathers, reshapes that only
-add or drop size-1 dims...) to the earliest tensor that has them, so that a SHAPE measures that
-tensor (often a graph input: one SHAPE of it, not one per use). Structural rules only, so the
-answer is the same at every size of the dynamic dims; a nominal size is compared only where
-broadcasting decides which operand a dim comes from (a dynamic dim is never 1 in the graphs
-that compute shapes: a size-1 dim is a fixed one)."""
+BATCH_MATMUL's rows and columns, transposes, reductions' kept axes, gathers, splits and whole
+slices, reshapes that only add or drop size-1 dims or keep the leading ones...) to the earliest
+tensor that has them, so that a SHAPE measures that tensor (often a graph input: one SHAPE of
+it, not one per use). Structural rules only, so the answer is the same at every size of the
+dynamic dims; a nominal size is compared only where broadcasting decides which operand a dim
+comes from (a dynamic dim is never 1 in the graphs that compute shapes: a size-1 dim is a
+fixed one)."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,6 +41,8 @@ def source(ed, t: int, axes) -> tuple:
 
 def _one_step(ed, t: int, axes: tuple):
     op = ed.producer(t)
+    if op is not None and op.op in ("SPLIT", "SPLIT_V"):
+        return _split(ed, op, t, axes)
     if op is None or len(op.outputs) != 1 or op.outputs[0] != t:
         return None
     shape = ed.shape(t)
@@ -67,6 +70,8 @@ def _one_step(ed, t: int, axes: tuple):
         return None if axis in axes else (op.inputs[0], axes)
     if kind == "GATHER":
         return _gather(ed, op, shape, axes)
+    if kind == "STRIDED_SLICE":
+        return _whole_dims(ed, op, axes)
     if kind in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
         moved = _ones_moved(ed, op.inputs[0], shape, axes)
         if moved is None and kind == "RESHAPE" and len(op.inputs) > 1:
@@ -75,6 +80,35 @@ def _one_step(ed, t: int, axes: tuple):
             moved = _kept_prefix(ed, op.inputs[0], shape, axes)
         return moved
     return None
+
+
+def _split(ed, op, t: int, axes: tuple):
+    """A SPLIT's or SPLIT_V's parts have its input's dims but along the split axis."""
+    x, axis_t = (op.inputs[1], op.inputs[0]) if op.op == "SPLIT" else (op.inputs[0],
+                                                                       op.inputs[2])
+    axis = ed.value(axis_t)
+    rank = len(ed.shape(x))
+    if axis is None or axis.size != 1 or len(ed.shape(t)) != rank:
+        return None
+    axis = int(axis.reshape(-1)[0]) % rank
+    return None if axis in axes else (x, axes)
+
+
+def _whole_dims(ed, op, axes: tuple):
+    """A STRIDED_SLICE's dims that it takes whole (from 0 or masked, to the masked end, stride
+    1: how the converter slices a dynamic dim it keeps) are its input's."""
+    o = op.options
+    if len(op.inputs) != 4 or o.ellipsis_mask or o.new_axis_mask or o.shrink_axis_mask or \
+            o.offset or len(ed.shape(op.inputs[0])) != len(ed.shape(op.outputs[0])):
+        return None
+    begin, strides = ed.value(op.inputs[1]), ed.value(op.inputs[3])
+    if begin is None or strides is None or strides.ndim != 1 or begin.shape != strides.shape:
+        return None
+    for a in axes:
+        if a >= strides.size or int(strides[a]) != 1 or not (o.end_mask >> a) & 1 or \
+                not ((o.begin_mask >> a) & 1 or int(begin[a]) == 0):
+            return None
+    return op.inputs[0], axes
 
 
 def _kept_prefix(ed, x: int, shape: tuple, axes: tuple):

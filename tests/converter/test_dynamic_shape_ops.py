@@ -201,3 +201,22 @@ def test_clamps_of_shape_values_go_by_their_bounds():
     model, feeds = _manual([(2, 5)], build)
     ops = same_after(drop_shape_clamps, model, feeds)
     assert ops["MAXIMUM"] == 1, ops
+
+
+def test_channel_shuffles_measure_the_image_once():
+    """ShuffleNetV2 units (Split, convs, Concat, shuffle reshapes from the Concat's Shape):
+    height and width are read through the concat, the split and the reshapes to one SHAPE, and
+    each unit's shuffle targets are the first unit's (dynamic ShuffleNetV2: 285 -> 169 ops,
+    fixed 157)."""
+    from tests.converter.test_dynamic_layout import shufflenet_units
+
+    counts = {}
+    for units in (3, 5):
+        proto, sizes = shufflenet_units(units=units)
+        conversion = convert(proto)
+        assert not conversion.warnings
+        counts[units] = Counter(op.op for op in conversion.model.subgraphs[0].operators)
+    assert counts[5]["SHAPE"] == counts[3]["SHAPE"] == 1, counts
+    more = counts[5] - counts[3]
+    assert not {"SHAPE", "GATHER"} & set(more) and more["CONCATENATION"] == 2, more
+    check_sizes(proto, conversion, sizes)
