@@ -7,20 +7,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import clip as _clip
 from .geometry import batch_major
 
 
-def lstm_cell(z, mul, add, views, c, tmp, h_next, ones=None, clip=None) -> None:
+def lstm_cell(z, mul, add, views, c, tmp, h_next, ones=None, clip=None, hard=None) -> None:
     """The LSTM cell (the fused Keras loop's and UNIDIRECTIONAL_SEQUENCE_LSTM's): z holds the
     gates' pre-activations with the sigmoid columns scaled by 0.5, `views` its (i, f, g, o)
     parts (i None with CIFG: i = 1 - f, `ones` a buffer of ones); LOGISTIC as 0.5 + 0.5 tanh:
     one tanh for every gate, then z * mul + add. c = f * c + i * g (clipped to `clip`, a pair
-    of bounds), h_next = o * tanh(c); `tmp` a buffer like c. (Outputs as positional arguments:
+    of bounds), h_next = o * tanh(c); `tmp` a buffer like c. `hard`: the gates are Keras's
+    hard_sigmoid instead, relu6(z + shift) * scale (z unscaled; per-column arrays: shift, the
+    bounds and scale, identities on g's columns). (Outputs as positional arguments:
     a tenth of a ufunc's call cost on rows this small, against out=.)"""
-    np.tanh(z, z)
-    np.multiply(z, mul, z)
-    np.add(z, add, z)
     i, f, g, o = views
+    if hard is None:
+        np.tanh(z, z)
+        np.multiply(z, mul, z)
+        np.add(z, add, z)
+    else:   # hard_sigmoid gates: relu6(z + shift) * scale (0, -inf..inf, 1 on g), then tanh(g)
+        shift, low, high, scale = hard
+        np.add(z, shift, z)
+        _clip(z, low, high, z)
+        np.multiply(z, scale, z)
+        np.tanh(g, g)
     np.multiply(f, c, c)
     if i is None:
         np.subtract(ones, f, tmp)

@@ -34,8 +34,9 @@ class Sequence:
         w_x, b_x, self.fc_x = proj["x"]
         w_h, b_h, self.fc_h = proj["h"]
         self.scale_x, self.scale_h = np.ones(len(b_x), F32), np.ones(len(b_h), F32)
+        hard = getattr(c, "hard_sigmoid", None) if c.kind == "lstm" else None
         for name, (lo, hi) in c.gates.items():
-            if name[0] in "ifozr":
+            if name[0] in "ifozr" and hard is None:   # LOGISTIC as 0.5 + 0.5 tanh(x / 2)
                 if c.kind == "lstm" or name[1] == "x":
                     self.scale_x[lo:hi] = 0.5
                 if c.kind == "lstm" or name[1] == "h":
@@ -81,6 +82,7 @@ class Sequence:
             self.mul = np.ascontiguousarray(np.broadcast_to(self.scale_x, (batch, len(b_x))))
             self.add = np.where(self.mul == 0.5, F32(0.5), F32(0)).astype(F32)
             self.views = tuple(self.hp[:, lo:hi] for lo, hi in (g["i"], g["f"], g["g"], g["o"]))
+            self.hard = None if hard is None else _hard_gates(hard, g["g"], (batch, len(b_x)))
             self.xp_rows = list(self.xp)
             self.step = self._lstm_step
         else:
@@ -185,7 +187,7 @@ class Sequence:
         z = self.hp
         self._recurrent(h)
         np.add(z, self.xp_rows[j], z)
-        lstm_cell(z, self.mul, self.add, self.views, cs, self.tmp, h_next)
+        lstm_cell(z, self.mul, self.add, self.views, cs, self.tmp, h_next, hard=self.hard)
 
     def _rnn_step(self, j, h, h_next, _):
         hp = self.hp
@@ -218,6 +220,17 @@ class Sequence:
         np.subtract(self.ones, self.z_z, self.z_z)   # 1 - z
         np.multiply(h_next, self.z_z, h_next)
         np.add(h_next, tmp, h_next)                # z * h + (1 - z) * c
+
+
+def _hard_gates(hard, g_columns, shape) -> tuple:
+    """lstm_cell's `hard`: relu6(z + shift) * scale on the sigmoid gates' columns, identities
+    on the cell input g's (full-shape operands, as the others)."""
+    shift, scale = hard
+    lo, hi = g_columns
+    arrays = [np.full(shape, v, F32) for v in (shift, 0.0, 6.0, scale)]
+    for a, identity in zip(arrays, (0.0, -np.inf, np.inf, 1.0)):
+        a[:, lo:hi] = identity
+    return tuple(arrays)
 
 
 def _span(a, b):

@@ -1,5 +1,6 @@
-"""The cells the Keras loop matcher (while_rnn.py) knows, as TensorFlow lowers them: LSTM,
-GRU (reset_after True or False) and SimpleRNN (tanh or relu). Each records the cell's variables,
+"""The cells the Keras loop matcher (while_rnn.py) knows, as TensorFlow lowers them: LSTM (its
+gates LOGISTIC or Keras's hard_sigmoid), GRU (reset_after True or False) and SimpleRNN (tanh or
+relu). Each records the cell's variables,
 gate columns and projections in a `_Cell` (or raises NoMatch)."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ def _lstm(g, cell, rest) -> None:
             if k_c == k_h:
                 continue
             try:
+                cell.__dict__.pop("hard_sigmoid", None)
                 _lstm_with(g, cell, k_h, k_c)
                 cell.h, cell.c = k_h, k_c
                 return
@@ -31,7 +33,12 @@ def _lstm_with(g, cell, k_h, k_c) -> None:
 
     def sig(name):
         def check(t):
-            pieces[name] = g.op(t, "LOGISTIC").inputs[0]
+            op = g.producer.get(t)
+            if op is not None and op.op == "MUL":
+                pieces[name] = _hard_sigmoid(g, cell, t)
+            else:
+                pieces[name] = g.op(t, "LOGISTIC").inputs[0]
+                _gate_kind(cell, None)
         return check
 
     def tanh_of(name=None, of=None):
@@ -72,6 +79,41 @@ def _lstm_with(g, cell, k_h, k_c) -> None:
     if sorted(cell.gates.values()) != [(j * width // 4, (j + 1) * width // 4) for j in range(4)]:
         raise NoMatch("the gates are not the sum's four quarters")
     cell.extra_bias = _sum(g, cell, z, width)
+
+
+def _gate_kind(cell, kind) -> None:
+    """Every sigmoid gate of a cell is the same function: LOGISTIC (None) or one hard_sigmoid."""
+    seen = getattr(cell, "hard_sigmoid", False)
+    if seen is not False and seen != kind:
+        raise NoMatch("the gates mix LOGISTIC and hard_sigmoid")
+    cell.hard_sigmoid = kind
+
+
+def _hard_sigmoid(g, cell, t):
+    """`t` = MUL(ADD(x, shift) with RELU6 fused, scale), scalar float32 constants (Keras's
+    hard_sigmoid as TensorFlow lowers it, relu6(x + 3) / 6): x; records (shift, scale)."""
+    mul = g.op(t, "MUL")
+    shifted, scale = _either(g, mul.inputs, lambda v: v, lambda v: _scalar32(g, v))
+    add = g.producer.get(shifted)
+    if add is None or add.op != "ADD" or g.const(shifted) is not None or \
+            int(getattr(add.options, "fused_activation_function", 0) or 0) != 3:
+        raise NoMatch("not relu6(x + shift) * scale")
+    g.used.add(id(add))
+    x, shift = _either(g, add.inputs, lambda v: v if g.const(v) is None else _no_const(),
+                       lambda v: _scalar32(g, v))
+    _gate_kind(cell, (shift, scale))
+    return x
+
+
+def _scalar32(g, t) -> float:
+    c = g.const(t)
+    if c is None or c.size != 1 or c.dtype != F32:
+        raise NoMatch("not a float32 scalar constant")
+    return float(c.reshape(-1)[0])
+
+
+def _no_const():
+    raise NoMatch("a constant")
 
 
 def _simple_rnn(g, cell, rest) -> None:

@@ -46,7 +46,8 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
     sequence [batch, steps, units] (or the last h), the final h (and c).
     variant "reset_before": a GRU with reset_after=False (tanh(x_h + (r * h) W + b));
     "dynamic": int8 weights (dynamic-range, inputs quantized per row, asymmetric);
-    "relu": the LSTM's cell activation is RELU (no fused kernel), a SimpleRNN's (fused).
+    "relu": the LSTM's cell activation is RELU (no fused kernel), a SimpleRNN's (fused);
+    "hard_sigmoid": the LSTM's gates are Keras's hard_sigmoid (relu6(x + 3) / 6).
     `limit`: the cond's bound on the step counters (default `steps`).
     "extra": the body also computes a value nobody reads (no fused kernel)."""
     rng = np.random.default_rng(seed)
@@ -121,9 +122,16 @@ def keras_while(kind="lstm", batch=1, steps=6, n_in=5, units=4, sequences=True, 
         if bias:
             z = b.op("ADD", [z, w("b", width)], [(batch, width)])
         gi, gf, gg, go = b.op("SPLIT", [one, z], [(batch, units)] * 4, num_splits=4)
-        si, sf = b.op("LOGISTIC", [gi], [(batch, units)]), b.op("LOGISTIC", [gf], [(batch, units)])
+        def sigmoid(v):
+            if variant != "hard_sigmoid":
+                return b.op("LOGISTIC", [v], [(batch, units)])
+            # as TensorFlow lowers Keras's hard_sigmoid: relu6(v + 3) * (1/6)
+            shifted = b.op("ADD", [v, b.c(f"three{v}", np.float32(3))], [(batch, units)],
+                           fused_activation_function=3)
+            return b.op("MUL", [shifted, b.c(f"sixth{v}", np.float32(1 / 6))], [(batch, units)])
+        si, sf = sigmoid(gi), sigmoid(gf)
         fc = b.op("MUL", [sf, c], [(batch, units)])
-        so = b.op("LOGISTIC", [go], [(batch, units)])
+        so = sigmoid(go)
         cell_act = "RELU" if variant == "relu" else "TANH"
         tg = b.op(cell_act, [gg], [(batch, units)])
         c_new = b.op("ADD", [fc, b.op("MUL", [si, tg], [(batch, units)])], [(batch, units)])

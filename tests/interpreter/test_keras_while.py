@@ -33,12 +33,16 @@ CASES = {
     "rnn-sequences-batch2": dict(kind="rnn", batch=2),
     "rnn-last-no-bias": dict(kind="rnn", sequences=False, bias=False),
     "lstm-relu-cell": dict(kind="lstm", variant="relu"),
+    "lstm-hard-sigmoid": dict(kind="lstm", variant="hard_sigmoid"),
+    "lstm-hard-sigmoid-batch2-last": dict(kind="lstm", variant="hard_sigmoid", batch=2,
+                                          sequences=False),
     "rnn-relu": dict(kind="rnn", variant="relu", batch=2),
     "rnn-relu-fused": dict(kind="rnn", variant="relu_fused"),
     "gru-extra-op": dict(kind="gru", variant="extra"),
 }
 FUSED = {k for k, v in CASES.items() if v.get("variant", "dynamic") in ("dynamic",
-                                                                       "reset_before")
+                                                                       "reset_before",
+                                                                       "hard_sigmoid")
          or k.startswith("rnn-relu")}
 
 
