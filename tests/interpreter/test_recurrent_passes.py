@@ -172,20 +172,15 @@ def test_default_hybrid_conv_quantizes_its_input_in_three_passes(asymmetric_scal
 
 
 def _sequence_lstm(steps: int, dynamic: bool) -> bytes:
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    try:
-        import bench_recurrent
-    finally:
-        sys.path.pop(0)
-    content = bench_recurrent.sequence_lstm(steps=steps)
+    """UNIDIRECTIONAL_SEQUENCE_LSTM, batch 1, 16 inputs, 32 cells (test_lstm's builder); with
+    `dynamic` its weights int8 by edgelite's dynamic-range quantizer."""
+    from tests.interpreter.test_lstm import _lstm_model
+    content = _lstm_model(batch=1, steps=steps, n_in=16, n_cell=32, n_out=32)
     if dynamic:
-        pytest.importorskip("onnx", reason="the quantizer is the converter's: "
-                                           "pip install -e '.[dev]'")
-        content = bench_recurrent.dynamic_range(content)
-        op = load(content).subgraphs[0].operators[0]
-        assert op.opcode.name == "UNIDIRECTIONAL_SEQUENCE_LSTM"
+        from edgelite.converter.quantize import quantize
+        q = quantize(load(content), "dynamic", min_weight_elements=0)
+        assert q.report.quantized_ops == {"UNIDIRECTIONAL_SEQUENCE_LSTM": 1}
+        content = save(q.model)
     return content
 
 
