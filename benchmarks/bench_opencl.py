@@ -33,6 +33,7 @@ of a first start compiles each kernel (per set of defines) to machine code: most
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -119,14 +120,18 @@ def bench_model(path: Path, precisions: list, device, seconds: float, threads=(1
         Interpreter(model_path=str(path), num_threads=threads[0]), x)
     ref = _outputs(runners[f"numpy {threads[0]}t"])
     device_name = "?"
+    modes = int8.split(",") if x.dtype == np.int8 else [None]
     for t in threads:
-        for p in precisions:
+        for p, (k, mode) in itertools.product(precisions, enumerate(modes)):
             options = {"precision": p, "device": device, "threads": t}
-            if x.dtype == np.int8:
-                options["int8"] = int8  # delegates/opencl/quant.py, quant_int.py
+            if mode is not None:
+                options["int8"] = mode  # delegates/opencl/quant.py, quant_int.py
             d = load_delegate("opencl", options)
             it = _prepared(Interpreter(model_path=str(path), num_threads=t,
                                        experimental_delegates=[d]), x)
+            if k:  # a further int8 mode: its own runner, beside the table (see main)
+                runners[f"opencl {p} {mode} {t}t"] = it
+                continue
             out = _outputs(it)
             errors[p] = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))
                                   / max(np.max(np.abs(b)), 1e-30)) for a, b in zip(out, ref))
@@ -308,7 +313,7 @@ def main(argv=None) -> None:
     ap.add_argument("--no-startup", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--int8", default="dequantize", choices=("dequantize", "integer", "cpu"))
+    ap.add_argument("--int8", default="dequantize")  # dequantize, integer, cpu; a list: each
     ap.add_argument("--startup-only", action="store_true")
     args = ap.parse_args(argv)
     folder = models_dir(args.models)
@@ -357,6 +362,16 @@ def main(argv=None) -> None:
             print(f"| {r['model']} | " + " | ".join(
                 row + [speedup, vs, vs_cpu, str(r["launches"].get(precisions[0], "—"))]
                 + errs) + " |")
+        print()
+        for r in results:  # further --int8 modes of an int8 model, against the first
+            m, c = r["median_ms"], r["median_cpu_ms"]
+            for mode in args.int8.split(",")[1:]:
+                for p in precisions:
+                    key, first = f"opencl {p} {mode} {t}t", f"opencl {p} {t}t"
+                    if key in m:
+                        print(f"- {r['model']} {p} int8 {mode}: {m[key]:.2f} / {c[key]:.2f} ms"
+                              f" ({c[key] / c[first]:.2f}x {args.int8.split(',')[0]}'s CPU "
+                              f"time, {c[key] / c[f'LiteRT {t}t']:.2f}x LiteRT's)")
         print()
     if not args.no_startup:
         print(f"\n### Start-up ({precisions[0]}): load delegate + prepare + first invoke, "

@@ -76,3 +76,15 @@ REQUANT_DEF(2, float2, int2)
 REQUANT_DEF(4, float4, int4)
 REQUANT_DEF(8, float8, int8)
 REQUANT_DEF(16, float16, int16)
+// requant_fcN: FULLY_CONNECTED's reference requantization, round(double(acc + b) * eff),
+// halves away from zero (OpenCL's round), clamped (devices with doubles only: quant_int.py).
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define REQUANT_FC_DEF(N, FT, IT, DT) \
+inline FT requant_fc##N(FT acc, FT b, DT eff, float lo, float hi) { \
+    const DT v = (convert_##DT(acc) + convert_##DT(as_##IT(b))) * eff; \
+    return fmin(fmax(convert_##FT(round(v)), lo), hi); }
+REQUANT_FC_DEF(4, float4, int4, double4)
+REQUANT_FC_DEF(8, float8, int8, double8)
+REQUANT_FC_DEF(16, float16, int16, double16)
+#endif

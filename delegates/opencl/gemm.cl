@@ -28,7 +28,13 @@
 // The epilogue of a panel's accumulators: acc * scale + bias, or (REQUANT: an int8 model's
 // integer convolution, quant_int.py) the integer requantization, clamped; SBN per-channel
 // rows beside each panel (scales, biases / biases, multipliers, shifts).
-#ifdef REQUANT
+#if defined(REQUANT) && REQUANT == 2  // FULLY_CONNECTED: per channel a bias, a double multiplier
+#define SBN 3
+#define EPI(a, j) CAT(requant_fc, VW)((a), s_[j], e_[j], lo, hi)
+#define LOAD_E(sbp) CAT(double, VW) e_[NV]; \
+    _Pragma("unroll") for (int j = 0; j < NV; j++) \
+        e_[j] = CAT(vload, VW)(0, (__global const double*)((sbp) + PANEL) + j * VW);
+#elif defined(REQUANT)
 #define SBN 3
 #define EPI(a, j) CAT(requant, VW)((a), s_[j], c_[j], e_[j], lo, hi)
 #define LOAD_E(sbp) floatV e_[NV]; \

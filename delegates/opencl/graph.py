@@ -166,8 +166,9 @@ class Builder:
     def launch(self, program: str, kernel: str, global_size, local_size, args,
                defines: dict | None = None) -> None:
         defines = dict(defines or {})
-        if self.node is not None and hasattr(self.requant.get(self.node.index), "multiplier"):
-            defines["REQUANT"] = 1  # an integer convolution's epilogue (quant_int.Requant)
+        kind = 0 if self.node is None else getattr(self.requant.get(self.node.index), "kind", 0)
+        if kind:  # an integer convolution's epilogue (quant_int.Requant, FcRequant)
+            defines["REQUANT"] = kind
         if self.half:
             defines["HALF"] = 1
             if not self.half_weights:

@@ -32,3 +32,19 @@ __kernel void KERNEL(add_integer)(__global const T* restrict a, __global const T
 #undef CONVERT_F
 }
 #undef intV_
+
+// MEAN (reduce.h's QuantizedMeanOrSum) over the middle of [outer, R, inner]: the sum of the
+// stored values (the zero-point-corrected sum, exact in float32: R x 255 < 2^24) through mbqm
+// with 1 / R folded into the multiplier m and shift e, clamped to [lo, hi].
+__kernel void KERNEL(mean_integer)(__global const T* restrict in, __global T* restrict out,
+                                   int outer, int R, int inner, int m, int e, float lo,
+                                   float hi)
+{
+    const int i = get_global_id(0) * VW, o = get_global_id(1);
+    if (i >= inner || o >= outer) return;
+    __global const T* p = in + (size_t)o * R * inner + i;
+    floatV acc = 0.0f;
+    for (int r = 0; r < R; r++) acc += LDV(p, (size_t)r * inner);
+    STV(CAT(requant, VW)(acc, (floatV)(0.0f), (floatV)(as_float(m)), (floatV)(as_float(e)), lo,
+                         hi), out, (size_t)o * inner + i);
+}

@@ -60,7 +60,7 @@ def _packed(g, w_kn: np.ndarray, bias, n: int, vw: int, nv: int, rq=None):
     wp[:, :n] = w_kn / scale
     wp = wp.reshape(w_kn.shape[0], panels, step).transpose(1, 0, 2)
     if rq is not None:
-        sb = rq.rows(panels * step)
+        sb = rq.rows(panels * step, step)
     else:
         sb = np.zeros((2, panels * step), np.float32)
         sb[0] = 1.0
@@ -155,7 +155,8 @@ def build_fully_connected(node, g):
     lo, hi = clamp(node, g)
     vw, nv, tm = _tiles(units, rows, g.dev.is_cpu)
     wbuf, bbuf = g.packed(node, "panels", (vw, nv), w.data, lambda: _packed(
-        g, np.asarray(w.data, np.float32).T, None if b is None else b.data, units, vw, nv))
+        g, np.asarray(w.data, np.float32).T, None if b is None else b.data, units, vw, nv,
+        g.requant.get(node.index)))
     panels = -(-units // (vw * nv))
     i32, f32 = np.int32, np.float32
     _launch_gemm(g, [g.value(x, True), wbuf, bbuf, g.tensor(out), i32(rows), i32(depth),

@@ -22,7 +22,9 @@ import numpy as np
 
 from edgelite.interpreter.kernels.conv_integer import conv_setup, integer_bias
 from edgelite.interpreter.kernels.fixed_point import EXACT_F32, f32, quantize_multiplier
-from edgelite.interpreter.kernels.quant_params import activation_range, quant_params
+from edgelite.interpreter.kernels.quant_params import activation_range, channel_scales, \
+    quant_params
+from edgelite.interpreter.kernels.reduce_int8 import quantized_reduction
 from edgelite.interpreter.kernels.registry import KernelError
 
 from .quant import ACTIVATION_TYPES, Views, _quantized
@@ -31,8 +33,8 @@ from .quant import reason as quantized_reason
 CONVS = {"CONV_2D": False, "DEPTHWISE_CONV_2D": True}  # op -> depthwise
 ALIASES = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
 POOLS = {"MAX_POOL_2D"}  # max of q - zero point = max of q, less it: the float kernel as is
-INTEGER_OPS = frozenset(set(CONVS) | ALIASES | POOLS | {"ADD"})
-PARAMETRIZED = frozenset(set(CONVS) | POOLS | {"ADD"})  # ops with parameters(node)
+INTEGER_OPS = frozenset(set(CONVS) | ALIASES | POOLS | {"ADD", "MEAN", "FULLY_CONNECTED"})
+PARAMETRIZED = INTEGER_OPS - ALIASES  # ops with parameters(node)
 LEFT_SHIFT = 20  # add.cc's headroom for 8-bit inputs
 
 
@@ -45,7 +47,9 @@ class Requant(NamedTuple):
     lo: float
     hi: float
 
-    def rows(self, width: int) -> np.ndarray:
+    kind = 1  # the REQUANT define: common.cl's requantN
+
+    def rows(self, width: int, step: int = 0) -> np.ndarray:
         """[3, width] float32 lanes holding the int32 bits of bias, multiplier and shift
         (zeros past the channels)."""
         out = np.zeros((3, width), np.int32)
@@ -54,8 +58,39 @@ class Requant(NamedTuple):
         return out.view(np.float32)
 
 
+class FcRequant(NamedTuple):
+    """A FULLY_CONNECTED's epilogue: TFLite's reference rounds in double (since 2025),
+    round(double(acc + bias) * input_scale * filter_scale / output_scale), halves away from
+    zero; the stored range."""
+    bias: np.ndarray
+    effective: np.ndarray
+    lo: float
+    hi: float
+    kind = 2  # the REQUANT define: common.cl's requant_fcN
+
+    def rows(self, width: int, step: int) -> np.ndarray:
+        """[3, width] float32 lanes: the int32 bias bits, then per panel of `step` channels
+        its `step` float64 multipliers (2 x step lanes: rows 1 and 2 of the panel)."""
+        n = self.bias.size
+        bias = np.zeros(width, np.int32)
+        bias[:n] = self.bias
+        eff = np.zeros(width, np.float64)
+        eff[:n] = self.effective
+        halves = eff.reshape(-1, step).view(np.float32)  # [panels, 2 x step]
+        return np.stack([bias.view(np.float32), halves[:, :step].reshape(-1),
+                         halves[:, step:].reshape(-1)])
+
+
 class Range(NamedTuple):
     """A max pool's clamp on stored values (its fused activation's integer range)."""
+    lo: float
+    hi: float
+
+
+class MeanParams(NamedTuple):
+    """reduce.h's MEAN: the multiplier and shift with 1 / count folded in; the stored range."""
+    multiplier: int
+    shift: int
     lo: float
     hi: float
 
@@ -97,6 +132,10 @@ def reason(node) -> str | None:
             return _conv_reason(node)
         if node.op == "ADD":
             return _add_reason(node)
+        if node.op == "MEAN":
+            return _mean_reason(node)
+        if node.op == "FULLY_CONNECTED":
+            return _fc_reason(node)
     except KernelError as e:
         return str(e)
     return _same_quantization(node)
@@ -140,6 +179,57 @@ def _add_reason(node) -> str | None:
     return None
 
 
+def _fc_reason(node) -> str | None:
+    w = node.inputs[1]
+    if w.data is None or len(node.inputs) > 2 and node.inputs[2] is not None \
+            and node.inputs[2].data is None:
+        return "the weights and the bias must be constants"
+    zeros = np.asarray(w.quantization.zero_point).reshape(-1)
+    if zeros.size and np.any(zeros != zeros[0]):
+        return "weight zero points that differ between channels"
+    fc_requant(node)
+    z = int(zeros[0]) if zeros.size else 0
+    sums = np.abs(np.asarray(w.data, np.int64) - z).sum(axis=1) * _offset_range(node.inputs[0])
+    if sums.max(initial=0) >= EXACT_F32:
+        return f"its sums may reach {int(sums.max())}, beyond float32's exact integers (2^24)"
+    return None
+
+
+def fc_requant(node) -> FcRequant:
+    """fully_connected_int8's Prepare: per-channel effective multipliers in double."""
+    units = node.inputs[1].shape[0]
+    s_in, _ = quant_params(node, 0)
+    s_out, _ = quant_params(node, 0, output=True)
+    effective = float(s_in) * channel_scales(node, 1, units, 0).astype(np.float64) \
+        / float(s_out)
+    out = node.outputs[0]
+    lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0), out, node)
+    return FcRequant(integer_bias(node, 2, units).astype(np.int32), effective,
+                     *_device_range(lo, hi, out))
+
+
+def _mean_reason(node) -> str | None:
+    if node.inputs[1] is None or node.inputs[1].data is None:
+        return "the axes must be a constant"
+    p = mean_params(node)
+    count = quantized_reduction(node, "MEAN").count
+    top = count * _offset_range(node.inputs[0])
+    if top >= EXACT_F32 or top * 2.0 ** max(p.shift, 0) >= 2.0 ** 30:
+        return f"a mean of {count} values: its sums may exceed what the integer kernel holds"
+    return None
+
+
+def mean_params(node) -> MeanParams:
+    """reduce_int8.mean's Prepare (reduce.h: 1 / count folded into the multiplier)."""
+    r = quantized_reduction(node, "MEAN")
+    multiplier, shift = quantize_multiplier(float(r.s_in) / float(r.s_out))
+    if r.count > 0:
+        k = max(0, min(r.count.bit_length() - 1, 32, 31 + shift))
+        multiplier = (multiplier << k) // r.count
+        shift -= k
+    return MeanParams(int(multiplier), int(shift), *_device_range(r.lo, r.hi, node.outputs[0]))
+
+
 def add_params(node) -> AddParams:
     """add.cc's Prepare for 8-bit ADD (as interpreter/kernels/elementwise_int8.py)."""
     s1, _ = quant_params(node, 0)
@@ -162,6 +252,10 @@ def parameters(node):
     """What an integer node's kernel needs: Requant, AddParams or (a max pool) Range."""
     if node.op == "ADD":
         return add_params(node)
+    if node.op == "MEAN":
+        return mean_params(node)
+    if node.op == "FULLY_CONNECTED":
+        return fc_requant(node)
     if node.op in POOLS:
         out = node.outputs[0]
         code = getattr(node.options, "fused_activation_function", 0)
@@ -202,9 +296,10 @@ class IntViews(Views):
             q = t.quantization
             zero = np.asarray(q.zero_point).reshape(-1)
             data = None
-            if t.data is not None:  # weights (per-channel zero points: 0 in int8 models)
-                z = zero.astype(np.float32) if zero.size == 1 else np.float32(0)
-                data = np.asarray(t.data).astype(np.float32) - (z if zero.size else 0)
+            if t.data is not None:  # weights, less their zero point (one for all channels,
+                # as reason() checks for FULLY_CONNECTED; 0 in int8 convolutions)
+                z = np.float32(zero[0]) if zero.size and np.all(zero == zero[0]) else 0
+                data = np.asarray(t.data).astype(np.float32) - z
             unit = dataclasses.replace(q, scale=np.ones(1, np.float32),
                                        zero_point=zero[:1].astype(np.int64))
             v = dataclasses.replace(t, dtype=np.dtype(np.float32), type_name="float32",
@@ -235,4 +330,23 @@ def build_add(node, g) -> None:
               f32_(p.lo), f32_(p.hi)], {"VW": vw})
 
 
-BUILDS = {"ADD": build_add}  # integer builders of their own; the others are the float ones'
+def build_mean(node, g) -> None:
+    """An integer MEAN over contiguous axes: integer.cl's mean_integer."""
+    from .helpers import elements, nd, vector_width
+    from .ops import _reduce_axes
+    p, x = g.requant[node.index], node.inputs[0]
+    axes = _reduce_axes(node)
+    outer = elements(x.shape[:axes[0]])
+    r = elements(x.shape[axes[0]:axes[-1] + 1])
+    inner = elements(x.shape[axes[-1] + 1:])
+    vw = vector_width(inner)
+    i32 = np.int32
+    gsize, lsize = nd(g, (inner // vw, outer))
+    g.launch("integer", "mean_integer", gsize, lsize,
+             [g.value(x), g.tensor(node.outputs[0]), i32(outer), i32(r), i32(inner),
+              i32(p.multiplier), i32(p.shift), np.float32(p.lo), np.float32(p.hi)],
+             {"VW": vw})
+
+
+# integer builders of their own; the others are the float ones' (with REQUANT epilogues)
+BUILDS = {"ADD": build_add, "MEAN": build_mean}

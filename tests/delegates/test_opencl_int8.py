@@ -155,9 +155,10 @@ def test_quant_reasons():
 # -- "int8": "integer": TFLite's integer arithmetic in OpenCL C (quant_int.py) -----------------
 
 def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
-    """Every CONV_2D, DEPTHWISE_CONV_2D and ADD on the device (MEAN, FULLY_CONNECTED and
-    SOFTMAX stay on the CPU), and the partition's output, the 7x7x1280 feature map after 52
-    integer ops, equal to BUILTIN_REF's in every value (and so the logits after it). fp32
+    """Every CONV_2D, DEPTHWISE_CONV_2D, ADD and the MEAN on the device (the classifier stays
+    on the CPU: its float32 sums could exceed 2^24; SOFTMAX has no integer kernel), and the
+    7x7x1280 feature map after 52 integer ops, the partition's output (the mean) and the
+    logits after it equal BUILTIN_REF's in every value. fp32
     only here: its kernels take ~45 s to compile on a cold PoCL cache; fp16 storage holds the
     same integers (|q - zero point| <= 255) and is checked on the digits CNN (measured on
     MobileNetV2 too: bit-exact)."""
@@ -167,11 +168,12 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
                      experimental_preserve_all_tensors=True)
     it.allocate_tensors()
     cpu = [p["op"] for p in placement(it) if p["where"] not in (delegate.name, "folded")]
-    assert cpu == ["MEAN", "FULLY_CONNECTED", "SOFTMAX"], cpu
+    assert cpu == ["FULLY_CONNECTED", "SOFTMAX"], cpu
+    assert "2^24" in next(p["reason"] for p in placement(it) if p["op"] == "FULLY_CONNECTED")
     ref = _reference(path, experimental_preserve_all_tensors=True)
     checked = [t["index"] for t in ref.get_tensor_details()
-               if list(t["shape"]) in ([1, 7, 7, 1280], [1, 1000])]
-    assert len(checked) == 3
+               if list(t["shape"]) in ([1, 7, 7, 1280], [1, 1280], [1, 1000])]
+    assert len(checked) == 4
     d = it.get_input_details()[0]
     xs = [np.load(models_dir / "refs" / "mobilenet_v2_int8.npz")["input_0"]]
     xs += [np.random.default_rng(k).integers(-128, 128, d["shape"]).astype(np.int8)
@@ -183,20 +185,20 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
         ref.invoke()
         for k in checked:
             theirs = ref.get_tensor(k)
-            assert int(theirs.max()) - int(theirs.min()) > 100 or theirs.size == 1000
+            assert int(theirs.max()) - int(theirs.min()) > 100 or k == checked[-1]
             np.testing.assert_array_equal(it.get_tensor(k), theirs)
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 def test_digits_int8_integer_is_bit_exact(models_dir, precision):
-    """Convolutions (with their fused ReLU) and max pools on the device: the model's outputs
-    equal BUILTIN_REF's on 120 test images, with float32 and half storage."""
+    """The whole model on the device in one partition (convolutions with their fused ReLU,
+    max pools, the reshape, both FULLY_CONNECTEDs with the reference's double rounding): its
+    outputs equal BUILTIN_REF's on 120 test images, with float32 and half storage."""
     path = models_dir / "digits_cnn_int8.tflite"
     delegate = _delegate(precision=precision, int8="integer")
     it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
     it.allocate_tensors()
-    on = [p["op"] for p in placement(it) if p["where"] == delegate.name]
-    assert on.count("CONV_2D") == 2 and on.count("MAX_POOL_2D") == 2, on
+    _on_device(it, delegate)
     ref = _reference(path)
     d, o = it.get_input_details()[0], it.get_output_details()[0]
     scale, zero = d["quantization"]
