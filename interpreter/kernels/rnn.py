@@ -28,6 +28,13 @@ def _signbit(v):
     v[...] = np.signbit(v)
 
 
+def _tanh(v):
+    np.tanh(v, v)
+
+
+_tanh.ufunc = np.tanh   # run_sequence calls it directly: no Python frame a step
+
+
 def bidirectional_outputs(node, merge: bool, lead: tuple, fw: int, bw: int) -> None:
     """Set the outputs of a bidirectional sequence op: one [.., fw + bw] output when the
     directions are merged, else one per direction."""
@@ -59,7 +66,7 @@ def rnn_activation(node, code):
     if code in bounds:
         lo, hi = bounds[code]
         return lambda v: clip_(v, lo, hi)
-    table = {0: lambda v: None, 4: lambda v: np.tanh(v, out=v), 5: _signbit, 6: lambda v: None}
+    table = {0: lambda v: None, 4: _tanh, 5: _signbit, 6: lambda v: None}
     if code not in table:
         raise node.fail(f"unknown fused activation {code}")
     return table[code]
@@ -157,11 +164,15 @@ def run_sequence(xs, w, r, b, h, out, act, products, aux=None, aux_w=None, rever
     if rows is None:
         rows = [out[:, t] for t in range(steps)]
     prev = h
+    ufunc = getattr(act, "ufunc", None)
     for t in order:
         row = rows[t]
         np.dot(prev, rt, product)
         np.add(product, z[:, t], row)
-        act(row)
+        if ufunc is not None:
+            ufunc(row, row)
+        else:
+            act(row)
         prev = row
     if steps:
         np.copyto(h, prev)
@@ -194,10 +205,47 @@ def unidirectional_sequence_rnn(node):
     act = rnn_activation(node, node.options.fused_activation_function)
     products = (x_prod, r_prod, None)
     out_rows = OutputRows(time_major)
+    fast = _constant_float_sequence(node, x, time_major, batch, units, act, out_rows)
+    if fast is not None:
+        return fast
 
     def run(a, w, r, b, h, out):
         run_sequence(batch_major(a, time_major), w, r, b, h, batch_major(out, time_major), act,
                      products, rows=out_rows(out))
+    return run
+
+
+def _constant_float_sequence(node, x, time_major, batch, units, act, out_rows):
+    """UNIDIRECTIONAL_SEQUENCE_RNN with constant float32 weights and bias, prepared once: the
+    weights transposed, the input product of every step in one GEMM into a buffer made here,
+    then per step np.dot into one buffer, the sum into the step's output row, the activation
+    (run_sequence's float loop, without its per-invoke transposes and allocations). None
+    where the general run is needed."""
+    ws = [node.input(k) for k in (1, 2, 3)]
+    if any(t.data is None or t.type_name != "float32" for t in ws):
+        return None
+    wt, rt = (np.ascontiguousarray(np.asarray(t.data, F32).T) for t in ws[:2])
+    bias = np.asarray(ws[2].data, F32)
+    steps = x.shape[0] if time_major else x.shape[1]
+    z = np.zeros((batch, steps, units), F32)
+    z_rows = [z[:, t] for t in range(steps)]
+    product = np.zeros((batch, units), F32)
+    ufunc = getattr(act, "ufunc", None)
+
+    def run(a, w, r, b, h, out):
+        np.matmul(batch_major(a, time_major), wt, z)
+        np.add(z, bias, z)
+        prev = h
+        for row, zt in zip(out_rows(out), z_rows):
+            np.dot(prev, rt, product)
+            np.add(product, zt, row)
+            if ufunc is not None:
+                ufunc(row, row)
+            else:
+                act(row)
+            prev = row
+        if steps:
+            np.copyto(h, prev)
     return run
 
 
