@@ -9,7 +9,9 @@ Factors: each dim of the chain's input is one factor (size-1 dims none); a RESHA
 current factors in memory order, splitting a factor where a new dim ends inside it (everywhere
 it occurs, the input's dims too); a TRANSPOSE permutes the dims' factor lists. At the end the
 output's factors are a permutation of the input's; factors next to each other in both are one.
-Fixed shapes only: a RESHAPE whose target the graph computes (dynamic dims) ends a chain.
+Fixed shapes only: a RESHAPE whose target the graph computes (dynamic dims) ends a chain, and
+TRANSPOSEs alone compose to one TRANSPOSE with no RESHAPE (whose constant target would fix open
+dims). An open batch alone is found as before, by converting at two batch sizes.
 
 A FULLY_CONNECTED in a chain maps its input's last dim (its factors L) to a new one (N): it is
 moved to the chain's start when L are the input's last factors in order, or to its end when N's
