@@ -27,9 +27,10 @@ the first delegate of a process with "threads" of 2 or more sets PoCL's worker p
 _first_listing); the delegates after it share that pool.
 "int8": "dequantize" runs int8 / uint8 ops as float ops on their real values, weights
 dequantized once (quant.py: outputs within a few steps of BUILTIN_REF's); "integer" runs
-convolutions and ADDs with TFLite's integer arithmetic (quant_int.py: BUILTIN_REF's outputs bit
-for bit; the others stay on the CPU); the default "cpu" leaves them to the CPU kernels
-(bit-exact).
+CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, MEAN, MAX_POOL_2D and reshapes with TFLite's
+integer arithmetic (quant_int.py: BUILTIN_REF's outputs bit for bit; other int8 ops stay on the
+CPU); the default "cpu" leaves int8 ops to the CPU kernels (an int8 model whose other ops sit
+between its convolutions would split into many partitions: benchmarks/README.md).
 """
 from __future__ import annotations
 
