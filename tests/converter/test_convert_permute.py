@@ -10,6 +10,9 @@ from onnx import TensorProto, helper
 from edgelite.converter.pass_permute import MAX_RANK, _moves, compose, permutation
 from tests.converter.onnx_cases import check, convert, model, node, w
 
+pytest.importorskip("ai_edge_litert.interpreter",
+                    reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+
 I64 = np.int64
 
 

@@ -15,6 +15,9 @@ from edgelite.converter.convert import Sizes, convert_onnx
 from edgelite.converter.errors import ConversionError
 from tests.converter.test_convert_dynamic import check_sizes
 
+pytest.importorskip("ai_edge_litert.interpreter",
+                    reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+
 NOMINAL = Sizes.LADDERS[0][0]   # the first height and width a conversion tries
 
 

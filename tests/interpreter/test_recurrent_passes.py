@@ -22,6 +22,9 @@ from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParamete
 from tests.interpreter.keras_while import keras_while
 from tests.numpy_dispatch import NUMPY2_DISPATCH
 
+pytest.importorskip("ai_edge_litert.interpreter",
+                    reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+
 COUNTED = ("dot", "matmul", "einsum", "multiply", "add", "subtract", "divide", "rint", "trunc",
            "copysign", "tanh", "exp", "clip", "copyto", "where", "minimum", "maximum", "abs",
            "absolute", "negative", "less", "greater", "less_equal", "greater_equal", "equal",
