@@ -28,7 +28,12 @@ from edgelite.schema import Model, remove_dead
 from .editor import Editor
 from .pass_layout import moves_data
 
-MAX_RANK = 8   # LiteRT 2.3: "Transpose op only supports 1D-8D input arrays"
+# LiteRT 2.3 refuses more dims ("Transpose op only supports 1D-8D input arrays"). Its XNNPACK
+# delegate takes 6 at most: a 7-D TRANSPOSE runs in the builtin kernel, Swin's [8, 7, 8, 7, 3, 3,
+# 32] in 0.56 ms where XNNPACK's 6-D + 5-D pair takes 0.35 (builtin alone: 0.63 vs 0.85, edgelite
+# 0.47 vs 0.58; benchmarks/bench_permute.py: the whole Swin-T 1.00-1.06x in LiteRT). 6 here
+# leaves Swin 34 transposes instead of 24.
+MAX_RANK = 8
 
 
 def compose_permutations(model: Model) -> bool:
