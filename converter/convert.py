@@ -359,27 +359,82 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
 
 
 def _expanded_to_batch(proto, input_shapes, sizes: Sizes) -> str | None:
-    """An Expand, Tile or ConstantOfShape computed from constants and shapes alone whose shape
-    follows the first dims (torchvision's ViT expands its class token to the batch), by ONNX's
-    shape inference at the first two sizes: its name, or None. Folded it is a constant that
-    differs at any two sizes, so the folded conversions cannot be compared."""
+    """An Expand, Tile or ConstantOfShape computed from constants and shapes alone whose output
+    shape follows the first dims (torchvision's ViT expands its class token to the batch), at
+    the first two sizes: its name, or None. Folded it is a constant that differs at any two
+    sizes, so the folded conversions cannot be compared. The shapes are ONNX's inference's, or
+    where it cannot tell (a shape through Where), the reference evaluator's on the nodes that
+    compute them."""
     graph = proto.graph
     known = {init.name for init in graph.initializer}
-    candidates = []
+    nodes, candidates = [], []
     for node in graph.node:
         if node.op_type == "Shape" or all(not name or name in known for name in node.input):
             known.update(node.output)
+            nodes.append(node)
             if node.op_type in ("Expand", "Tile", "ConstantOfShape"):
                 candidates.append(node.output[0])
     if not candidates:
         return None
-    first, second = (inferred_types(proto.proto, resolve_inputs(proto.proto, input_shapes or {},
-                                                                sizes.at(k))) for k in (0, 1))
+    shapes = []
+    for k in (0, 1):
+        inputs = resolve_inputs(proto.proto, input_shapes or {}, sizes.at(k))
+        types = dict(inferred_types(proto.proto, inputs))
+        types.update({spec.name: (spec.shape, dtype) for spec, dtype in inputs})
+        shapes.append({name: types.get(name, (None,))[0] for name in candidates})
+        unknown = [name for name in candidates
+                   if shapes[-1][name] is None or None in shapes[-1][name]]
+        if unknown:
+            shapes[-1].update(_evaluated_shapes(graph, nodes, types, unknown))
     for name in candidates:
-        a, b = first.get(name, (None,))[0], second.get(name, (None,))[0]
-        if a is not None and b is not None and None not in a + b and a != b:
+        a, b = shapes[0].get(name), shapes[1].get(name)
+        if a is not None and b is not None and None not in a + b and tuple(a) != tuple(b):
             return f"{name!r} (shape {list(a)} at the first size, {list(b)} at the second)"
     return None
+
+
+def _evaluated_shapes(graph, nodes, types: dict, names) -> dict:
+    """The shapes of `names` (outputs of `nodes`, computed from constants and shapes alone),
+    by ONNX's reference evaluator with each Shape op a constant of its input's inferred shape;
+    a dim inference leaves open takes two different stand-ins, and a shape that follows them is
+    not known. {} where that fails."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    producer = {out: node for node in nodes for out in node.output}
+    needed, todo = set(), list(names)
+    while todo:   # the nodes the values of `names` are computed by
+        node = producer.get(todo.pop())
+        if node is not None and id(node) not in needed:
+            needed.add(id(node))
+            todo.extend(node.input if node.op_type != "Shape" else [])
+    runs = []
+    for stand_in in (1009, 1013):
+        body = []
+        for node in (node for node in nodes if id(node) in needed):
+            if node.op_type != "Shape":
+                body.append(node)
+                continue
+            dims = types.get(node.input[0], (None,))[0]
+            if dims is None:
+                return {}
+            attrs = {a.name: a.i for a in node.attribute}
+            value = np.array([stand_in if d is None else d for d in dims], np.int64)
+            value = value[attrs.get("start", 0):attrs.get("end", len(dims))]
+            body.append(helper.make_node("Constant", [], list(node.output),
+                                         value=helper.make_tensor("value", TensorProto.INT64,
+                                                                  value.shape, value.tolist())))
+        used = {name for node in body for name in node.input}
+        model = helper.make_model(helper.make_graph(
+            body, "shapes", [], [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None)
+                                 for n in names],
+            [init for init in graph.initializer if init.name in used]))
+        try:
+            values = ReferenceEvaluator(model).run(list(names), {})
+        except Exception:  # noqa: BLE001  no answer: the folded conversions are tried as before
+            return {}
+        runs.append([tuple(int(d) for d in np.shape(v)) for v in values])
+    return {name: a for name, a, b in zip(names, *runs) if a == b}
 
 
 def _folded_with_loops(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):

@@ -28,6 +28,7 @@ class Memo:
         self.initializers: dict = {}
         self.made: dict = {}      # key -> (the arrays it was made from, the values made)
         self.held: set = set()    # ids of the memory the memo keeps alive
+        self.answers: dict = {}   # (tag, key) -> (the objects the key names by id, the answer)
 
     def keep(self, value: np.ndarray) -> None:
         value.flags.writeable = False
@@ -58,6 +59,19 @@ def initializer(init) -> np.ndarray:
         value = numpy_helper.to_array(init)
         memo.keep(value)
         hit = memo.initializers[id(init)] = (init, value)
+    return hit[1]
+
+
+def answer(tag, key, held, make):
+    """`make()`, or what it gave for the same tag and key earlier in this conversion (the
+    answer is shared: callers only read it). `held`: the objects `key` names by their id, kept
+    alive so that no other object takes it."""
+    memo = _MEMO.get()
+    if memo is None:
+        return make()
+    hit = memo.answers.get((tag, key))
+    if hit is None:
+        hit = memo.answers[(tag, key)] = (held, make())
     return hit[1]
 
 

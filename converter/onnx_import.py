@@ -454,7 +454,13 @@ def _infer(model):
 
 
 def inferred_types(proto, inputs: list) -> dict:
-    """ONNX shape inference on the model with the inputs fixed: name -> (dims, dtype)."""
+    """ONNX shape inference on the model with the inputs fixed: name -> (dims, dtype). Made once
+    a conversion for each set of input shapes (its imports at one size share it); read-only."""
+    key = (id(proto), tuple((spec.name, spec.shape) for spec, _ in inputs))
+    return memo.answer("inferred_types", key, proto, lambda: _inferred_types(proto, inputs))
+
+
+def _inferred_types(proto, inputs: list) -> dict:
     import onnx
 
     fixed = onnx.ModelProto()

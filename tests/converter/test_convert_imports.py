@@ -4,29 +4,39 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgelite.converter import convert
 from edgelite.converter.convert import convert_onnx
 
 
-def _class_token_model(expand: bool = True):
+def _class_token_model(expand: bool = True, through_where: bool = False):
     """ViT's shape as torchvision exports it with a dynamic batch: a class token expanded to the
     batch (a constant that follows it, once folded) and a transpose that moves the batch (a
     RESHAPE at batch 1, so the folded graphs at batch 1 and 2 differ in structure). Without
-    `expand` the token is concatenated as an input's slice (nothing folded follows the batch)."""
+    `expand` the token is concatenated as an input's slice (nothing folded follows the batch).
+    `through_where`: the expanded shape as torchscript writes expand(n, -1, -1), its -1s
+    replaced by a Where (ONNX's shape inference leaves that shape open)."""
     rng = np.random.default_rng(0)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, "batch", 8])
     inits = [numpy_helper.from_array(rng.standard_normal((1, 1, 8)).astype(np.float32), "cls"),
              numpy_helper.from_array(np.array([0], np.int64), "zero"),
              numpy_helper.from_array(np.array([1], np.int64), "one"),
+             numpy_helper.from_array(np.array([-1], np.int64), "minus"),
+             numpy_helper.from_array(np.array([1, 1, 1], np.int64), "ones"),
              numpy_helper.from_array(np.array([1, 8], np.int64), "rest"),
              numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")]
     nodes = [helper.make_node("Shape", ["x"], ["shape"]),
              helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
              helper.make_node("Concat", ["batch", "rest"], ["cls_shape"], axis=0),
-             helper.make_node("Expand", ["cls", "cls_shape"], ["tokens"]) if expand else
+             *([helper.make_node("Concat", ["batch", "minus", "minus"], ["raw"], axis=0),
+                helper.make_node("Equal", ["raw", "minus"], ["open"]),
+                helper.make_node("Where", ["open", "ones", "raw"], ["cls_shape_where"])]
+               if through_where else []),
+             helper.make_node("Expand", ["cls", "cls_shape_where" if through_where else
+                                         "cls_shape"], ["tokens"]) if expand else
              helper.make_node("Slice", ["x", "zero", "one", "one"], ["tokens"]),
              helper.make_node("Concat", ["tokens", "x"], ["seq"], axis=1),
              helper.make_node("Transpose", ["seq"], ["seq_first"], perm=[1, 0, 2]),
@@ -52,11 +62,13 @@ def _counting(monkeypatch) -> list:
     return sizes
 
 
-def test_a_batch_that_a_folded_constant_follows_is_imported_for_the_shadow_only(monkeypatch):
+@pytest.mark.parametrize("through_where", [False, True])
+def test_a_batch_that_a_folded_constant_follows_is_imported_for_the_shadow_only(monkeypatch,
+                                                                               through_where):
     """The class token expanded to the batch (ONNX's shape inference says so before any import)
     is a constant that differs at any two sizes when folded: the conversions at sizes 2 and 3
     with computed shapes (shadows 3 and 4) are the only imports."""
-    proto = _class_token_model()
+    proto = _class_token_model(through_where=through_where)
     sizes = _counting(monkeypatch)
     conversion = convert_onnx(proto)
     assert sizes == [(2, 3), (3, 4)], sizes
