@@ -230,7 +230,7 @@ def test_open_dims_no_size_fits(tmp_path):
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     line = fails(save(tmp_path, proto))
     assert "none of the sizes tried" in line and "x[1]=128, x[2]=128" in line
-    assert "--input-shape (-1 keeps a dim dynamic)" in line
+    assert "--input-shape x=1,H,W (-1 keeps a dim dynamic)" in line
 
 
 @pytest.mark.parametrize("spec, message", [("x", "expected NAME=D0,D1"),
