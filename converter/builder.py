@@ -97,6 +97,10 @@ _INDEX_INPUTS = {"GATHER": (1,), "GATHER_ND": (1,), "TILE": (1,), "PAD": (1,), "
 # BROADCAST_TO from version 2 (version 1 was the Flex op).
 _VERSIONS = {"BROADCAST_TO": 2}
 # The largest output (elements) computed as a world value: shape arithmetic is a few elements.
+# LiteRT takes at most 8 dims in a TRANSPOSE ("Transpose op only supports 1D-8D input arrays")
+# and refuses a 9-D tensor in a RESHAPE: the converter writes no TRANSPOSE past it.
+TRANSPOSE_MAX_RANK = 8
+
 WORLD_ELEMENTS = 1 << 16
 
 

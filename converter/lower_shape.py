@@ -16,7 +16,7 @@ import numpy as np
 
 from edgelite.schema import dtype_name
 
-from .builder import regroup, shadow_target
+from .builder import TRANSPOSE_MAX_RANK, regroup, shadow_target
 from .lower import axis_of, const_input, lowers, optional_const
 from .runtime_params import INT32_MAX, as_int32, is_runtime, scalar, scatter_to_axes
 
@@ -251,8 +251,40 @@ def unsqueeze(b, n):
 @lowers("Transpose")
 def transpose(b, n):
     x = n.input(0)
-    perm = n.attr("perm", list(range(b.rank(x)))[::-1])
-    return b.transpose(x, perm)
+    perm = [int(p) for p in n.attr("perm", list(range(b.rank(x)))[::-1])]
+    if len(perm) <= TRANSPOSE_MAX_RANK:
+        return b.transpose(x, perm)
+    return _transpose_high_rank(b, x, perm)
+
+
+def _transpose_high_rank(b, x, perm):
+    """A TRANSPOSE of more dims than LiteRT takes: input dims that stay neighbours merge (one
+    RESHAPE -> TRANSPOSE -> RESHAPE); where that still leaves too many, one dim at a time moves
+    to its place, each move a TRANSPOSE of a 4-D view."""
+    shape = list(b.shape(x))
+    out_shape = [shape[p] for p in perm]
+    runs = [[perm[0]]]                      # output-order runs of consecutive input dims
+    for p in perm[1:]:
+        if p == runs[-1][-1] + 1:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    if len(runs) <= TRANSPOSE_MAX_RANK:
+        by_input = sorted(range(len(runs)), key=lambda k: runs[k][0])
+        merged = [math.prod(shape[d] for d in runs[k]) for k in by_input]
+        position = {k: i for i, k in enumerate(by_input)}
+        y = b.transpose(b.reshape(x, merged), [position[k] for k in range(len(runs))])
+        return b.reshape(y, out_shape)
+    order = list(range(len(shape)))         # input dim at each position of the current tensor
+    for j, want in enumerate(perm):
+        i = order.index(want)
+        if i == j:
+            continue
+        sizes = [shape[d] for d in order]
+        view = [math.prod(sizes[:j]), math.prod(sizes[j:i]), sizes[i], math.prod(sizes[i + 1:])]
+        x = b.transpose(b.reshape(x, view), [0, 2, 1, 3])
+        order.insert(j, order.pop(i))
+    return b.reshape(x, out_shape)
 
 
 # -- joining and splitting -----------------------------------------------------------------------

@@ -14,7 +14,7 @@ import numpy as np
 
 from edgelite.schema import Model, remove_dead
 
-from .builder import reshape_groups
+from .builder import TRANSPOSE_MAX_RANK, reshape_groups
 from .editor import Editor
 
 # Ops that apply to each element on its own (outputs have the inputs' broadcast shape).
@@ -218,6 +218,8 @@ def push_reshape(ed: Editor, op, perm) -> bool:
     y, z = op.inputs[0], op.outputs[0]
     source = _source(ed, y)
     through = reshape_through(ed.shape(source), perm, ed.shape(z))
+    if through is not None and len(through[1]) > TRANSPOSE_MAX_RANK:
+        return False    # the transpose after the reshape would have more dims than LiteRT takes
     if through is not None:
         new_shape, out_perm = through
         if _computed_target(ed, op):

@@ -25,6 +25,7 @@ import numpy as np
 
 from edgelite.schema import Model, remove_dead
 
+from .builder import TRANSPOSE_MAX_RANK
 from .editor import Editor
 from .pass_layout import moves_data
 
@@ -33,7 +34,7 @@ from .pass_layout import moves_data
 # 32] in 0.56 ms where XNNPACK's 6-D + 5-D pair takes 0.35 (builtin alone: 0.63 vs 0.85, edgelite
 # 0.47 vs 0.58; benchmarks/bench_permute.py: the whole Swin-T 1.00-1.06x in LiteRT). 6 here
 # leaves Swin 34 transposes instead of 24.
-MAX_RANK = 8
+MAX_RANK = TRANSPOSE_MAX_RANK
 
 
 def compose_permutations(model: Model) -> bool:
