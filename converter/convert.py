@@ -23,6 +23,7 @@ from edgelite.interpreter.feeds import IO_LAYOUT_KEY
 from edgelite.schema import Model, SignatureDef, save
 
 from . import data_dependent, memo, pipeline
+from .builder import TRANSPOSE_MAX_RANK
 from .errors import input_shapes_setting, worded
 from .errors import ConversionError
 from .onnx_import import Imported, checked, import_onnx, inferred_types, load_onnx, \
@@ -105,11 +106,31 @@ def _convert_loaded(proto, input_shapes, keep_io_layout: bool, start: float) -> 
                                    input_shapes_setting(), " to silence this"))
     if data_dependent.present(proto.graph):
         data_dependent.mark_declared_outputs(model, imported.outputs, layout["outputs"])
+    _check_ranks(model)
     content = save(model)
     ops = Counter(op.op for sg in model.subgraphs for op in sg.operators)
     return Conversion(content, model, dict(sorted(imported.op_counts.items())),
                       dict(sorted(ops.items())), ops.get("TRANSPOSE", 0),
                       time.perf_counter() - start, io_layout_json(imported, layout), warnings)
+
+
+def _check_ranks(model: Model) -> None:
+    """LiteRT refuses a tensor of more than 8 dims (TRANSPOSE: "only supports 1D-8D input
+    arrays", RESHAPE: "too many dimensions"): every op that would read or write one, at once,
+    rather than a file LiteRT refuses."""
+    found = []
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            over = [t for t in dict.fromkeys((*op.inputs, *op.outputs))
+                    if t >= 0 and len(sg.tensors[t].shape) > TRANSPOSE_MAX_RANK]
+            if over:
+                found.append(f"{op.op} on " + ", ".join(
+                    f"'{sg.tensors[t].name}' {list(sg.tensors[t].shape)}" for t in over))
+    if found:
+        raise ConversionError(
+            f"LiteRT takes tensors of at most {TRANSPOSE_MAX_RANK} dims; {len(found)} op(s) "
+            f"of the converted graph would have more: " + "; ".join(found[:10])
+            + ("; ..." if len(found) > 10 else ""))
 
 
 class Sizes:

@@ -41,3 +41,18 @@ def test_high_rank_transpose_runs_in_both_runtimes(name):
         assert len(subgraph.tensors[op.inputs[0]].shape) <= TRANSPOSE_MAX_RANK
     if name.startswith("mergeable"):
         assert len(transposes) == 1
+
+
+def test_tensor_past_litert_rank_is_refused_by_name():
+    """A graph that keeps a 9-D tensor (here an Add on one) converts into no file LiteRT would
+    refuse: one error names the op and the tensor."""
+    from edgelite.converter.errors import ConversionError
+    from tests.converter.onnx_cases import convert
+
+    shape = [2] * 9
+    proto = model([node("Reshape", ["x", "into"], ["h"]), node("Add", ["h", "h"], ["s"]),
+                   node("Reshape", ["s", "back"], ["y"])], [("x", [512])], ["y"],
+                  {"into": np.array(shape, np.int64), "back": np.array([512], np.int64)})
+    named = r"at most 8 dims; 3 op.*; ADD on 'h' \[2(, 2){8}\], 's' \[2"
+    with pytest.raises(ConversionError, match=named):
+        convert(proto)
