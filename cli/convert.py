@@ -132,7 +132,7 @@ def _convert(model: Path, output, input_shape, keep_io_layout, check, inputs,
     output = output_path(model, output)
     if model.suffix == ".pt2":      # torch.export.save's program: exported to ONNX in memory
         converter = TFLiteConverter.from_exported_program(model, parse_input_shapes(input_shape))
-        model_source = converter._model
+        model_source = converter.onnx_model
     else:
         converter = TFLiteConverter.from_onnx(model, parse_input_shapes(input_shape))
         model_source = model

@@ -97,6 +97,12 @@ class TFLiteConverter:
         self.training = None                # a TrainingOptions: add the training signatures
         self.last_conversion = None   # the Conversion of the latest convert() (summary facts)
 
+    @property
+    def onnx_model(self):
+        """What convert() converts: the path or onnx.ModelProto given to from_onnx, or the
+        ModelProto that from_torch / from_exported_program exported."""
+        return self._model
+
     @classmethod
     def from_onnx(cls, model, input_shapes: dict | None = None) -> "TFLiteConverter":
         """`model`: a path to an `.onnx` file (external data beside it) or an onnx.ModelProto.

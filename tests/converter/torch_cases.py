@@ -42,7 +42,7 @@ def check_torch(module, example_inputs, exporter: str = "torchscript", feeds=Non
     conversion = converter.last_conversion
     args = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else example_inputs
     inputs = [a.detach().numpy() for a in args]
-    rows = compare(conversion, converter._model, inputs if feeds is None else feeds)
+    rows = compare(conversion, converter.onnx_model, inputs if feeds is None else feeds)
     for row in rows:
         assert row["reference"] == "onnxruntime"
         assert set(row["errors"]) == {"edgelite", "LiteRT"}, row
