@@ -32,7 +32,7 @@ def _tanh(v):
     np.tanh(v, v)
 
 
-_tanh.ufunc = np.tanh   # run_sequence calls it directly: no Python frame a step
+_tanh.ufunc = np.tanh   # _recurrence calls it directly: no Python frame a step
 
 
 def bidirectional_outputs(node, merge: bool, lead: tuple, fw: int, bw: int) -> None:
@@ -156,25 +156,29 @@ def run_sequence(xs, w, r, b, h, out, act, products, aux=None, aux_w=None, rever
             h[...] = step
             out[:, t] = step
         return
-    # Float: each step's h is computed into its output row and read from there by the next
-    # (np.dot into one buffer: on a row a fraction of `@`'s call cost), weights transposed
-    # once per run; the state takes the last row once.
-    rt = np.ascontiguousarray(r.T, F32)
-    product = np.empty(h.shape, F32)
+    # Float: each step's h into its output row (_recurrence), weights transposed once per run.
     if rows is None:
         rows = [out[:, t] for t in range(steps)]
-    prev = h
+    _recurrence(h, np.ascontiguousarray(r.T, F32), np.empty(h.shape, F32),
+                [rows[t] for t in order], [z[:, t] for t in order], act)
+
+
+def _recurrence(h, rt, product, rows, z_rows, act) -> None:
+    """The float recurrence: per step h R^T (rt: R transposed) by np.dot into `product` (on a
+    row a fraction of `@`'s call cost), plus the step's input product z_rows[t] into its output
+    row rows[t], the activation in place (its ufunc called directly where it has one: no Python
+    frame a step); each step reads the row before, the state h takes the last row once."""
     ufunc = getattr(act, "ufunc", None)
-    for t in order:
-        row = rows[t]
+    prev = h
+    for row, zt in zip(rows, z_rows):
         np.dot(prev, rt, product)
-        np.add(product, z[:, t], row)
+        np.add(product, zt, row)
         if ufunc is not None:
             ufunc(row, row)
         else:
             act(row)
         prev = row
-    if steps:
+    if prev is not h:
         np.copyto(h, prev)
 
 
@@ -230,22 +234,11 @@ def _constant_float_sequence(node, x, time_major, batch, units, act, out_rows):
     z = np.zeros((batch, steps, units), F32)
     z_rows = [z[:, t] for t in range(steps)]
     product = np.zeros((batch, units), F32)
-    ufunc = getattr(act, "ufunc", None)
 
     def run(a, w, r, b, h, out):
         np.matmul(batch_major(a, time_major), wt, z)
         np.add(z, bias, z)
-        prev = h
-        for row, zt in zip(out_rows(out), z_rows):
-            np.dot(prev, rt, product)
-            np.add(product, zt, row)
-            if ufunc is not None:
-                ufunc(row, row)
-            else:
-                act(row)
-            prev = row
-        if steps:
-            np.copyto(h, prev)
+        _recurrence(h, rt, product, out_rows(out), z_rows, act)
     return run
 
 
