@@ -17,6 +17,7 @@ from edgelite.converter.convert import convert_onnx  # noqa: E402
 from edgelite.interpreter import Interpreter  # noqa: E402
 from tests.converter.test_convert_data_dependent import (  # noqa: E402
     _boxes, _model, filtered_nms, score_filter)
+from tests.opmodel import run_interpreter  # noqa: E402
 from tests.oracles import onnxruntime_run  # noqa: E402
 
 litert = pytest.importorskip("ai_edge_litert.interpreter")
@@ -35,24 +36,12 @@ def _tensor_signature(model, op_name: str) -> list:
             if op.op == op_name]
 
 
-def _run(content, cls, feeds: list, shapes=None) -> list:
-    it = cls(model_content=content)
-    if shapes is not None:
-        for detail, shape in zip(it.get_input_details(), shapes):
-            it.resize_tensor_input(detail["index"], list(shape))
-    it.allocate_tensors()
-    for detail, x in zip(it.get_input_details(), feeds):
-        it.set_tensor(detail["index"], x)
-    it.invoke()
-    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
-
-
-def _matches(proto, content, feeds: dict, resize: bool = False) -> None:
+def _matches(proto, content, feeds: dict) -> None:
     names = [o.name for o in proto.graph.output]
     expected = onnxruntime_run(proto, feeds, names)
-    shapes = [x.shape for x in feeds.values()] if resize else None
     for cls in RUNTIMES:
-        for got, want in zip(_run(content, cls, list(feeds.values()), shapes), expected):
+        got_all = run_interpreter(cls(model_content=content), list(feeds.values()))
+        for got, want in zip(got_all, expected):
             assert got.shape == want.shape, (cls, got.shape, want.shape)
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
@@ -75,8 +64,8 @@ def test_nms_outputs_are_minus_one_with_their_fixed_dims_kept():
     conversion = convert_onnx(filtered_nms())
     for cls in RUNTIMES:
         assert _signatures(conversion.content, cls) == [(-1, 4), (-1,)], cls
-    nms = [sg_t for sg_t in _tensor_signature(conversion.model, "NON_MAX_SUPPRESSION_V4")]
-    assert nms == [(-1,)]   # its boxes come through the score filter: a count of the values
+    # its boxes come through the score filter: a count of the values
+    assert _tensor_signature(conversion.model, "NON_MAX_SUPPRESSION_V4") == [(-1,)]
     rng = np.random.default_rng(1)
     for case in range(3):
         scores = rng.standard_normal(16).astype(np.float32) - case
@@ -108,7 +97,7 @@ def test_a_data_dependent_dim_beside_an_open_input_dim():
     for n in (16, 5, 40):
         boxes = _boxes(rng, n)[None]
         scores = rng.uniform(0, 1, (1, 1, n)).astype(np.float32)
-        _matches(dynamic_nms(), conversion.content, {"b": boxes, "s": scores}, resize=True)
+        _matches(dynamic_nms(), conversion.content, {"b": boxes, "s": scores})
 
 
 def _corpus_file(name: str) -> Path:
@@ -134,7 +123,7 @@ def test_ssdlite_detections_are_minus_one():
     expected = onnxruntime_run(str(path), feeds, names)
     x = np.transpose(feeds["x"], conversion.io_layout["inputs"][0]["perm"])
     for cls in RUNTIMES:
-        got = _run(conversion.content, cls, [x])
+        got = run_interpreter(cls(model_content=conversion.content), [x])
         assert [g.shape for g in got] == [e.shape for e in expected], cls
         assert len(got[1]) > 2    # more detections than the file's nominal 2
 
