@@ -41,10 +41,11 @@ def _on_device(it, delegate) -> None:
     assert len(launches) == 1 and launches[0], launches  # one partition, no CPU step
 
 
-@pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_digits_int8_dequantized_within_one_step(models_dir, precision):
+def _digits_outputs(models_dir, **options):
+    """The digits CNN int8 whole on the delegate (`options`) and BUILTIN_REF on the first 120
+    test images, quantized: (ours, theirs, label) an image."""
     path = models_dir / "digits_cnn_int8.tflite"
-    delegate = _delegate(precision=precision, int8="dequantize")
+    delegate = _delegate(**options)
     it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
     it.allocate_tensors()
     _on_device(it, delegate)
@@ -53,16 +54,28 @@ def test_digits_int8_dequantized_within_one_step(models_dir, precision):
     assert d["dtype"] == np.int8
     scale, zero = d["quantization"]
     data = np.load(models_dir / "digits.npz")
-    xs, ys = data["x_test"][:120], data["y_test"][:120]
-    diffs, right, right_ref = [], 0, 0
-    for x, y in zip(xs, ys):
+    for x, y in zip(data["x_test"][:120], data["y_test"][:120]):
         q = np.clip(np.round(x.reshape(d["shape"]) / scale) + zero, -128, 127).astype(np.int8)
         it.set_tensor(d["index"], q)
         it.invoke()
-        ours = it.get_tensor(o["index"]).astype(np.int32)
         ref.set_tensor(ref.get_input_details()[0]["index"], q)
         ref.invoke()
-        theirs = ref.get_tensor(ref.get_output_details()[0]["index"]).astype(np.int32)
+        yield (it.get_tensor(o["index"]),
+               ref.get_tensor(ref.get_output_details()[0]["index"]), y)
+
+
+def _mobilenet_inputs(models_dir, shape) -> list:
+    """MobileNetV2 int8's reference input and two random images."""
+    xs = [np.load(models_dir / "refs" / "mobilenet_v2_int8.npz")["input_0"]]
+    return xs + [np.random.default_rng(k).integers(-128, 128, shape).astype(np.int8)
+                 for k in range(2)]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_digits_int8_dequantized_within_one_step(models_dir, precision):
+    diffs, right, right_ref = [], 0, 0
+    for ours, theirs, y in _digits_outputs(models_dir, precision=precision, int8="dequantize"):
+        ours, theirs = ours.astype(np.int32), theirs.astype(np.int32)
         diffs.append(np.abs(ours - theirs).ravel())
         right += int(np.argmax(ours) == y)
         right_ref += int(np.argmax(theirs) == y)
@@ -92,11 +105,8 @@ def test_mobilenet_v2_int8_logits_within_one_step(models_dir, monkeypatch):
     where = [p for p in placement(it) if p["where"] != "folded"]
     assert [p["op"] for p in where if p["where"] != delegate.name] == ["SOFTMAX"]
     d = it.get_input_details()[0]
-    xs = [np.load(models_dir / "refs" / "mobilenet_v2_int8.npz")["input_0"]]
-    xs += [np.random.default_rng(k).integers(-128, 128, d["shape"]).astype(np.int8)
-           for k in range(2)]
     diffs = []
-    for x in xs:
+    for x in _mobilenet_inputs(models_dir, d["shape"]):
         it.set_tensor(d["index"], x)
         it.invoke()
         ref.set_tensor(d["index"], x)
@@ -178,10 +188,7 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
                if list(t["shape"]) in ([1, 1280], [1, 1000])]
     assert len(checked) == 3
     d = it.get_input_details()[0]
-    xs = [np.load(models_dir / "refs" / "mobilenet_v2_int8.npz")["input_0"]]
-    xs += [np.random.default_rng(k).integers(-128, 128, d["shape"]).astype(np.int8)
-           for k in range(2)]
-    for x in xs:
+    for x in _mobilenet_inputs(models_dir, d["shape"]):
         it.set_tensor(d["index"], x)
         it.invoke()
         ref.set_tensor(d["index"], x)
@@ -199,23 +206,8 @@ def test_digits_int8_integer_is_bit_exact(models_dir, precision):
     """The whole model on the device in one partition (convolutions with their fused ReLU,
     max pools, the reshape, both FULLY_CONNECTEDs with the reference's double rounding): its
     outputs equal BUILTIN_REF's on 120 test images, with float32 and half storage."""
-    path = models_dir / "digits_cnn_int8.tflite"
-    delegate = _delegate(precision=precision, int8="integer")
-    it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
-    it.allocate_tensors()
-    _on_device(it, delegate)
-    ref = _reference(path)
-    d, o = it.get_input_details()[0], it.get_output_details()[0]
-    scale, zero = d["quantization"]
-    xs = np.load(models_dir / "digits.npz")["x_test"][:120]
-    for x in xs:
-        q = np.clip(np.round(x.reshape(d["shape"]) / scale) + zero, -128, 127).astype(np.int8)
-        it.set_tensor(d["index"], q)
-        it.invoke()
-        ref.set_tensor(ref.get_input_details()[0]["index"], q)
-        ref.invoke()
-        np.testing.assert_array_equal(it.get_tensor(o["index"]),
-                                      ref.get_tensor(ref.get_output_details()[0]["index"]))
+    for ours, theirs, _ in _digits_outputs(models_dir, precision=precision, int8="integer"):
+        np.testing.assert_array_equal(ours, theirs)
 
 
 def test_requantization_matches_fixed_point_mbqm():
