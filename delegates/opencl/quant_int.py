@@ -107,16 +107,22 @@ class AddParams(NamedTuple):
     hi: float
 
 
+def _zero(t) -> int:
+    """An int8 / uint8 tensor's (first) zero point, 0 without one."""
+    z = np.asarray(t.quantization.zero_point).reshape(-1)
+    return int(z[0]) if z.size else 0
+
+
 def _offset_range(t) -> int:
     """The largest |q - zero_point| of an int8 / uint8 tensor."""
     lo, hi = ACTIVATION_TYPES[t.type_name]
-    z = int(t.quantization.zero_point[0]) if np.asarray(t.quantization.zero_point).size else 0
+    z = _zero(t)
     return max(abs(lo - z), abs(hi - z))
 
 
 def _device_range(lo: int, hi: int, out) -> tuple:
-    z = int(out.quantization.zero_point[0]) if np.asarray(out.quantization.zero_point).size \
-        else 0
+    """The integer range [lo, hi] of `out` as the device stores it (less its zero point)."""
+    z = _zero(out)
     return float(lo - z), float(hi - z)
 
 
@@ -276,12 +282,7 @@ def _no_activation(options):
     """Options with the fused activation off: the integer epilogue clamps instead."""
     if options is None or not getattr(options, "fused_activation_function", 0):
         return options
-    if dataclasses.is_dataclass(options):
-        return dataclasses.replace(options, fused_activation_function=0)
-    import copy
-    options = copy.copy(options)
-    options.fused_activation_function = 0
-    return options
+    return options.replace(fused_activation_function=0)  # schema.model.Options
 
 
 class IntViews(Views):
