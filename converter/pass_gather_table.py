@@ -10,6 +10,7 @@ import numpy as np
 from edgelite.schema import Model, remove_dead
 
 from .editor import Editor
+from .pass_shape import dropped_ones
 
 
 def gather_from_transposed_table(model: Model) -> bool:
@@ -63,7 +64,7 @@ def _rewrite(ed: Editor, transpose) -> bool:
         return False
     indices = gather.inputs[1]
     new_shape = (g_shape[-1],) + tuple(ed.shape(indices))
-    inserted = _inserted_ones(new_shape, tuple(out_shape))
+    inserted = dropped_ones(tuple(out_shape), new_shape)   # the ones inserted into new_shape
     if inserted is None:
         return False
     sg = ed.sg
@@ -88,20 +89,6 @@ def _rewrite(ed: Editor, transpose) -> bool:
     for new in new_ops:   # the editor's maps: the new ops write the transpose's output now
         ed.set_outputs(new, new.outputs)
     return True
-
-
-def _inserted_ones(shape: tuple, target: tuple):
-    """The axes of `target` that are size-1 dims inserted into `shape` (the others in order),
-    or None when target is not shape with ones inserted."""
-    inserted, j = [], 0
-    for a, d in enumerate(target):
-        if j < len(shape) and shape[j] == d:
-            j += 1
-        elif d == 1:
-            inserted.append(a)
-        else:
-            return None
-    return inserted if j == len(shape) else None
 
 
 def _with_ones(shape: tuple, axes: tuple) -> tuple:

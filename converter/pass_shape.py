@@ -52,7 +52,7 @@ def squeeze_through_transpose(model: Model) -> bool:
             perm = ed.transpose_perm(producer)
             if perm is None:
                 continue
-            dropped = _dropped_ones(ed.shape(op.inputs[0]), ed.shape(op.outputs[0]))
+            dropped = dropped_ones(ed.shape(op.inputs[0]), ed.shape(op.outputs[0]))
             if not dropped:
                 continue
             source = producer.inputs[0]
@@ -79,9 +79,10 @@ def squeeze_through_transpose(model: Model) -> bool:
     return changed
 
 
-def _dropped_ones(in_shape, out_shape) -> list:
+def dropped_ones(in_shape, out_shape):
     """The axes of `in_shape` a reshape to `out_shape` drops, when it only drops size-1 dims
-    (the others in order); else []."""
+    (the others in order, [] when it drops none); else None. Read the other way, the axes of
+    size-1 dims that a reshape from `out_shape` to `in_shape` inserts."""
     dropped, j = [], 0
     for i, d in enumerate(in_shape):
         if j < len(out_shape) and out_shape[j] == d:
@@ -89,8 +90,8 @@ def _dropped_ones(in_shape, out_shape) -> list:
         elif d == 1:
             dropped.append(i)
         else:
-            return []
-    return dropped if j == len(out_shape) else []
+            return None
+    return dropped if j == len(out_shape) else None
 
 
 def fold_gather_of_gather(model: Model) -> bool:
