@@ -8,6 +8,7 @@ import pytest
 
 from edgelite.interpreter import Interpreter, OpResolverType
 from edgelite.schema import Model, Subgraph, Tensor, save
+from tests.interpreter.frames import INVOKE_FRAMES, python_calls
 from tests.numpy_dispatch import NUMPY2_DISPATCH
 from tests.opmodel import const_tensor, operator, run_interpreter, run_litert
 
@@ -214,25 +215,6 @@ def kws_head_model() -> bytes:
         h, _ = g.layer_norm(g.fully_connected(h, 32, depth), 32, act=RELU)
     w = g.const("w", g.rng.standard_normal((1, 32)).astype(np.float32) * 0.3)
     return g.save([x], [g.op("LOGISTIC", [g.op("FULLY_CONNECTED", [h, w, -1])])])
-
-
-def python_calls(fn) -> int:
-    """Python-level function calls (profile 'call' events) while `fn` runs once."""
-    import sys
-    count = 0
-
-    def profile(frame, event, arg):
-        nonlocal count
-        count += event == "call"
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count
-
-
-INVOKE_FRAMES = 5   # Interpreter.invoke, threads.enter/leave, SubgraphPlan.invoke, run_steps
 
 
 def test_tiny_models_run_few_steps(models_dir):

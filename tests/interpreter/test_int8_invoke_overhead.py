@@ -4,32 +4,16 @@ giving bit for bit what its unbound `run` gives (the default resolver; BUILTIN_R
 decline to bind and keep their exact path). Speed itself: benchmarks/bench_overhead.py --models."""
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
 from edgelite.interpreter import Interpreter, threads
 from edgelite.interpreter.plan import bind_step
 from tests.interpreter.cases_int8 import CASES
+from tests.interpreter.frames import calls
 from tests.numpy_dispatch import NUMPY2_DISPATCH
 
 INT8_OPS = ("conv_2d", "depthwise_conv_2d", "fully_connected", "max_pool", "add", "sub")
-
-
-def calls(fn) -> tuple:
-    """(Python function calls, C function calls: numpy's among them) while `fn` runs once."""
-    count = {"call": 0, "c_call": 0}
-
-    def profile(frame, event, arg):
-        if event in count:
-            count[event] += 1
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count["call"], count["c_call"]
 
 
 def ready(content=None, path=None, seed=0) -> Interpreter:

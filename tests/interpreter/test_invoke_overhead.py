@@ -13,32 +13,12 @@ import pytest
 
 from edgelite.interpreter import Interpreter, register_custom_op, threads
 from edgelite.interpreter.plan import bind_step
+from tests.interpreter.frames import INVOKE_FRAMES, python_calls
 from tests.opmodel import In, op_model
 from tests.numpy_dispatch import NUMPY2_DISPATCH
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_overhead import chain_model  # noqa: E402
-
-# Python functions an invoke runs besides its kernels: Interpreter.invoke, threads.enter and
-# leave, SubgraphPlan.invoke, the generated run_steps (the BLAS thread lock and numpy's error
-# state are entered with no Python frame).
-INVOKE_FRAMES = 5
-
-
-def python_calls(fn) -> int:
-    """Python-level function calls (profile 'call' events) while `fn` runs once."""
-    count = 0
-
-    def profile(frame, event, arg):
-        nonlocal count
-        count += event == "call"
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count
-
 
 def ready(content=None, path=None) -> Interpreter:
     it = Interpreter(model_content=content, model_path=path)
