@@ -50,6 +50,8 @@ from .quant_int import reason as integer_reason
 
 PRECISIONS = ("fp32", "fp16")
 INT8 = ("cpu", "dequantize", "integer")
+# an int8 mode -> why a node cannot run in it, the float views its builders see
+_INT8_MODES = {"dequantize": (int8_reason, Views), "integer": (integer_reason, IntViews)}
 
 
 class OpenCLDelegate(Delegate):
@@ -89,11 +91,11 @@ class OpenCLDelegate(Delegate):
 
     def support(self, node) -> str | None:
         if self.int8 != "cpu" and not node.is_custom and has_quantized(node):
-            integer = self.int8 == "integer"
-            why = (integer_reason if integer else int8_reason)(node)
+            reason, views = _INT8_MODES[self.int8]
+            why = reason(node)
             if why is not None:
                 return why
-            node = (IntViews() if integer else Views()).node(node)
+            node = views().node(node)
         entry = (CUSTOM_OPS if node.is_custom else OPS).get(node.op)
         if entry is None and node.is_custom:
             return f"custom op {node.op}"
@@ -113,8 +115,8 @@ class OpenCLDelegate(Delegate):
         if self.int8 == "integer":  # int8 tensors as q - zero point (quant_int.py)
             g.requant = {n.index: parameters(n) for n in nodes
                          if n.op in PARAMETRIZED and has_quantized(n)}
-        if self.int8 != "cpu":  # int8 tensors as their real values (quant.py)
-            views = IntViews() if self.int8 == "integer" else Views()
+        if self.int8 != "cpu":  # int8 tensors as their real values (quant.py) or q - zp
+            views = _INT8_MODES[self.int8][1]()
             nodes = [views.node(n) for n in nodes]
             inputs = [views.tensor(t) for t in inputs]
             outputs = [views.tensor(t) for t in outputs]
