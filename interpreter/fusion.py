@@ -55,7 +55,7 @@ class Fused(NamedTuple):
     op: str = "FUSED"
 
 
-def fuse(sg, specs: list, nodes: dict) -> list:
+def fuse(sg, specs: list, nodes: dict) -> tuple:
     """(specs, absorbed): the plan's specs [(op index, run, inputs, outputs)] with every chain
     a rule fuses replaced by one spec, and the indices of the ops now run inside another's
     step; `nodes` maps op index -> prepared Node (the static steps). Passes
@@ -104,7 +104,7 @@ def _chain(ctx, i, ops) -> list | None:
             return None
         if k:
             t = links[-1].outs[0]
-            if not link.ins or link.ins[0] != t or ctx.readers[t] != 1 or t in ctx.kept:
+            if not link.ins or link.ins[0] != t or not _only_reader(ctx, t):
                 return None
         if k < len(ops) - 1 and len(link.outs) != 1:
             return None
@@ -143,7 +143,7 @@ def _layer_norm(ctx, i):
         w, b = fc.node.inputs[1], fc.node.optional_input(2)
         if (fc.outs != [x] or ctx.readers[x] != reads or x in ctx.kept
                 or w.data is None or (b is not None and b.data is None)
-                or int(getattr(fc.node.options, "fused_activation_function", 0) or 0)
+                or _act(fc.node)
                 or w.shape[0] != depth or w.dtype != F32):
             fc = None
         else:
@@ -274,12 +274,13 @@ def _act(node) -> int:
 def _fully_connected_with_producer(ctx, i):
     """Any op (or fused step) whose only output only a one-row FULLY_CONNECTED reads (through a
     RESHAPE or not): the producer writes into the FC's [x..., 1] (kernels/fully_connected.py)."""
+    from .plan import ALIAS_OPS   # (plan imports this module)
     producer = ctx.link(i)
-    if producer is None or len(producer.outs) != 1 or producer.node.op in ALIAS_LIKE:
+    if producer is None or len(producer.outs) != 1 or producer.node.op in ALIAS_OPS:
         return None
     links, t = [producer], producer.outs[0]
     nxt = ctx.link(i + 1) if i + 1 < len(ctx.specs) else None
-    if nxt is not None and nxt.node.op in ALIAS_LIKE and nxt.ins[:1] == [t]:
+    if nxt is not None and nxt.node.op in ALIAS_OPS and nxt.ins[:1] == [t]:
         links.append(nxt)
         if not _only_reader(ctx, t):
             return None
@@ -296,9 +297,6 @@ def _fully_connected_with_producer(ctx, i):
     if run is None:
         return None
     return (producer.oi, run, list(producer.ins), list(nxt.outs)), len(links) + 1
-
-
-ALIAS_LIKE = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 
 
 def _only_reader(ctx, t) -> bool:
