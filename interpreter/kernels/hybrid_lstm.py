@@ -17,7 +17,7 @@ from .lstm import B, C_STATE, H_STATE, LN, P, PROJ_B, PROJ_W, R, W, X, lstm_shap
 from .hybrid_row import RowProduct
 from .registry import register
 from .requantize import exact_rounding
-from .rnn_cells import OutputRows, lstm_cell
+from .rnn_cells import LstmSteps
 
 class _RowQuantizedMatmul:
     """Accumulates (q . W^T) * (row_scale * weight_scale) into a float result, for rows
@@ -176,27 +176,12 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
     xq = np.empty((rows, n_input), F32)
     xw = np.zeros(tuple(x[:2]) + (width,), F32)   # the input's layout: [time, batch] or back
     xw_rows = [xw[t] if time_major else xw[:, t] for t in range(steps)]
-    z = np.zeros((batch, width), F32)
-    tmp = np.zeros((batch, n_cell), F32)
-    ones = np.ones((batch, n_cell), F32)
-    mul = np.ascontiguousarray(np.broadcast_to(half, (batch, width)))
-    add = np.where(mul == 0.5, 0.5, 0.0).astype(F32)
-    part = {g: z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
-    views = (part.get("i"), part["f"], part["c"], part["o"])
-    clip = None if cell_clip <= 0 else (F32.type(-cell_clip), F32.type(cell_clip))
-    out_rows = OutputRows(time_major)
+    recurrence = LstmSteps(gates, n_cell, batch, half, cell_clip, time_major)
 
     def run(*arrays):
-        h, c = arrays[H_STATE], arrays[C_STATE]
         dequantize_rows(np.ascontiguousarray(arrays[X], F32).reshape(rows, n_input), xq,
                         asymmetric)
         np.matmul(xq, w_in, out=xw.reshape(rows, width))   # every step's input product
         np.add(xw, b_in, out=xw)
-        prev = h
-        for t, h_next in enumerate(out_rows(arrays[-1])):
-            recurrent(prev, z)
-            np.add(z, xw_rows[t], z)
-            lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
-            prev = h_next
-        np.copyto(h, prev)
+        recurrence(arrays[H_STATE], arrays[C_STATE], arrays[-1], xw_rows, recurrent=recurrent)
     return run

@@ -11,7 +11,7 @@ import numpy as np
 from .common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_, sigmoid_
 from .geometry import batch_major, sequence_input
 from .registry import register
-from .rnn_cells import OutputRows, lstm_cell
+from .rnn_cells import LstmSteps
 
 # Input positions of the op (the format's fixed layout).
 X = 0
@@ -165,32 +165,15 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
     w, r = np.ascontiguousarray(w, np.float32), np.ascontiguousarray(r, np.float32)
     bias = np.concatenate([np.zeros(n_cell, np.float32) if ins[B[g]] is None
                            else np.asarray(ins[B[g]].data, np.float32) for g in gates]) * scale
-    cell_clip = float(node.options.cell_clip)
-    clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
     x = node.input(X).shape
     batch, steps = (x[1], x[0]) if time_major else (x[0], x[1])
-    # Full-shape operands: broadcasting a [width] vector costs more than these rows' arithmetic.
-    mul = np.ascontiguousarray(np.broadcast_to(scale, (batch, scale.size)))
-    add = np.where(mul == 0.5, 0.5, 0.0).astype(np.float32)
-    ones = np.ones((batch, n_cell), np.float32)
     xw = np.zeros((batch, steps, len(gates) * n_cell), np.float32)
     xw_rows = [xw[:, t] for t in range(steps)]
-    z = np.zeros((batch, len(gates) * n_cell), np.float32)
-    tmp = np.zeros((batch, n_cell), np.float32)
-    part = {g: z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
-    views = (part.get("i"), part["f"], part["c"], part["o"])
-    out_rows = OutputRows(time_major)
+    recurrence = LstmSteps(gates, n_cell, batch, scale, float(node.options.cell_clip),
+                           time_major)
 
     def run(*arrays):
-        xs = batch_major(arrays[X], time_major)
-        h, c = arrays[H_STATE], arrays[C_STATE]
-        np.matmul(xs, w, out=xw)   # the input projection of every step: one GEMM
+        np.matmul(batch_major(arrays[X], time_major), w, out=xw)   # every step's: one GEMM
         np.add(xw, bias, out=xw)
-        prev = h
-        for t, h_next in enumerate(out_rows(arrays[-1])):   # each step's h: its output row
-            np.dot(prev, r, z)   # np.dot: a fifth of np.matmul's call cost on one row
-            np.add(z, xw_rows[t], z)
-            lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
-            prev = h_next
-        np.copyto(h, prev)
+        recurrence(arrays[H_STATE], arrays[C_STATE], arrays[-1], xw_rows, r=r)
     return run

@@ -1,7 +1,7 @@
 """What the recurrent sequence kernels share (UNIDIRECTIONAL_SEQUENCE_LSTM/RNN in lstm.py and
-rnn.py, the fused Keras loop in rnn_loop.py): the LSTM cell, one copy, and the output rows each
-time step writes its h into. Small on purpose: lstm.py and rnn.py import it without loading the
-Keras-loop matcher or the hybrid kernels.
+rnn.py, the fused Keras loop in rnn_loop.py): the LSTM cell, one copy, the output rows each time
+step writes its h into, and the sequence LSTM's steps over them (LstmSteps). Small on purpose:
+lstm.py and rnn.py import it without loading the Keras-loop matcher or the hybrid kernels.
 """
 from __future__ import annotations
 
@@ -59,3 +59,43 @@ class OutputRows:
             self.rows = tuple(batch_major(out, self.time_major)[:, t] for t in range(
                 out.shape[0 if self.time_major else 1]))
         return self.rows
+
+
+class LstmSteps:
+    """The recurrence of a sequence LSTM whose input projections are made (UNIDIRECTIONAL_
+    SEQUENCE_LSTM float in lstm.py, dynamic-range in hybrid_lstm.py): the buffers lstm_cell
+    needs, made once for `batch` rows of the gates (their columns scaled by `half`: 0.5 on the
+    sigmoid gates, 1 on g), then per step one recurrent product into z, the step's input
+    projection added, lstm_cell into the step's output row, read by the next; the state h takes
+    the last row once."""
+
+    def __init__(self, gates, n_cell: int, batch: int, half: np.ndarray, cell_clip: float,
+                 time_major: bool):
+        width = len(gates) * n_cell
+        # Full-shape operands: broadcasting a [width] vector costs more than these rows'
+        # arithmetic.
+        self.mul = np.ascontiguousarray(np.broadcast_to(half, (batch, width)), np.float32)
+        self.add = np.where(self.mul == 0.5, 0.5, 0.0).astype(np.float32)
+        self.ones = np.ones((batch, n_cell), np.float32)
+        self.tmp = np.zeros((batch, n_cell), np.float32)
+        self.z = np.zeros((batch, width), np.float32)
+        part = {g: self.z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
+        self.views = (part.get("i"), part["f"], part["c"], part["o"])
+        self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
+        self.out_rows = OutputRows(time_major)
+
+    def __call__(self, h, c, out, xw_rows, r=None, recurrent=None) -> None:
+        """The steps over h and c (state arrays) into out: z = h r (np.dot: a fifth of
+        np.matmul's call cost on one row) where r is given, else recurrent(h, z)."""
+        z, mul, add, views, tmp, ones, clip = (self.z, self.mul, self.add, self.views,
+                                               self.tmp, self.ones, self.clip)
+        prev = h
+        for h_next, xt in zip(self.out_rows(out), xw_rows):
+            if r is not None:
+                np.dot(prev, r, z)
+            else:
+                recurrent(prev, z)
+            np.add(z, xt, z)
+            lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
+            prev = h_next
+        np.copyto(h, prev)
