@@ -22,15 +22,14 @@ RUNTIME_DEPENDENCIES = ("numpy", "flatbuffers")
 
 
 def _can_build_without_isolation() -> bool:
-    """Building in this environment (fast, offline) needs setuptools >= 77 (the SPDX license
-    string) with a bdist_wheel: the `wheel` package, or built in since setuptools 70.1."""
-    if importlib.util.find_spec("setuptools") is None:
+    """Building in this environment (fast, offline) needs setuptools >= 77: pyproject's SPDX
+    `license` string (its bdist_wheel, built in since 70.1, comes with it)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        major = version("setuptools").split(".")[0]
+    except PackageNotFoundError:
         return False
-    from importlib.metadata import version
-    major = version("setuptools").split(".")[0]
-    return (major.isdigit() and int(major) >= 77     # pyproject's SPDX `license` string
-            and (importlib.util.find_spec("wheel") is not None
-                 or importlib.util.find_spec("setuptools.command.bdist_wheel") is not None))
+    return major.isdigit() and int(major) >= 77
 
 
 def pip(*args, build=False, python=None) -> None:
