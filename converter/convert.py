@@ -91,7 +91,7 @@ def _convert_loaded(proto, input_shapes, keep_io_layout: bool, start: float) -> 
     warnings = []
     if not sizes.open:
         model, imported, layout = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0))
-        if data_dependent.present(proto.graph):
+        if proto.data_dependent:
             other, _, _ = _convert_at(proto, input_shapes, keep_io_layout, sizes.at(0),
                                       other=True)
             problem = mark_dynamic_dims(model, other)
@@ -104,7 +104,7 @@ def _convert_loaded(proto, input_shapes, keep_io_layout: bool, start: float) -> 
         if problem:
             warnings.append(worded(f"{sizes.describe()}: {problem}; fix them with ",
                                    input_shapes_setting(), " to silence this"))
-    if data_dependent.present(proto.graph):
+    if proto.data_dependent:
         data_dependent.mark_declared_outputs(model, imported.outputs, layout["outputs"])
     _check_ranks(model)
     content = save(model)
@@ -326,7 +326,7 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
     recurrent = bool({"LSTM", "GRU"} & {n.op_type for n in proto.graph.node})
     # A constant the folded graphs hold that follows the batch: they differ at any two sizes,
     # so their conversions (three) are skipped for the shadow's (two).
-    expanded = sizes.batch_only and not recurrent and not data_dependent.present(proto.graph) \
+    expanded = sizes.batch_only and not recurrent and not proto.data_dependent \
         and _expanded_to_batch(proto, input_shapes, sizes)
     if expanded:
         first, problem = None, f"{expanded} follows it"
@@ -346,7 +346,7 @@ def _dynamic_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
         # a data-dependent graph's second conversion is the other one (not the size-2 folded)
         folded = folded or _folded_from_second_and_third(
             proto, input_shapes, keep_io_layout, sizes,
-            None if data_dependent.present(proto.graph) else second)
+            None if proto.data_dependent else second)
         if folded is not None:
             return (*folded, None)
     else:
@@ -545,6 +545,8 @@ class Checked:
     def __init__(self, proto, opset: int):
         self.proto, self.opset = proto, opset
         self.graph = proto.graph
+        # an op whose output sizes follow the values (in the graph or a body of it)
+        self.data_dependent = data_dependent.present(proto.graph)
 
 
 def _convert_at(proto: Checked, input_shapes, keep_io_layout: bool, dynamic_size,
