@@ -281,18 +281,6 @@ def _mini_squeezenet():
     return model.eval(), {"x": torch.randn(1, 3, 96, 96)}
 
 
-def _with_batchnorm_statistics(model):
-    """BatchNorm running statistics drawn at random (fresh ones are the identity)."""
-    import torch
-
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2.0)
-    return model.eval()
-
-
 def _mini_exports() -> list:
     axes, sizes = _image((1, 3, 96, 96))
     return [Export("mini_mobilenet_v3", _mini_mobilenet_v3, {"x": axes}, sizes),
