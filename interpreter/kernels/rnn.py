@@ -87,12 +87,14 @@ class Product:
             q = t.quantization
             if t.data is None or q is None or q.scale.size != 1:
                 raise node.fail(f"int8 weights {t.name!r} must be constant, with one scale")
-            self.w = np.ascontiguousarray(t.data.astype(np.float64).T)
-            self.scale = F32(q.scale[0])
             self.asymmetric = bool(getattr(node.options, "asymmetric_quantize_inputs", False))
-            # the default resolver's: rows quantized and dequantized, weights dequantized once
+            # the default resolver's: rows quantized and dequantized, weights dequantized once;
+            # BUILTIN_REF's exact sums: the integer weights in float64, the scale apart
             self.dequantized = None if exact_rounding(node) else \
                 np.ascontiguousarray(dequantized_weights(t.data, q.scale, 0).T)
+            if self.dequantized is None:
+                self.w = np.ascontiguousarray(t.data.astype(np.float64).T)
+                self.scale = F32(q.scale[0])
 
     def __call__(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
         if not self.hybrid:
