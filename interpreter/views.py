@@ -36,10 +36,8 @@ class Views:
     """Tensor -> (parent tensor, function of the parent's array giving its own)."""
 
     def __init__(self, infos, reshapes: dict):
-        self.infos = infos
-        self.parent: dict = {}
-        for t, root in reshapes.items():
-            self.parent[t] = (root, _reshaped(infos[t].shape))
+        self.parent: dict = {t: (root, _reshaped(infos[t].shape))
+                             for t, root in reshapes.items()}
 
     def root(self, t: int) -> int:
         while t in self.parent:
