@@ -109,13 +109,13 @@ def test_reference_runs_op_by_op():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_mixconv_bit_exact_to_litert_reference(seed, fused_under_reference):
     rng = np.random.default_rng(seed + 10)
-    content = _mixconv_model(seed)
+    content, per_channel = _mixconv_model(seed), _mixconv_model(seed, per_tensor=False)
+    assert _fused(content)
     for _ in range(3):
         x = rng.integers(-128, 128, (1, H, W, 3 * C)).astype(np.int8)
         ours, theirs = run_both(content, [x], reference=True)
         np.testing.assert_array_equal(ours[0], theirs[0])
-        assert _fused(content)
-        ours, theirs = run_both(_mixconv_model(seed, per_tensor=False), [x], reference=False)
+        ours, theirs = run_both(per_channel, [x], reference=False)
         assert np.abs(ours[0].astype(int) - theirs[0]).max() <= 1
 
 
