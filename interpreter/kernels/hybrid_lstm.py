@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from .common import TANH, clip_, sigmoid_
-from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, dequantize_rows,
-                     dequantized_weights, quantize_rows_asymmetric, quantize_rows_symmetric)
-from .lstm import B, C_STATE, H_STATE, LN, P, PROJ_B, PROJ_W, R, W, X, lstm_shape
+from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, dequantize_row,
+                     dequantize_rows, dequantized_weights, quantize_rows_asymmetric,
+                     quantize_rows_symmetric)
+from .lstm import (B, C_STATE, H_STATE, LN, P, PROJ_B, PROJ_W, R, STACKED, W, X, lstm_shape,
+                   stacked_weights)
 from .hybrid_row import RowProduct
 from .registry import register
 from .requantize import exact_rounding
-from .rnn_cells import LstmSteps
+from .rnn_cells import LstmSteps, StackedLstm
 
 class _RowQuantizedMatmul:
     """Accumulates (q . W^T) * (row_scale * weight_scale) into a float result, for rows
@@ -159,6 +161,10 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
     the sigmoid gates' columns scaled by 0.5 (lstm_cell's LOGISTIC as 0.5 + 0.5 tanh). Float32
     rounding from LstmStepHybrid's (whose integer sums are exact, then scaled), as the default
     hybrid kernels; BUILTIN_REF runs the exact loop."""
+    x = node.input(X).shape
+    steps, n_input = (x[0] if time_major else x[1]), x[2]
+    if batch == 1 and len(gates) == 4 and n_input < n_cell:
+        return _stacked(w_x, w_h, bias, asymmetric, steps, n_input, n_cell, cell_clip)
     half = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, F32) for g in gates])
 
     def stacked(ws):   # the gates' int8 weights one above the other, each row's scale
@@ -169,8 +175,6 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
     b_in = (np.concatenate([bias[g] for g in gates]) * half).astype(F32)
     wh, sh = stacked(w_h)
     recurrent = RowProduct(wh, sh, None, asymmetric, half, rows=batch)
-    x = node.input(X).shape
-    steps, n_input = (x[0] if time_major else x[1]), x[2]
     width = len(gates) * n_cell
     rows = steps * batch
     xq = np.empty((rows, n_input), F32)
@@ -184,4 +188,21 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
         np.matmul(xq, w_in, out=xw.reshape(rows, width))   # every step's input product
         np.add(xw, b_in, out=xw)
         recurrence(arrays[H_STATE], arrays[C_STATE], arrays[-1], xw_rows, recurrent=recurrent)
+    return run
+
+
+def _stacked(w_x, w_h, bias, asymmetric, steps, n_input, n_cell, cell_clip):
+    """The batch-1 default dynamic-range LSTM over a narrow input: rnn_cells.StackedLstm over
+    the weights dequantized once, x's rows quantized and dequantized at once per invoke, h's
+    each step (hybrid.dequantize_row), as _default_sequence computes them."""
+    def dequantized(ws):
+        return {g: dequantized_weights(ws[g][0], np.float32(ws[g][1]), 0) for g in STACKED}
+    m = stacked_weights(dequantized(w_x), dequantized(w_h), bias, n_cell)
+    recurrence = StackedLstm(m, n_cell, steps, cell_clip, dequantize_row, asymmetric)
+    xq = np.empty((steps, n_input), F32)
+
+    def run(*arrays):
+        dequantize_rows(np.ascontiguousarray(arrays[X], F32).reshape(steps, n_input), xq,
+                        asymmetric)
+        recurrence(xq, arrays[H_STATE], arrays[C_STATE], arrays[-1])
     return run

@@ -11,7 +11,7 @@ import numpy as np
 from .common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_, sigmoid_
 from .geometry import batch_major, sequence_input
 from .registry import register
-from .rnn_cells import LstmSteps
+from .rnn_cells import LstmSteps, StackedLstm
 
 # Input positions of the op (the format's fixed layout).
 X = 0
@@ -158,6 +158,10 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
                                            ins[B[g]].type_name != "float32") for g in gates):
         return None
     n_cell = node.input(W_F).shape[0]
+    x = node.input(X).shape
+    batch, steps = (x[1], x[0]) if time_major else (x[0], x[1])
+    if batch == 1 and len(gates) == 4 and x[2] < n_cell:
+        return _stacked(ins, x[2], n_cell, steps, time_major, float(node.options.cell_clip))
     scale = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, np.float32)
                             for g in gates])
     w = np.concatenate([np.asarray(ins[W[g]].data, np.float32) for g in gates]).T * scale
@@ -165,8 +169,6 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
     w, r = np.ascontiguousarray(w, np.float32), np.ascontiguousarray(r, np.float32)
     bias = np.concatenate([np.zeros(n_cell, np.float32) if ins[B[g]] is None
                            else np.asarray(ins[B[g]].data, np.float32) for g in gates]) * scale
-    x = node.input(X).shape
-    batch, steps = (x[1], x[0]) if time_major else (x[0], x[1])
     xw = np.zeros((batch, steps, len(gates) * n_cell), np.float32)
     xw_rows = [xw[:, t] for t in range(steps)]
     recurrence = LstmSteps(gates, n_cell, batch, scale, float(node.options.cell_clip),
@@ -176,4 +178,34 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
         np.matmul(batch_major(arrays[X], time_major), w, out=xw)   # every step's: one GEMM
         np.add(xw, bias, out=xw)
         recurrence(arrays[H_STATE], arrays[C_STATE], arrays[-1], xw_rows, r=r)
+    return run
+
+
+STACKED = "oifc"   # rnn_cells.StackedLstm's gate columns: o, i, f, g
+
+
+def stacked_weights(w: dict, r: dict, b: dict, n_cell: int) -> np.ndarray:
+    """StackedLstm's m = [[R^T], [W^T], [b]] from the gates' float32 weights [n, n_in],
+    recurrent weights [n, n] and biases [n] (None: zeros), the sigmoid gates' columns * 0.5."""
+    half = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, np.float32)
+                           for g in STACKED])
+    bias = [np.zeros(n_cell, np.float32) if b[g] is None else b[g] for g in STACKED]
+    m = np.concatenate([np.concatenate([r[g] for g in STACKED]).T,
+                        np.concatenate([w[g] for g in STACKED]).T,
+                        np.concatenate(bias)[None]]) * half
+    return np.ascontiguousarray(m, np.float32)
+
+
+def _stacked(ins, n_input: int, n_cell: int, steps: int, time_major: bool, cell_clip: float):
+    """The batch-1 plain LSTM with a narrow input (n_input < n_cell: a GEMV over [h, x, 1] costs
+    less than the input projection's GEMM and a sum a step): rnn_cells.StackedLstm."""
+    def data(t):
+        return None if t is None else np.asarray(t.data, np.float32)
+    m = stacked_weights({g: data(ins[W[g]]) for g in STACKED},
+                        {g: data(ins[R[g]]) for g in STACKED},
+                        {g: data(ins[B[g]]) for g in STACKED}, n_cell)
+    recurrence = StackedLstm(m, n_cell, steps, cell_clip)
+
+    def run(*arrays):
+        recurrence(arrays[X], arrays[H_STATE], arrays[C_STATE], arrays[-1])
     return run

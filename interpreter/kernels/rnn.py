@@ -223,16 +223,21 @@ def unidirectional_sequence_rnn(node):
 
 def _constant_float_sequence(node, x, time_major, batch, units, act, out_rows):
     """UNIDIRECTIONAL_SEQUENCE_RNN with constant float32 weights and bias, prepared once: the
-    weights transposed, the input product of every step in one GEMM into a buffer made here,
-    then per step np.dot into one buffer, the sum into the step's output row, the activation
-    (run_sequence's float loop, without its per-invoke transposes and allocations). None
-    where the general run is needed."""
+    weights transposed, the input product of every step in one GEMM into a buffer made here.
+    The default resolver's TANH over a narrow input (fewer inputs than units: a GEMV over
+    [h, x, 1] costs less than the GEMM and a sum a step) takes two numpy calls a step
+    (_stacked_tanh); otherwise
+    (BUILTIN_REF, other activations) per step np.dot into one buffer, the sum into the step's
+    output row, the activation (run_sequence's float loop, without its per-invoke transposes
+    and allocations). None where the general run is needed."""
     ws = [node.input(k) for k in (1, 2, 3)]
     if any(t.data is None or t.type_name != "float32" for t in ws):
         return None
     wt, rt = (np.ascontiguousarray(np.asarray(t.data, F32).T) for t in ws[:2])
     bias = np.asarray(ws[2].data, F32)
     steps = x.shape[0] if time_major else x.shape[1]
+    if act is _tanh and not exact_rounding(node) and wt.shape[0] < units:
+        return _stacked_tanh(wt, rt, bias, steps, batch, units, time_major)
     z = np.zeros((batch, steps, units), F32)
     z_rows = [z[:, t] for t in range(steps)]
     product = np.zeros((batch, units), F32)
@@ -241,6 +246,35 @@ def _constant_float_sequence(node, x, time_major, batch, units, act, out_rows):
         np.matmul(batch_major(a, time_major), wt, z)
         np.add(z, bias, z)
         _recurrence(h, rt, product, out_rows(out), z_rows, act)
+    return run
+
+
+def _stacked_tanh(wt, rt, bias, steps: int, batch: int, units: int, time_major: bool):
+    """The TANH recurrence in two numpy calls a step: v[t] holds [h_{t-1}, x_t, 1] per batch
+    row, so one product with [[R^T], [W^T], [b]] gives h R^T + x_t W^T + b (the sum's order is
+    BLAS's; no input projection of its own) and tanh writes h_t into v[t + 1]; the outputs take
+    v's h rows in one copy after the loop."""
+    n_in = wt.shape[0]
+    v = np.zeros((steps + 1, batch, units + n_in + 1), F32)
+    v[..., -1] = 1
+    m = np.ascontiguousarray(np.concatenate([rt, wt, bias[None]]), F32)
+    xs, hs = v[:steps, :, units:units + n_in], v[1:, :, :units]
+    product = np.zeros((batch, units), F32)
+    # per step: v[t]'s bound dot (a method call: half np.dot's dispatch) and the row tanh fills
+    loop = [(v[t].dot, v[t + 1, :, :units]) for t in range(steps)]
+
+    def sequence_major(a):
+        return a if time_major else a.transpose(1, 0, 2)
+
+    def run(a, w, r, b, h, out):
+        np.copyto(xs, sequence_major(a))
+        np.copyto(v[0, :, :units], h)
+        tanh = np.tanh
+        for dot, row in loop:
+            dot(m, product)
+            tanh(product, row)
+        np.copyto(sequence_major(out), hs)
+        np.copyto(h, v[steps, :, :units])
     return run
 
 

@@ -99,3 +99,68 @@ class LstmSteps:
             lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
             prev = h_next
         np.copyto(h, prev)
+
+
+class StackedLstm:
+    """A batch-1 sequence LSTM (no CIFG, projection or peepholes; TANH) whose step is one GEMV
+    and seven ufuncs (lstm_cell has nine besides the product and the input projection's sum).
+    Row t of v is [h_{t-1}, x_t, 1], so one product with `m` = [[R^T], [W^T], [b]] (the columns
+    in the order o, i, f, g, the sigmoid gates' scaled by 0.5: LOGISTIC as 0.5 + 0.5 tanh) gives
+    every pre-activation; the input projection and the bias are no pass of their own (the sum's
+    order is BLAS's). z holds [o, i, f, g, c]: one multiply makes [i * g, f * c] from its
+    neighbouring pairs, one add the new c in place. `dequantize` (hybrid.dequantize_row): h is
+    quantized and dequantized into v's next row, as the default resolver's hybrid product (x's
+    rows given dequantized too), else h goes there as it is."""
+
+    def __init__(self, m: np.ndarray, n_cell: int, steps: int, cell_clip: float,
+                 dequantize=None, asymmetric: bool = False):
+        n = n_cell
+        width = m.shape[0]
+        self.n, self.steps, self.m = n, steps, m
+        self.v = np.zeros((steps + 1, width), np.float32)
+        self.v[:, -1] = 1
+        self.x = self.v[:steps, n:width - 1]
+        self.z = np.zeros(5 * n, np.float32)
+        self.half = np.full(3 * n, 0.5, np.float32)
+        self.p = np.zeros(2 * n, np.float32)
+        self.tc = np.zeros(n, np.float32)
+        self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
+        self.dequantize, self.asymmetric = dequantize, asymmetric
+        # h's own rows where v's take it quantized; the output takes them in one copy
+        self.h = self.v[1:, :n] if dequantize is None else np.zeros((steps, n), np.float32)
+        self.loop = [(self.v[t].dot, self.h[t], self.v[t + 1, :n]) for t in range(steps)]
+        z, p = self.z, self.p
+        self.views = (z[:4 * n], z[:3 * n], z[n:3 * n], z[3 * n:], z[:n], z[4 * n:], p[:n],
+                      p[n:])
+
+    def __call__(self, x: np.ndarray, h: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
+        """x [steps, n_in] (dequantized where quantized), the states h and c [1, n] (updated)
+        into out (batch 1's output: [1, steps, n] or [steps, 1, n])."""
+        n, p, tc, half, m = self.n, self.p, self.tc, self.half, self.m
+        zg, zs, fi, gc, o, cz, p_ig, p_fc = self.views
+        np.copyto(self.x, x.reshape(self.x.shape))
+        dequantize, asymmetric = self.dequantize, self.asymmetric
+        h0 = h.reshape(n)
+        if dequantize is None:
+            np.copyto(self.v[0, :n], h0)
+        else:
+            dequantize(h0, self.v[0, :n], asymmetric, h0.min(), h0.max())
+        np.copyto(cz, c.reshape(n))
+        tanh, mul, add, clip = np.tanh, np.multiply, np.add, self.clip
+        for dot, row, v_next in self.loop:
+            dot(m, zg)
+            tanh(zg, zg)
+            mul(zs, half, zs)
+            add(zs, half, zs)
+            mul(fi, gc, p)           # [i * g, f * c]
+            add(p_ig, p_fc, cz)      # c = f * c + i * g
+            if clip is not None:
+                _clip(cz, clip[0], clip[1], cz)
+            tanh(cz, tc)
+            mul(o, tc, row)
+            if dequantize is not None:   # bounds by argmin/argmax: a quarter of min/max's cost
+                dequantize(row, v_next, asymmetric, row.item(row.argmin()),
+                           row.item(row.argmax()))
+        np.copyto(out, self.h.reshape(out.shape))
+        np.copyto(h.reshape(n), self.h[-1])
+        np.copyto(c.reshape(n), cz)

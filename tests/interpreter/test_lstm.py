@@ -81,3 +81,26 @@ def test_lstm_matches_litert_across_invokes(kwargs):
     ours, theirs = _run(edgelite_interpreter, content, xs), _run(litert, content, xs)
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
     assert not np.allclose(ours[0], ours[1])  # the state carried over between invokes
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"time_major": True}, {"cell_clip": 0.3}],
+                         ids=lambda k: ",".join(k) or "plain")
+@pytest.mark.parametrize("dynamic", [None, "asymmetric", "symmetric"])
+def test_batch_one_narrow_input_lstm_matches_litert(kwargs, dynamic):
+    """Batch 1 with fewer inputs than cells takes rnn_cells.StackedLstm (one product of [h, x, 1]
+    a step), float32 and dynamic-range (h quantized and dequantized each step): three invokes
+    against LiteRT, as strict as the other paths."""
+    from edgelite.converter.quantize import quantize
+    from edgelite.schema import load, save
+    content = _lstm_model(batch=1, steps=7, n_in=6, n_cell=16, n_out=16, **kwargs)
+    if dynamic:
+        q = quantize(load(content), "dynamic", min_weight_elements=0)
+        op = q.model.subgraphs[0].operators[0]
+        op.options = op.options.replace(asymmetric_quantize_inputs=dynamic == "asymmetric")
+        content = save(q.model)
+    rng = np.random.default_rng(1)
+    shape = (7, 1, 6) if kwargs.get("time_major") else (1, 7, 6)
+    xs = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    ours, theirs = _run(edgelite_interpreter, content, xs), _run(litert, content, xs)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(ours[0], ours[1])

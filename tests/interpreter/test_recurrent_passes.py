@@ -175,10 +175,11 @@ def test_default_hybrid_conv_quantizes_its_input_in_three_passes(asymmetric_scal
 
 
 def _sequence_lstm(steps: int, dynamic: bool) -> bytes:
-    """UNIDIRECTIONAL_SEQUENCE_LSTM, batch 1, 16 inputs, 32 cells (test_lstm's builder); with
-    `dynamic` its weights int8 by edgelite's dynamic-range quantizer."""
+    """UNIDIRECTIONAL_SEQUENCE_LSTM, batch 1, 48 inputs, 32 cells (test_lstm's builder; an
+    input narrower than the cells takes rnn_cells.StackedLstm, test_recurrent_calls' guard);
+    with `dynamic` its weights int8 by edgelite's dynamic-range quantizer."""
     from tests.interpreter.test_lstm import _lstm_model
-    content = _lstm_model(batch=1, steps=steps, n_in=16, n_cell=32, n_out=32)
+    content = _lstm_model(batch=1, steps=steps, n_in=48, n_cell=32, n_out=32)
     if dynamic:
         from edgelite.converter.quantize import quantize
         q = quantize(load(content), "dynamic", min_weight_elements=0)

@@ -1,0 +1,191 @@
+"""Timing-free guards of the recurrent kernels' time steps (issue 17, goal 6): what one more step
+costs an invoke, counted, never timed. A step of these ops on rows this small is its numpy
+calls (~0.2-0.5 µs each) and Python frames, so both are counted:
+
+- numpy calls: every numpy function and ufunc a kernel calls, by name, however it reached it (a
+  lookup on numpy when the kernel is prepared or runs, or a reference kept at import in a
+  kernel module or on one of its functions), and the C methods of arrays (ndarray.dot, argmax,
+  item) and of ufuncs (np.minimum.reduce);
+- Python frames: function calls the step makes in Python (none in these loops).
+
+The per-step numbers are the difference between invokes of 16 and 8 steps, divided by 8. The
+code before this guard made (numpy calls, frames) a step: float UNIDIRECTIONAL_SEQUENCE_LSTM
+(10, 1), UNIDIRECTIONAL_SEQUENCE_RNN (3, 0), dynamic-range UNIDIRECTIONAL_SEQUENCE_LSTM
+(asymmetric inputs: 17 and h's min/max reductions, 6)."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from edgelite import interpreter as edgelite_interpreter
+from edgelite.interpreter.kernels import registry
+from tests.numpy_dispatch import NUMPY2_DISPATCH
+
+pytest.importorskip("ai_edge_litert.interpreter",
+                    reason="LiteRT (ai-edge-litert) is the oracle: pip install -e '.[dev]'")
+
+
+def _numpy_callables() -> dict:
+    """numpy's ufuncs and array functions by name (np.dot, np.copyto, np.tanh...)."""
+    found = {}
+    for name in dir(np):
+        f = getattr(np, name, None)
+        if isinstance(f, np.ufunc) or type(f).__name__ == "_ArrayFunctionDispatcher":
+            found.setdefault(id(f), (name, f))
+    return {name: f for name, f in found.values()}
+
+
+class _Counts:
+    """numpy calls and Python frames while `on`."""
+
+    def __init__(self):
+        self.numpy, self.frames, self.on = 0, 0, False
+
+
+class _Counted:
+    """A numpy function or ufunc that counts its calls (.reduce etc. pass through)."""
+
+    def __init__(self, counts, f):
+        self.counts, self.f = counts, f
+
+    def __call__(self, *args, **kwargs):
+        if self.counts.on:
+            self.counts.numpy += 1
+        return self.f(*args, **kwargs)
+
+    def __getattr__(self, attr):
+        return getattr(self.f, attr)
+
+
+_WRAPPER = _Counted.__call__.__code__
+
+
+class _Counting:
+    """numpy's callables replaced by counting ones on numpy and wherever edgelite's modules or
+    their functions keep them, for the interpreter's prepare and invokes; the profile hook
+    counts Python frames and C method calls on arrays and ufuncs."""
+
+    def __init__(self):
+        self.counts = _Counts()
+        self.patched = []
+
+    def __enter__(self):
+        registry.load_all()   # what a kernel module keeps at import: numpy's own, patched here
+        by_id = {id(f): _Counted(self.counts, f) for f in _numpy_callables().values()}
+        places = [np.__dict__]
+        for name, module in list(sys.modules.items()):
+            if name.startswith("edgelite") and module is not None:
+                places.append(module.__dict__)
+                places += [v.__dict__ for v in list(vars(module).values())
+                           if callable(v) and isinstance(getattr(v, "__dict__", None), dict)
+                           and getattr(v, "__module__", None) == name]
+        for d in places:
+            for key, value in list(d.items()):
+                wrapped = by_id.get(id(value))
+                if wrapped is not None and wrapped.f is value:
+                    self.patched.append((d, key, value))
+                    d[key] = wrapped
+        return self
+
+    def __exit__(self, *exc):
+        for d, key, value in reversed(self.patched):
+            d[key] = value
+        return False
+
+    def invoke(self, it) -> tuple:
+        """(numpy calls, Python frames) of one invoke."""
+        counts = self.counts
+
+        def profile(frame, event, arg):
+            if not counts.on:
+                return
+            if event == "call" and frame.f_code is not _WRAPPER:
+                counts.frames += 1
+            elif event == "c_call" and isinstance(getattr(arg, "__self__", None),
+                                                  (np.ndarray, np.ufunc)):
+                counts.numpy += 1
+        counts.numpy = counts.frames = 0
+        sys.setprofile(profile)
+        counts.on = True
+        try:
+            it.invoke()
+        finally:
+            counts.on = False
+            sys.setprofile(None)
+        return counts.numpy, counts.frames - 1   # less the profile's own call of invoke
+
+
+def _invoke_counts(content: bytes) -> tuple:
+    with _Counting() as counting:
+        it = edgelite_interpreter.Interpreter(model_content=content)
+        it.allocate_tensors()
+        rng = np.random.default_rng(0)
+        for d in it.get_input_details():
+            it.set_tensor(d["index"], rng.standard_normal(tuple(d["shape"])).astype(np.float32))
+        it.invoke()
+        return counting.invoke(it)
+
+
+def per_step(make) -> tuple:
+    """(numpy calls, Python frames) one more time step costs an invoke of make(steps)."""
+    (n8, f8), (n16, f16) = (_invoke_counts(make(steps)) for steps in (8, 16))
+    return (n16 - n8) / 8, (f16 - f8) / 8
+
+
+def _lstm(steps: int, dynamic: bool = False) -> bytes:
+    from tests.interpreter.test_lstm import _lstm_model
+    content = _lstm_model(batch=1, steps=steps, n_in=16, n_cell=32, n_out=32)
+    if dynamic:
+        from edgelite.converter.quantize import quantize
+        from edgelite.schema import load, save
+        content = save(quantize(load(content), "dynamic", min_weight_elements=0).model)
+    return content
+
+
+def _rnn(steps: int, n_in: int = 16, units: int = 32) -> bytes:
+    """UNIDIRECTIONAL_SEQUENCE_RNN (TANH), batch 1, batch-major, constant weights."""
+    from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options
+    from edgelite.schema import save
+    rng = np.random.default_rng(0)
+    model = Model()
+    sg = Subgraph(name="main")
+
+    def const(name, *shape):
+        value = (rng.standard_normal(shape) * 0.3).astype(np.float32)
+        return sg.add_tensor(Tensor(name, shape, "float32", model.add_buffer(value)))
+    x = sg.add_tensor(Tensor("x", (1, steps, n_in)))
+    ins = [x, const("w", units, n_in), const("r", units, units), const("b", units),
+           sg.add_tensor(Tensor("h", (1, units), is_variable=True))]
+    y = sg.add_tensor(Tensor("y", (1, steps, units)))
+    sg.inputs, sg.outputs = [x], [y]
+    sg.operators = [Operator(OperatorCode("UNIDIRECTIONAL_SEQUENCE_RNN", 0), ins, [y],
+                             default_options("UNIDIRECTIONAL_SEQUENCE_RNN",
+                                             fused_activation_function=4, time_major=False))]
+    model.subgraphs.append(sg)
+    return save(model)
+
+
+@NUMPY2_DISPATCH
+def test_float_sequence_lstm_step_is_one_product_and_seven_ufuncs():
+    """[h, x, 1] times the stacked weights, then tanh, the sigmoid gates' * 0.5 + 0.5, one
+    multiply for i * g and f * c, one add for c, tanh(c), o * tanh(c): 8 calls, no frame."""
+    calls, frames = per_step(_lstm)
+    assert calls <= 8 and frames == 0, (calls, frames)
+
+
+@NUMPY2_DISPATCH
+def test_sequence_rnn_step_is_one_product_and_its_tanh():
+    calls, frames = per_step(_rnn)
+    assert calls <= 2 and frames == 0, (calls, frames)
+
+
+@NUMPY2_DISPATCH
+def test_dynamic_range_sequence_lstm_step():
+    """The float step's 8 calls, then h quantized and dequantized for the next product: its
+    bounds by argmin/argmax (4 method calls, no reduction), x * inv, rint, * scale, a clamp at
+    most: at most 16 numpy calls, and hybrid's dequantize_row and its row statistics in
+    Python (row_quantization, the asymmetric zero point, float32 rounding: at most 5 frames)."""
+    calls, frames = per_step(lambda n: _lstm(n, dynamic=True))
+    assert calls <= 16 and frames <= 5, (calls, frames)
