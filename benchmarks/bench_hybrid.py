@@ -2,6 +2,7 @@
 goal 6): is the gap to LiteRT the hybrid path or the model?
 
     python benchmarks/bench_hybrid.py [--corpus DIR] [--only densenet] [--blocks 7] [--json OUT]
+                                      [--delegate [--precision fp32] [--inputs 3]]
 
 For each of the corpus's Keras DenseNet121 and EfficientNetB0 (`tools/tflite_corpus.py keras`,
 ~/.cache/edgelite-tflite-corpus) as float32 and dynamic-range files: the calling thread's CPU
@@ -13,6 +14,16 @@ on-the-fly input quantization (the default resolver's hybrid convolution is the 
 weights dequantized at prepare and the input quantized and dequantized again). LiteRT's hybrid
 convolutions are int8 GEMMs (faster than its own float ones here); edgelite's run on float32
 BLAS, so the float file's time is their floor.
+
+--delegate: the same files through the OpenCL delegate (delegates/opencl; "hybrid":
+"dequantize", its default: hybrid CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED on weights
+dequantized once at prepare, quant.py), its 1-thread device (PoCL: the calling thread), beside
+edgelite's numpy path and LiteRT, the three alternating in blocks in one process: per invoke the
+calling thread's CPU time, the process's CPU time (every thread) and wall time, medians over
+blocks; where the delegate's nodes run (partitions, ops it refused); and the accuracy on
+--inputs inputs from the corpus's input range: max abs difference from LiteRT on the same file
+and that over max |LiteRT output| (for hybrid files: LiteRT's integer hybrid kernels), for the
+delegate and for edgelite's CPU path.
 """
 from __future__ import annotations
 
@@ -34,12 +45,25 @@ MODELS = [f"keras_{m}.{v}.tflite" for m in ("densenet121", "efficientnet_b0")
 BLOCK_S = 0.2
 
 
-def _loaded(cls, path: Path):
-    it = cls(model_path=str(path), num_threads=1)
-    it.allocate_tensors()
-    rng = np.random.default_rng(0)
+def input_range(path: Path) -> tuple:
+    """The corpus manifest's input range of a file (tools/tflite_corpus.py), 0..255 without."""
+    manifest = path.parent / "manifest.json"
+    if manifest.exists():
+        entry = json.loads(manifest.read_text()).get(path.name, {})
+        if "input_range" in entry:
+            return tuple(entry["input_range"])
+    return (0.0, 255.0)
+
+
+def _feed(it, rng, value_range) -> None:
     for d in it.get_input_details():
-        it.set_tensor(d["index"], rng.uniform(0, 255, tuple(d["shape"])).astype(d["dtype"]))
+        it.set_tensor(d["index"], rng.uniform(*value_range, tuple(d["shape"])).astype(d["dtype"]))
+
+
+def _loaded(cls, path: Path, **kw):
+    it = cls(model_path=str(path), num_threads=1, **kw)
+    it.allocate_tensors()
+    _feed(it, np.random.default_rng(0), input_range(path))
     it.invoke()
     return it
 
@@ -71,6 +95,114 @@ def compare(path: Path, blocks: int) -> dict:
             "by_op": op_types(ours)}
 
 
+def _clocks(it) -> tuple:
+    """(thread CPU, process CPU, wall) ms per invoke over one block of >= BLOCK_S wall and
+    2 invokes."""
+    n, t0, p0, w0 = 0, time.thread_time(), time.process_time(), time.perf_counter()
+    while True:
+        it.invoke()
+        n += 1
+        wall = time.perf_counter() - w0
+        if wall >= BLOCK_S and n >= 2:
+            return ((time.thread_time() - t0) / n * 1e3, (time.process_time() - p0) / n * 1e3,
+                    wall / n * 1e3)
+
+
+def _outputs(it) -> list:
+    return [it.get_tensor(o["index"]).copy() for o in it.get_output_details()]
+
+
+def accuracy(runners: dict, path: Path, inputs: int) -> dict:
+    """name -> (max abs difference from LiteRT's outputs, that / max |LiteRT output|) over
+    `inputs` inputs of the corpus's input range."""
+    errors = {k: [0.0, 0.0] for k in runners if k != "litert"}
+    peak = 0.0
+    for i in range(inputs):
+        for it in runners.values():
+            _feed(it, np.random.default_rng(100 + i), input_range(path))
+            it.invoke()
+        ref = _outputs(runners["litert"])
+        peak = max(peak, max(float(np.abs(r).max()) for r in ref))
+        for k in errors:
+            got = _outputs(runners[k])
+            errors[k][0] = max(errors[k][0], max(float(np.abs(g - r).max())
+                                                 for g, r in zip(got, ref)))
+    return {k: (a, a / peak if peak else float("nan")) for k, (a, _) in errors.items()}
+
+
+def where(it) -> dict:
+    """Partitions of the delegate and the ops it left on the CPU (op -> count, first reason)."""
+    from edgelite.interpreter.delegation import placement
+    pl = placement(it)
+    cpu: dict = {}
+    for p in pl:
+        if p["where"] == "CPU":
+            n, why = cpu.get(p["op"], (0, p["reason"]))
+            cpu[p["op"]] = (n + 1, why)
+    parts = {p["partition"] for p in pl if p["where"] not in ("CPU", "folded")}
+    return {"partitions": len(parts), "delegated": sum(p["where"] not in ("CPU", "folded")
+                                                       for p in pl),
+            "cpu": {k: list(v) for k, v in cpu.items()}}
+
+
+def compare_delegate(path: Path, blocks: int, precision: str, inputs: int) -> dict:
+    """edgelite (numpy), edgelite + the OpenCL delegate and LiteRT on one file, alternating."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+    from edgelite.delegates import load_delegate
+    from edgelite.interpreter import Interpreter
+    delegate = load_delegate("opencl", {"precision": precision})
+    start = time.perf_counter()
+    opencl = _loaded(Interpreter, path, experimental_delegates=[delegate])
+    prepare_s = time.perf_counter() - start
+    runners = {"numpy": _loaded(Interpreter, path), "opencl": opencl,
+               "litert": _loaded(LiteRT, path)}
+    clocks = {k: [] for k in runners}
+    for _ in range(blocks):
+        for k, it in runners.items():
+            clocks[k].append(_clocks(it))
+    med = {k: np.median(np.array(v), axis=0) for k, v in clocks.items()}
+    out = {f"{k}_{c}_ms": float(med[k][i]) for k in runners
+           for i, c in enumerate(("thread", "process", "wall"))}
+    for k in ("numpy", "opencl"):
+        out[f"{k}_ratio_cpu"] = float(med[k][1] / med["litert"][1])
+        out[f"{k}_ratio_wall"] = float(med[k][2] / med["litert"][2])
+    acc = accuracy(runners, path, inputs)
+    out.update({f"{k}_max_abs": a for k, (a, _) in acc.items()})
+    out.update({f"{k}_rel": r for k, (_, r) in acc.items()})
+    out["placement"] = where(opencl)
+    out["prepare_s"] = prepare_s
+    return out
+
+
+def delegate_table(names: list, args) -> dict:
+    print(f"\nThrough the OpenCL delegate ({args.precision}, 1 thread), edgelite's numpy path "
+          "and LiteRT alternating; ms per invoke: process CPU time (every thread) / wall; "
+          f"accuracy vs LiteRT on the same file over {args.inputs} inputs: max abs "
+          "(relative to max |LiteRT|)\n")
+    print("| model | numpy ms | OpenCL ms | LiteRT ms | numpy/LiteRT | OpenCL/LiteRT "
+          "(CPU, wall) | OpenCL vs LiteRT | numpy vs LiteRT | partitions | on CPU |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    rows = {}
+    for name in names:
+        path = args.corpus / name
+        if not path.exists():
+            continue
+        r = rows[name] = compare_delegate(path, args.blocks, args.precision, args.inputs)
+        pl = r["placement"]
+        cpu = ", ".join(f"{op} x{n}" for op, (n, _) in pl["cpu"].items()) or "-"
+        print(f"| {name} | {r['numpy_process_ms']:.1f} / {r['numpy_wall_ms']:.1f} "
+              f"| {r['opencl_process_ms']:.1f} / {r['opencl_wall_ms']:.1f} "
+              f"| {r['litert_process_ms']:.1f} / {r['litert_wall_ms']:.1f} "
+              f"| {r['numpy_ratio_cpu']:.2f}x | {r['opencl_ratio_cpu']:.2f}x, "
+              f"{r['opencl_ratio_wall']:.2f}x | {r['opencl_max_abs']:.2g} ({r['opencl_rel']:.1e}) "
+              f"| {r['numpy_max_abs']:.2g} ({r['numpy_rel']:.1e}) | {pl['partitions']} "
+              f"| {cpu} |", flush=True)
+        for op, (n, why) in pl["cpu"].items():
+            print(f"  {name}: {op} x{n} on the CPU: {why}")
+    return rows
+
+
 def op_types(it, runs: int = 3) -> dict:
     """CPU ms per invoke by op type, each step of the main plan timed alone (median of runs)."""
     plan = it._runtime.subgraph(0)
@@ -92,11 +224,19 @@ def main(argv=None) -> int:
     p.add_argument("--blocks", type=int, default=7)
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--json", type=Path)
+    p.add_argument("--delegate", action="store_true", help="through the OpenCL delegate only")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--inputs", type=int, default=3)
     args = p.parse_args(argv)
     names = [n for n in MODELS if not args.only or any(s in n for s in args.only)]
     import numpy
     print(f"numpy {numpy.__version__}; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', '(native)')}; CPU ms per invoke, 1 thread\n")
+    if args.delegate:
+        rows = delegate_table(names, args)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+        return 0
     print("| model | edgelite ms | LiteRT ms | edgelite/LiteRT | max abs diff | "
           "CONV_2D ms | CONCATENATION ms |")
     print("|---|---:|---:|---:|---:|---:|---:|")

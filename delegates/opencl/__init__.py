@@ -5,6 +5,7 @@ OpenCL device, PoCL's CPU device included (there it is edgelite's compiled CPU p
                              "device": None | "gpu" | "cpu" |
                              index | "platform:device" | part of a name,
                              "threads": None | n, "int8": "cpu" | "dequantize",
+                             "hybrid": "dequantize" | "cpu",
                              "max_partitions": 0, "min_nodes_per_partition": 1})
 
 Tensors stay on the device inside a partition; weights are packed and uploaded once, when the
@@ -31,6 +32,10 @@ CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, MEAN, MAX_POOL_2D and reshapes
 integer arithmetic (quant_int.py: BUILTIN_REF's outputs bit for bit; other int8 ops stay on the
 CPU); the default "cpu" leaves int8 ops to the CPU kernels (an int8 model whose other ops sit
 between its convolutions would split into many partitions: benchmarks/README.md).
+"hybrid": "dequantize" (the default) runs hybrid (dynamic-range: float activations, int8
+weights) CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED as float ops on weights dequantized once
+at prepare, as GPU delegates do (quant.py: is_hybrid, hybrid_reason; accuracy against LiteRT's
+integer hybrid kernels in tests/delegates/test_opencl_hybrid.py); "cpu" leaves them to the CPU.
 """
 from __future__ import annotations
 
@@ -42,7 +47,7 @@ from .device import open_device
 from .fuse import plan as plan_fusions
 from .graph import Builder
 from .ops import CUSTOM_OPS, OPS
-from .quant import Views, has_quantized
+from .quant import Views, has_quantized, hybrid_reason, is_hybrid
 from .quant import reason as int8_reason
 from .quant_int import BUILDS as INTEGER_BUILDS
 from .quant_int import PARAMETRIZED, IntViews, parameters
@@ -50,6 +55,7 @@ from .quant_int import reason as integer_reason
 
 PRECISIONS = ("fp32", "fp16")
 INT8 = ("cpu", "dequantize", "integer")
+HYBRID = ("dequantize", "cpu")
 # an int8 mode -> why a node cannot run in it, the float views its builders see
 _INT8_MODES = {"dequantize": (int8_reason, Views), "integer": (integer_reason, IntViews)}
 
@@ -60,14 +66,17 @@ class OpenCLDelegate(Delegate):
     def __init__(self, options: dict | None = None):
         super().__init__(options)
         unknown = set(self.options) - {"precision", "weights", "device", "threads", "int8",
-                                       "max_partitions", "min_nodes_per_partition"}
+                                       "hybrid", "max_partitions", "min_nodes_per_partition"}
         if unknown:
             raise DelegateError(f"unknown option(s) {sorted(unknown)} for the opencl delegate "
-                                "(it takes precision, weights, device, threads, int8, "
+                                "(it takes precision, weights, device, threads, int8, hybrid, "
                                 "max_partitions, min_nodes_per_partition)")
         self.int8 = str(self.options.get("int8", "cpu")).lower()
         if self.int8 not in INT8:
             raise DelegateError(f"int8 {self.int8!r}: use one of {INT8}")
+        self.hybrid = str(self.options.get("hybrid", "dequantize")).lower()
+        if self.hybrid not in HYBRID:
+            raise DelegateError(f"hybrid {self.hybrid!r}: use one of {HYBRID}")
         self.precision = str(self.options.get("precision", "fp32")).lower()
         self.weights = str(self.options.get("weights", self.precision)).lower()
         for what, value in (("precision", self.precision), ("weights", self.weights)):
@@ -89,8 +98,16 @@ class OpenCLDelegate(Delegate):
     def device_name(self) -> str:
         return f"OpenCL ({self.dev.name}, {self.precision})"
 
+    def _hybrid(self, node) -> bool:
+        return self.hybrid == "dequantize" and is_hybrid(node)
+
     def support(self, node) -> str | None:
-        if self.int8 != "cpu" and not node.is_custom and has_quantized(node):
+        if self._hybrid(node):  # float op on dequantized weights (quant.py)
+            why = hybrid_reason(node)
+            if why is not None:
+                return why
+            node = Views().node(node)
+        elif self.int8 != "cpu" and not node.is_custom and has_quantized(node):
             reason, views = _INT8_MODES[self.int8]
             why = reason(node)
             if why is not None:
@@ -112,6 +129,9 @@ class OpenCLDelegate(Delegate):
         g = Builder(self.device_for(runtime), self.precision == "fp16", self.stats,
                     half_weights=self.weights == "fp16", packed=packed)
         nodes, inputs, outputs = partition.nodes, partition.inputs, partition.outputs
+        if any(self._hybrid(n) for n in nodes):  # weights dequantized once (quant.py)
+            hybrid = Views()
+            nodes = [hybrid.node(n) if self._hybrid(n) else n for n in nodes]
         if self.int8 == "integer":  # int8 tensors as q - zero point (quant_int.py)
             g.requant = {n.index: parameters(n) for n in nodes
                          if n.op in PARAMETRIZED and has_quantized(n)}

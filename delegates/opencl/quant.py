@@ -13,6 +13,16 @@ scale (tests/delegates/test_opencl_int8.py states how many), not bit for bit.
 `view(node)` is that float counterpart: a copy of the node whose quantized tensors read as
 float32 (constants holding their real values), each with `host` (the model's tensor, for the
 partition's conversions) and `qrange` (the real interval its integer type covers).
+
+Hybrid (dynamic-range) CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (float32 activations,
+int8 weights with per-tensor or per-channel scales; the delegate's "hybrid": "dequantize", its
+default) run the same way, as GPU delegates run them: `hybrid_reason` says whether a node can,
+and its `Views().node(node)` is the float node on weights dequantized once, at prepare, which
+the float convolution kernels run. LiteRT's and the CPU kernels' hybrid path quantizes each
+input to int8 on the fly (per batch row) and sums integers; the delegate sums the float inputs
+times the dequantized weights, so it rounds less: tests/delegates/test_opencl_hybrid.py states
+how far the two are apart (measured on the corpus's DenseNet121 and EfficientNetB0 in
+benchmarks/bench_hybrid.py --delegate). "hybrid": "cpu" leaves them to the CPU kernels.
 """
 from __future__ import annotations
 
@@ -28,6 +38,11 @@ INT8_OPS = frozenset({
     "MAXIMUM", "MINIMUM", "PAD"})
 ACTIVATION_TYPES = {"int8": (-128, 127), "uint8": (0, 255)}
 BIAS_TYPES = {"int32"}
+
+
+# Ops a hybrid (dynamic-range) node runs as on the device: float ops on dequantized weights.
+HYBRID_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})
+HYBRID_WEIGHTS = ("int8", "uint8", "int4")  # registry.arithmetic's "hybrid" weight types
 
 
 def _quantized(t) -> bool:
@@ -53,7 +68,7 @@ def reason(node) -> str | None:
             continue
         what = f"tensor {t.name!r}"
         if t.type_name == "float32":
-            return f"{what} is float32 beside int8 ones (hybrid ops stay on the CPU)"
+            return f"{what} is float32 beside int8 ones (a hybrid op; see the \"hybrid\" option)"
         if t.data is None or t.index in outputs:
             if t.type_name not in ACTIVATION_TYPES or not _quantized(t):
                 return f"{what} is {t.type_name}; int8/uint8 quantized activations expected"
@@ -61,6 +76,38 @@ def reason(node) -> str | None:
                 return f"{what} is quantized per channel; activations must be per tensor"
         elif _quantized(t) and t.type_name not in set(ACTIVATION_TYPES) | BIAS_TYPES:
             return f"{what} is a {t.type_name} constant"
+    return None
+
+
+def is_hybrid(node) -> bool:
+    """Whether `node` is a hybrid CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED: a float32
+    input and output, integer weights (input 1)."""
+    if node.is_custom or node.op not in HYBRID_OPS or len(node.inputs) < 2:
+        return False
+    x, w = node.inputs[0], node.inputs[1]
+    return x is not None and w is not None and x.type_name == "float32" and \
+        w.type_name in HYBRID_WEIGHTS and bool(node.outputs) and \
+        node.outputs[0].type_name == "float32"
+
+
+def hybrid_reason(node) -> str | None:
+    """Why the hybrid node `node` cannot run on dequantized weights (None: it can)."""
+    w = node.inputs[1]
+    what = f"hybrid {node.op}: weights {w.name!r}"
+    if w.data is None:
+        return f"{what} are not a constant"
+    if not _quantized(w):
+        return f"{what} are {w.type_name} without scales"
+    if tuple(np.shape(w.data)) != tuple(w.shape):
+        return f"{what} hold {np.shape(w.data)} values for shape {tuple(w.shape)}"
+    scales = np.asarray(w.quantization.scale).size
+    dim = int(w.quantization.quantized_dimension or 0)
+    if scales > 1 and (dim >= len(w.shape) or w.shape[dim] != scales):
+        return (f"{what} have {scales} scales along dimension {dim} of shape "
+                f"{tuple(w.shape)}")
+    for t in list(node.inputs[2:]) + list(node.outputs):
+        if t is not None and t.type_name != "float32":
+            return f"hybrid {node.op}: tensor {t.name!r} is {t.type_name}; float32 expected"
     return None
 
 
