@@ -152,26 +152,27 @@ def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
 
 def row_quantization(lo, hi, asymmetric: bool) -> tuple:
     """The parameters quantize_rows_symmetric / quantize_rows_asymmetric give one row, from its
-    float32 least and greatest values: (scale, inv) as numpy float32 scalars and the offset as
-    a Python float (0 for symmetric rows), q = round(x * inv) + offset: the same numbers as
-    those functions' arrays, bit for bit, in Python floats instead of ~40 passes over
-    one-element arrays (a float32 difference or quotient is the double one rounded once)."""
+    float32 least and greatest values: (scale, inv, offset) as Python floats, scale and inv the
+    float32 numbers they round to once (the offset exact; 0 for symmetric rows), q = round(x *
+    inv) + offset: the same numbers as those functions' arrays, bit for bit, in Python floats
+    instead of ~40 passes over one-element arrays (a float32 difference or quotient is the
+    double one rounded once)."""
     lo, hi = float(lo), float(hi)
     if not asymmetric:
         r = max(-lo, hi)
         if r == 0:
-            return _ONE, _127, 0.0
-        return F32.type(r / 127.0), F32.type(127.0 / r), 0.0
+            return 1.0, 127.0, 0.0
+        return r / 127.0, 127.0 / r, 0.0
     rmin, rmax = min(lo, 0.0), max(hi, 0.0)
     if rmin == rmax:
-        return _ONE, _ONE, 0.0
+        return 1.0, 1.0, 0.0
     try:   # _to_f32 twice, inline: a recurrent step quantizes a row each (a frame is ~5%)
         scale = _F32_STRUCT.unpack(_F32_STRUCT.pack(rmax - rmin))[0] / 255.0
         scale32 = _F32_STRUCT.unpack(_F32_STRUCT.pack(scale))[0]
     except OverflowError:
         scale = _to_f32(rmax - rmin) / 255.0
         scale32 = _to_f32(scale)
-    return F32.type(scale32), F32.type(1.0 / scale32), _zero_point(rmin, rmax, scale)
+    return scale32, 1.0 / scale32, _zero_point(rmin, rmax, scale)
 
 
 def _to_f32(v: float) -> float:
@@ -214,17 +215,26 @@ def dequantize_rows(x: np.ndarray, xq: np.ndarray, asymmetric: bool) -> None:
     dequantize_row(x, xq, asymmetric, _min(x, None), _max(x, None))
 
 
-def dequantize_row(x: np.ndarray, xq: np.ndarray, asymmetric: bool, lo, hi) -> None:
+def dequantize_row(x: np.ndarray, xq: np.ndarray, asymmetric: bool, lo, hi,
+                   scalars=None) -> None:
     """dequantize_rows of one row whose least and greatest values `lo`, `hi` are known (the
-    recurrent kernels take them by argmin/argmax: a quarter of a reduction's call cost)."""
-    scale, inv, zp = row_quantization(lo, hi, asymmetric)
+    recurrent kernels take them by argmin/argmax: a quarter of a reduction's call cost).
+    `scalars`: two float32 0-d arrays the caller owns to hold the scale and its inverse (an
+    assignment and a 0-d operand cost a third of making two numpy scalars and multiplying by
+    them)."""
+    scale, f_inv, zp = row_quantization(lo, hi, asymmetric)
+    if scalars is None:
+        scale, inv = F32.type(scale), F32.type(f_inv)
+    else:
+        scalars[0][()], scalars[1][()] = scale, f_inv
+        scale, inv = scalars
     np.multiply(x, inv, xq)
     np.rint(xq, xq)
     if asymmetric:
         # rint is monotonic: the bounds, rounded, say whether a clamp moves anything; read in
-        # double with a margin over float32's rounding of the product (|x * inv| <= 256), it
-        # clamps a row that might need it (clamping a row inside the range changes nothing)
-        f_inv = float(inv)
+        # double with a margin over float32's rounding of the product and of inv (|x * inv| <=
+        # 256), it clamps a row that might need it (clamping a row inside the range changes
+        # nothing)
         if float(lo) * f_inv + zp < _LOW or float(hi) * f_inv + zp > _HIGH:
             clip_(xq, -128.0 - zp, 127.0 - zp)   # clamp(round + zp) - zp, as the array path
     np.multiply(xq, scale, xq)

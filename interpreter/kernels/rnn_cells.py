@@ -126,6 +126,7 @@ class StackedLstm:
         self.tc = np.zeros(n, np.float32)
         self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
         self.dequantize, self.asymmetric = dequantize, asymmetric
+        self.scalars = (np.zeros((), np.float32), np.zeros((), np.float32))   # scale, 1/scale
         # h's own rows where v's take it quantized; the output takes them in one copy
         self.h = self.v[1:, :n] if dequantize is None else np.zeros((steps, n), np.float32)
         self.loop = [(self.v[t].dot, self.h[t], self.v[t + 1, :n]) for t in range(steps)]
@@ -139,12 +140,12 @@ class StackedLstm:
         n, p, tc, half, m = self.n, self.p, self.tc, self.half, self.m
         zg, zs, fi, gc, o, cz, p_ig, p_fc = self.views
         np.copyto(self.x, x.reshape(self.x.shape))
-        dequantize, asymmetric = self.dequantize, self.asymmetric
+        dequantize, asymmetric, scalars = self.dequantize, self.asymmetric, self.scalars
         h0 = h.reshape(n)
         if dequantize is None:
             np.copyto(self.v[0, :n], h0)
         else:
-            dequantize(h0, self.v[0, :n], asymmetric, h0.min(), h0.max())
+            dequantize(h0, self.v[0, :n], asymmetric, h0.min(), h0.max(), scalars)
         np.copyto(cz, c.reshape(n))
         tanh, mul, add, clip = np.tanh, np.multiply, np.add, self.clip
         for dot, row, v_next in self.loop:
@@ -160,7 +161,7 @@ class StackedLstm:
             mul(o, tc, row)
             if dequantize is not None:   # bounds by argmin/argmax: a quarter of min/max's cost
                 dequantize(row, v_next, asymmetric, row.item(row.argmin()),
-                           row.item(row.argmax()))
+                           row.item(row.argmax()), scalars)
         np.copyto(out, self.h.reshape(out.shape))
         np.copyto(h.reshape(n), self.h[-1])
         np.copyto(c.reshape(n), cz)
