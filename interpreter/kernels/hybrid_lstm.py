@@ -19,7 +19,7 @@ from .lstm import (B, C_STATE, H_STATE, LN, P, PROJ_B, PROJ_W, R, STACKED, W, X,
 from .hybrid_row import RowProduct
 from .registry import register
 from .requantize import exact_rounding
-from .rnn_cells import LstmSteps, StackedLstm
+from .rnn_cells import LstmSteps, OutputRows, StackedLstm
 
 class _RowQuantizedMatmul:
     """Accumulates (q . W^T) * (row_scale * weight_scale) into a float result, for rows
@@ -157,8 +157,8 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
     with the float LSTM's structure: the input projection of every step in one GEMM (all the
     rows quantized and dequantized at once: LiteRT quantizes each step's rows alone, the same
     numbers), then per step one product with the recurrent weights (hybrid_row.RowProduct: h's
-    rows quantized and dequantized) and rnn_cells.lstm_cell. Weights dequantized once, here,
-    the sigmoid gates' columns scaled by 0.5 (lstm_cell's LOGISTIC as 0.5 + 0.5 tanh). Float32
+    rows quantized and dequantized) and rnn_cells.LstmSteps' cell. Weights dequantized once,
+    here, the sigmoid gates' columns scaled by 0.5 (its LOGISTIC as 0.5 + 0.5 tanh). Float32
     rounding from LstmStepHybrid's (whose integer sums are exact, then scaled), as the default
     hybrid kernels; BUILTIN_REF runs the exact loop."""
     x = node.input(X).shape
@@ -180,14 +180,17 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
     xq = np.empty((rows, n_input), F32)
     xw = np.zeros(tuple(x[:2]) + (width,), F32)   # the input's layout: [time, batch] or back
     xw_rows = [xw[t] if time_major else xw[:, t] for t in range(steps)]
-    recurrence = LstmSteps(gates, n_cell, batch, half, cell_clip, time_major)
+    recurrence = LstmSteps.stacked(gates, n_cell, batch, half, cell_clip)
+    out_rows = OutputRows(time_major)
 
     def run(*arrays):
         dequantize_rows(np.ascontiguousarray(arrays[X], F32).reshape(rows, n_input), xq,
                         asymmetric)
         np.matmul(xq, w_in, out=xw.reshape(rows, width))   # every step's input product
         np.add(xw, b_in, out=xw)
-        recurrence(arrays[H_STATE], arrays[C_STATE], arrays[-1], xw_rows, recurrent=recurrent)
+        h = arrays[H_STATE]
+        np.copyto(h, recurrence(h, arrays[C_STATE], out_rows(arrays[-1]), xw_rows,
+                                recurrent=recurrent))
     return run
 
 

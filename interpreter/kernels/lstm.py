@@ -11,7 +11,7 @@ import numpy as np
 from .common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_, sigmoid_
 from .geometry import batch_major, sequence_input
 from .registry import register
-from .rnn_cells import LstmSteps, StackedLstm
+from .rnn_cells import LstmSteps, OutputRows, StackedLstm
 
 # Input positions of the op (the format's fixed layout).
 X = 0
@@ -171,13 +171,14 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
                            else np.asarray(ins[B[g]].data, np.float32) for g in gates]) * scale
     xw = np.zeros((batch, steps, len(gates) * n_cell), np.float32)
     xw_rows = [xw[:, t] for t in range(steps)]
-    recurrence = LstmSteps(gates, n_cell, batch, scale, float(node.options.cell_clip),
-                           time_major)
+    recurrence = LstmSteps.stacked(gates, n_cell, batch, scale, float(node.options.cell_clip))
+    out_rows = OutputRows(time_major)
 
     def run(*arrays):
         np.matmul(batch_major(arrays[X], time_major), w, out=xw)   # every step's: one GEMM
         np.add(xw, bias, out=xw)
-        recurrence(arrays[H_STATE], arrays[C_STATE], arrays[-1], xw_rows, r=r)
+        h = arrays[H_STATE]
+        np.copyto(h, recurrence(h, arrays[C_STATE], out_rows(arrays[-1]), xw_rows, r=r))
     return run
 
 

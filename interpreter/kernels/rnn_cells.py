@@ -1,7 +1,8 @@
 """What the recurrent sequence kernels share (UNIDIRECTIONAL_SEQUENCE_LSTM/RNN in lstm.py and
-rnn.py, the fused Keras loop in rnn_loop.py): the LSTM cell, one copy, the output rows each time
-step writes its h into, and the sequence LSTM's steps over them (LstmSteps). Small on purpose:
-lstm.py and rnn.py import it without loading the Keras-loop matcher or the hybrid kernels.
+rnn.py, the fused Keras loop in rnn_loop.py): the LSTM's steps, one copy (LstmSteps; StackedLstm
+for batch 1 over a narrow input), and the output rows each time step writes its h into. Small
+on purpose: lstm.py and rnn.py import it without loading the Keras-loop matcher or the hybrid
+kernels.
 """
 from __future__ import annotations
 
@@ -9,39 +10,6 @@ import numpy as np
 
 from .common import clip as _clip
 from .geometry import batch_major
-
-
-def lstm_cell(z, mul, add, views, c, tmp, h_next, ones=None, clip=None, hard=None) -> None:
-    """The LSTM cell (the fused Keras loop's and UNIDIRECTIONAL_SEQUENCE_LSTM's): z holds the
-    gates' pre-activations with the sigmoid columns scaled by 0.5, `views` its (i, f, g, o)
-    parts (i None with CIFG: i = 1 - f, `ones` a buffer of ones); LOGISTIC as 0.5 + 0.5 tanh:
-    one tanh for every gate, then z * mul + add. c = f * c + i * g (clipped to `clip`, a pair
-    of bounds), h_next = o * tanh(c); `tmp` a buffer like c. `hard`: the gates are Keras's
-    hard_sigmoid instead, relu6(z + shift) * scale (z unscaled; per-column arrays: shift, the
-    bounds and scale, identities on g's columns). (Outputs as positional arguments:
-    a tenth of a ufunc's call cost on rows this small, against out=.)"""
-    i, f, g, o = views
-    if hard is None:
-        np.tanh(z, z)
-        np.multiply(z, mul, z)
-        np.add(z, add, z)
-    else:   # hard_sigmoid gates: relu6(z + shift) * scale (0, -inf..inf, 1 on g), then tanh(g)
-        shift, low, high, scale = hard
-        np.add(z, shift, z)
-        _clip(z, low, high, z)
-        np.multiply(z, scale, z)
-        np.tanh(g, g)
-    np.multiply(f, c, c)
-    if i is None:
-        np.subtract(ones, f, tmp)
-        np.multiply(tmp, g, tmp)
-    else:
-        np.multiply(i, g, tmp)
-    np.add(c, tmp, c)
-    if clip is not None:
-        np.clip(c, clip[0], clip[1], c)
-    np.tanh(c, tmp)
-    np.multiply(o, tmp, h_next)
 
 
 class OutputRows:
@@ -63,15 +31,22 @@ class OutputRows:
 
 class LstmSteps:
     """The recurrence of a sequence LSTM whose input projections are made (UNIDIRECTIONAL_
-    SEQUENCE_LSTM float in lstm.py, dynamic-range in hybrid_lstm.py): the buffers lstm_cell
-    needs, made once for `batch` rows of the gates (their columns scaled by `half`: 0.5 on the
-    sigmoid gates, 1 on g), then per step one recurrent product into z, the step's input
-    projection added, lstm_cell into the step's output row, read by the next; the state h takes
-    the last row once."""
+    SEQUENCE_LSTM float in lstm.py, dynamic-range in hybrid_lstm.py, the fused Keras loop in
+    rnn_loop.py): the cell's buffers, made once for `batch` rows of the gates z
+    [batch, width] (`columns`: each gate's (lo, hi) columns, i None with CIFG; `half`: [width],
+    0.5 on the sigmoid gates, 1 on g), then per step one recurrent product into z, the step's
+    input projection added, then the cell (inline: no frame a step): LOGISTIC as 0.5 + 0.5
+    tanh(x / 2) (the sigmoid columns of z come scaled by 0.5), one tanh for every gate, z * mul
+    + add; c = f * c + i * g (i = 1 - f with CIFG; clipped to cell_clip), h = o * tanh(c) into
+    the step's output row, read by the next. `hard`: Keras's hard_sigmoid gates instead,
+    relu6(z + shift) * scale (z unscaled; per-column arrays shift, low, high, scale, identities
+    on g's columns). (Outputs as positional arguments: a tenth of a ufunc's call cost on rows
+    this small, against out=.)"""
 
-    def __init__(self, gates, n_cell: int, batch: int, half: np.ndarray, cell_clip: float,
-                 time_major: bool):
-        width = len(gates) * n_cell
+    def __init__(self, columns: dict, batch: int, half: np.ndarray, cell_clip: float = 0.0,
+                 hard=None):
+        width = len(half)
+        n_cell = columns["f"][1] - columns["f"][0]
         # Full-shape operands: broadcasting a [width] vector costs more than these rows'
         # arithmetic.
         self.mul = np.ascontiguousarray(np.broadcast_to(half, (batch, width)), np.float32)
@@ -79,31 +54,60 @@ class LstmSteps:
         self.ones = np.ones((batch, n_cell), np.float32)
         self.tmp = np.zeros((batch, n_cell), np.float32)
         self.z = np.zeros((batch, width), np.float32)
-        part = {g: self.z[:, k * n_cell:(k + 1) * n_cell] for k, g in enumerate(gates)}
-        self.views = (part.get("i"), part["f"], part["c"], part["o"])
+        self.views = tuple(None if columns.get(g) is None else self.z[:, slice(*columns[g])]
+                           for g in "ifgo")
         self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
-        self.out_rows = OutputRows(time_major)
+        self.hard = hard
 
-    def __call__(self, h, c, out, xw_rows, r=None, recurrent=None) -> None:
-        """The steps over h and c (state arrays) into out: z = h r (np.dot: a fifth of
-        np.matmul's call cost on one row) where r is given, else recurrent(h, z)."""
-        z, mul, add, views, tmp, ones, clip = (self.z, self.mul, self.add, self.views,
-                                               self.tmp, self.ones, self.clip)
+    @classmethod
+    def stacked(cls, gates, n_cell: int, batch: int, half: np.ndarray, cell_clip: float):
+        """For gates one above the other in the order `gates` (of "ifco"; "c" is g)."""
+        columns = {"g" if g == "c" else g: (k * n_cell, (k + 1) * n_cell)
+                   for k, g in enumerate(gates)}
+        return cls(columns, batch, half, cell_clip)
+
+    def __call__(self, h, c, rows, xw_rows, r=None, recurrent=None):
+        """The steps from h (read only) and c (updated) into `rows` (one [batch, n] array a
+        step, each read by the next); returns the last. z = h r (the array's dot method: a
+        fifth of np.matmul's call cost on one row) where r is given, else recurrent(h, z)."""
+        z, mul, add, tmp, ones, clip, hard = (self.z, self.mul, self.add, self.tmp, self.ones,
+                                              self.clip, self.hard)
+        i, f, g, o = self.views
+        tanh, multiply, plus = np.tanh, np.multiply, np.add
         prev = h
-        for h_next, xt in zip(self.out_rows(out), xw_rows):
+        for h_next, xt in zip(rows, xw_rows):
             if r is not None:
-                np.dot(prev, r, z)
+                prev.dot(r, z)
             else:
                 recurrent(prev, z)
-            np.add(z, xt, z)
-            lstm_cell(z, mul, add, views, c, tmp, h_next, ones, clip)
+            plus(z, xt, z)
+            if hard is None:   # LOGISTIC as 0.5 + 0.5 tanh: one tanh for every gate
+                tanh(z, z)
+                multiply(z, mul, z)
+                plus(z, add, z)
+            else:   # hard_sigmoid gates: relu6(z + shift) * scale, then tanh(g)
+                plus(z, hard[0], z)
+                _clip(z, hard[1], hard[2], z)
+                multiply(z, hard[3], z)
+                tanh(g, g)
+            multiply(f, c, c)
+            if i is None:
+                np.subtract(ones, f, tmp)
+                multiply(tmp, g, tmp)
+            else:
+                multiply(i, g, tmp)
+            plus(c, tmp, c)
+            if clip is not None:
+                _clip(c, clip[0], clip[1], c)
+            tanh(c, tmp)
+            multiply(o, tmp, h_next)
             prev = h_next
-        np.copyto(h, prev)
+        return prev
 
 
 class StackedLstm:
     """A batch-1 sequence LSTM (no CIFG, projection or peepholes; TANH) whose step is one GEMV
-    and seven ufuncs (lstm_cell has nine besides the product and the input projection's sum).
+    and seven ufuncs (LstmSteps: nine besides the product and the input projection's sum).
     Row t of v is [h_{t-1}, x_t, 1], so one product with `m` = [[R^T], [W^T], [b]] (the columns
     in the order o, i, f, g, the sigmoid gates' scaled by 0.5: LOGISTIC as 0.5 + 0.5 tanh) gives
     every pre-activation; the input projection and the bias are no pass of their own (the sum's

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hybrid_row import row_product
-from .rnn_cells import lstm_cell
+from .rnn_cells import LstmSteps
 
 F32 = np.float32
 
@@ -78,13 +78,13 @@ class Sequence:
         if c.kind == "rnn":
             self.xp_rows = list(self.xp)
             self.step = self._rnn_step
-        elif c.kind == "lstm":   # z = hp (one sum of both projections, one layout)
-            self.mul = np.ascontiguousarray(np.broadcast_to(self.scale_x, (batch, len(b_x))))
-            self.add = np.where(self.mul == 0.5, F32(0.5), F32(0)).astype(F32)
-            self.views = tuple(self.hp[:, lo:hi] for lo, hi in (g["i"], g["f"], g["g"], g["o"]))
-            self.hard = None if hard is None else _hard_gates(hard, g["g"], (batch, len(b_x)))
+        elif c.kind == "lstm":   # rnn_cells.LstmSteps, its z the sum of both projections
+            self.lstm = LstmSteps({k: g[k] for k in "ifgo"}, batch, self.scale_x,
+                                  hard=None if hard is None else
+                                  _hard_gates(hard, g["g"], (batch, len(b_x))))
+            # the recurrent weights alone where no bias of their own: LstmSteps' dot a step
+            self.lstm_r = self.w_h if self.w_h is not None and not self.has_b_h else None
             self.xp_rows = list(self.xp)
-            self.step = self._lstm_step
         else:
             self.z = np.zeros((batch, len(b_x)), F32)
             zr_x, zr_h = _span(g["zx"], g["rx"]), _span(g["zh"], g["rh"])
@@ -129,12 +129,15 @@ class Sequence:
         self._input_projection(np.asarray(values[c.x], F32), t0, n)
         # Each step writes h into its output row (a view), the next reads it from there.
         rows = self._rows(outs[c.acc], t0, n)
-        cs = outs[c.c] if c.kind == "lstm" else None
-        step = self.step
         prev = np.asarray(values[c.h], F32)
-        for j in range(n):
-            step(j, prev, rows[j], cs)
-            prev = rows[j]
+        if c.kind == "lstm":
+            prev = self.lstm(prev, outs[c.c], rows, self.xp_rows, r=self.lstm_r,
+                             recurrent=self._recurrent)
+        else:
+            step = self.step
+            for j in range(n):
+                step(j, prev, rows[j])
+                prev = rows[j]
         np.copyto(h, prev)
         if c.acc_mode == "last":
             outs[c.acc].reshape(h.shape)[...] = h
@@ -163,8 +166,8 @@ class Sequence:
         xp += self.b_x
         xp *= self.scale_x
 
-    def _recurrent(self, h):
-        hp = self.hp
+    def _recurrent(self, h, hp):
+        """hp = the recurrent projection of h (its bias and column scale in)."""
         if self.w_h is not None:
             np.dot(h, self.w_h, hp)   # np.dot: a fifth of np.matmul's call cost on a row
             if self.has_b_h:
@@ -183,24 +186,18 @@ class Sequence:
 
     # The steps' ufuncs take their output as a positional argument: on rows this small out=
     # costs a tenth of the call, and in-place operators a little more than positional.
-    def _lstm_step(self, j, h, h_next, cs):
-        z = self.hp
-        self._recurrent(h)
-        np.add(z, self.xp_rows[j], z)
-        lstm_cell(z, self.mul, self.add, self.views, cs, self.tmp, h_next, hard=self.hard)
-
-    def _rnn_step(self, j, h, h_next, _):
+    def _rnn_step(self, j, h, h_next):
         hp = self.hp
-        self._recurrent(h)
+        self._recurrent(h, hp)
         np.add(hp, self.xp_rows[j], hp)
         if self.cell.activation == "TANH":
             np.tanh(hp, h_next)
         else:
             np.maximum(hp, F32(0), out=h_next)   # (positional out: deprecated for maximum)
 
-    def _gru_step(self, j, h, h_next, _):
+    def _gru_step(self, j, h, h_next):
         tmp = self.tmp
-        self._recurrent(h)
+        self._recurrent(h, self.hp)
         xzr, xc = self.xp_rows[j]
         for (z, hp), x, half in zip(self.zr, xzr, self.halves):
             np.add(x, hp, z)
@@ -223,7 +220,7 @@ class Sequence:
 
 
 def _hard_gates(hard, g_columns, shape) -> tuple:
-    """lstm_cell's `hard`: relu6(z + shift) * scale on the sigmoid gates' columns, identities
+    """LstmSteps' `hard`: relu6(z + shift) * scale on the sigmoid gates' columns, identities
     on the cell input g's (full-shape operands, as the others)."""
     shift, scale = hard
     lo, hi = g_columns
