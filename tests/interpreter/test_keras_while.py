@@ -88,8 +88,8 @@ def _frames(content) -> tuple:
         if event == "call":
             count[0] += 1
             name = frame.f_code.co_name
-            count[1] += name in ("_gru_step", "_rnn_step") or (
-                name == "_recurrent" and frame.f_back.f_code is _LSTM_STEPS)
+            count[1] += name in ("_gru_step", "_rnn_step") or \
+                frame.f_back.f_code is _LSTM_STEPS   # its recurrent product, where no dot
         elif event == "c_call" and frame.f_code is _LSTM_STEPS \
                 and getattr(arg, "__name__", None) == "dot":
             count[1] += 1
