@@ -349,5 +349,102 @@ def build_mean(node, g) -> None:
              {"VW": vw})
 
 
+# -- 1x1 convolutions as integer matrix products (gemm_int.cl) ----------------------------------
+
+# LLVM CPU names (the `arch=` of the device's TARGET, pocl_cpu.py) with AVX512-BW: 512-bit
+# pmaddwd; with AVX2: 256-bit. Other CPUs keep the float kernels (exact sums in float32).
+AVX512BW = frozenset({"skylake-avx512", "cascadelake", "cooperlake", "cannonlake",
+                      "icelake-client", "icelake-server", "tigerlake", "rocketlake",
+                      "sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d",
+                      "znver4", "znver5", "x86-64-v4"})
+AVX2 = AVX512BW | {"haswell", "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake",
+                   "arrowlake", "arrowlake-s", "lunarlake", "gracemont", "znver1", "znver2",
+                   "znver3", "bdver4", "x86-64-v3"}
+SPLIT_DEPTHWISE = True  # a folded depthwise convolution on its own, then the integer product
+KMAX = 2048  # gemm_int.cl's KMAX2 pairs
+GEMM_TM = {512: 8, 256: 6}  # rows a work-item: its accumulators fill 16 / 12 vector registers
+
+
+def int_dot(dev) -> int | None:
+    """gemm_int.cl's INT_DOT for `dev`: 512 or 256 (pmaddwd's width on its CPU), None where
+    the integer product is not used (GPUs, CPUs without AVX2, a device without a TARGET)."""
+    if not getattr(dev, "is_cpu", False):
+        return None
+    target = getattr(dev, "target", "") or ""
+    arch = target.partition('arch=')[2].partition('"')[0]
+    return 512 if arch in AVX512BW else 256 if arch in AVX2 else None
+
+
+def _pairs_packed(w_kn: np.ndarray, rq: Requant, lanes: int):
+    """Weights [K, N] (exact integers) as int16 pairs per panel of 2 x lanes channels,
+    [panels, K2, PANEL, 2] (zeros beyond K and N); the panels' int32 bias, multiplier and
+    shift rows [panels, 3, PANEL]."""
+    k, n = w_kn.shape
+    step, k2 = 2 * lanes, -(-k // 2)
+    panels = -(-n // step)
+    wp = np.zeros((2 * k2, panels * step), np.int16)
+    wp[:k, :n] = np.rint(w_kn)
+    wp = wp.reshape(k2, 2, panels, step).transpose(2, 0, 3, 1)
+    rows = np.zeros((3, panels * step), np.int32)
+    rows[0, :n], rows[1, :n], rows[2, :n] = rq.bias, rq.multiplier, rq.shift
+    return np.ascontiguousarray(wp), \
+        np.ascontiguousarray(rows.reshape(3, panels, step).transpose(1, 0, 2))
+
+
+def gemm_int_plan(node, g):
+    """(INT_DOT, K) where `node` (a CONV_2D view) runs on gemm_int.cl, else None: a 1x1
+    convolution with stride 1, no fused input padding or residual, K <= KMAX, on a CPU with
+    pmaddwd."""
+    dot = int_dot(g.dev)
+    rq = g.requant.get(node.index)
+    if dot is None or not isinstance(rq, Requant) or node.op != "CONV_2D":
+        return None
+    x, w, o = node.inputs[0], node.inputs[1], node.options
+    co, kh, kw, c = w.shape
+    if (kh, kw) != (1, 1) or int(o.stride_h or 1) != 1 or int(o.stride_w or 1) != 1 \
+            or c > KMAX or node.index in g.fusion.input_pad \
+            or node.index in g.fusion.residual or tuple(node.outputs[0].shape[:3]) \
+            != tuple(x.shape[:3]):
+        return None
+    return dot, c
+
+
+def build_conv(node, g) -> None:
+    """An integer CONV_2D: 1x1 ones (gemm_int_plan) as gemm_int.cl's integer product, a
+    depthwise convolution folded into it (fuse.py) launched on its own before it; the others
+    on the float kernels (ops_conv) with REQUANT epilogues."""
+    from .helpers import nd
+    from .ops_conv import build_conv_2d, build_depthwise_conv_2d
+    plan = gemm_int_plan(node, g)
+    if plan is None:
+        build_conv_2d(node, g)
+        return
+    dw = g.fusion.depthwise.get(node.index)
+    if dw is not None and not SPLIT_DEPTHWISE:
+        build_conv_2d(node, g)
+        return
+    if dw is not None:
+        build_depthwise_conv_2d(dw, g)
+    dot, k = plan
+    lanes = dot // 32
+    rq, w = g.requant[node.index], node.inputs[1]
+    n = w.shape[0]
+    wbuf, rbuf = g.packed(node, "int_pairs", (lanes,), w.data, lambda: tuple(
+        g.const(a) for a in _pairs_packed(np.asarray(w.data, np.float32).reshape(n, k).T,
+                                          rq, lanes)))
+    x, out = node.inputs[0], g.fusion.output.get(node.index, node.outputs[0])
+    m = int(np.prod(x.shape[:3]))
+    tm = GEMM_TM[dot]
+    tiles, panels = -(-m // tm), -(-n // (2 * lanes))
+    # a second dimension of panel groups where the rows alone give few work-items
+    groups = max(1, min(panels, -(-32 // tiles)))
+    per_item = -(-panels // groups)
+    gsize, lsize = nd(g, (tiles, -(-panels // per_item)), (1, 1))
+    i32 = np.int32
+    g.launch("gemm_int", "gemm_integer", gsize, lsize,
+             [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(per_item),
+              np.float32(rq.lo), np.float32(rq.hi)], {"VW": 16, "TM": tm, "INT_DOT": dot})
+
+
 # integer builders of their own; the others are the float ones' (with REQUANT epilogues)
-BUILDS = {"ADD": build_add, "MEAN": build_mean}
+BUILDS = {"ADD": build_add, "MEAN": build_mean, "CONV_2D": build_conv}

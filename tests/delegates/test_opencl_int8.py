@@ -181,8 +181,15 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
     assert cpu == ["FULLY_CONNECTED", "SOFTMAX"], cpu
     assert "2^24" in next(p["reason"] for p in placement(it) if p["op"] == "FULLY_CONNECTED")
     launches = [getattr(run, "launches", None) for run, _ in it._runtime.plans[0].steps]
-    # one partition: 35 convolutions (17 with their depthwise folded in), 10 ADDs, the MEAN
-    assert launches == [35 + 10 + 1, None, None], launches
+    kernels = [name for _, name, _ in it._runtime.plans[0].steps[0][0].labels]
+    from edgelite.delegates.opencl.quant_int import int_dot
+    if int_dot(delegate.dev) is None:  # float kernels with exact sums, REQUANT epilogues
+        # one partition: 35 convolutions (17 with their depthwise folded in), 10 ADDs, MEAN
+        assert launches == [35 + 10 + 1, None, None], launches
+    else:  # the 34 1x1 convolutions as integer products (gemm_int.cl), the 17 depthwise
+        # convolutions before them on their own, the first convolution, 10 ADDs, the MEAN
+        assert launches == [34 + 17 + 1 + 10 + 1, None, None], launches
+        assert sum(k.startswith("gemm_integer") for k in kernels) == 34, kernels
     ref = _reference(path, experimental_preserve_all_tensors=True)
     checked = [t["index"] for t in ref.get_tensor_details()
                if list(t["shape"]) in ([1, 1280], [1, 1000])]
@@ -263,3 +270,64 @@ def _has_device() -> bool:
     except pytest.skip.Exception:
         return False
     return True
+
+
+@pytest.mark.parametrize("dot", [512, 256, 0])
+@pytest.mark.parametrize("half", [False, True])
+def test_gemm_integer_matches_reference(dot, half):
+    """gemm_int.cl's integer product (each INT_DOT: 512- and 256-bit pmaddwd, portable C) with
+    float and half storage against numpy's int64 sums through fixed_point.mbqm: an odd K, a
+    last row tile and a last panel that are partial, a second work-item dimension of panels,
+    the extremes of int8 activations less a zero point (-255 .. 255) and of int8 weights."""
+    cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
+    from edgelite.delegates.opencl import device, quant_int
+    from edgelite.interpreter.kernels.fixed_point import mbqm, quantize_multiplier
+    dev = device.open_device(None, 1) if _has_device() else pytest.skip("no OpenCL device")
+    have = quant_int.int_dot(dev) or 0
+    if dot > have:
+        pytest.skip(f"INT_DOT {dot}: this device's CPU has pmaddwd up to {have} bits")
+    tm, lanes = quant_int.GEMM_TM.get(dot, 8), max(dot, 256) // 32
+    defines = "#define HALF 1\n" * half + f"#define SUFFIX _0\n#define TM {tm}\n" \
+        f"#define INT_DOT {dot}\n"
+    prog = cl.Program(dev.context, dev.target + defines + device._text("common")
+                      + device._text("gemm_int")).build()
+    rng = np.random.default_rng(dot + half)
+    m, k, n = 3 * tm + 5, 37, 3 * 2 * lanes + 5
+    a = rng.integers(-255, 256, (m, k))
+    a[0], a[1] = 255, -255
+    w = rng.integers(-128, 128, (k, n))
+    w[:, 0], w[:, 1] = -128, 127
+    pairs = [quantize_multiplier(float(r)) for r in np.exp2(rng.uniform(-14, -6, n))]
+    rq = quant_int.Requant(rng.integers(-5000, 5000, n).astype(np.int32),
+                           np.array([p[0] for p in pairs], np.int32),
+                           np.array([p[1] for p in pairs], np.int32), -300.0, 300.0)
+    wp, rows = quant_int._pairs_packed(w.astype(np.float32), rq, lanes)
+    store = np.float16 if half else np.float32
+    mf = cl.mem_flags
+    bufs = [cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+            for x in (a.astype(store), wp, rows)]
+    out = np.empty((m, n), store)
+    dst = cl.Buffer(dev.context, mf.WRITE_ONLY, out.nbytes)
+    panels = -(-n // (2 * lanes))
+    prog.gemm_integer_0(dev.queue, (-(-m // tm), 2), (1, 1), *bufs, dst, np.int32(m),
+                        np.int32(k), np.int32(n), np.int32(-(-panels // 2)), np.float32(rq.lo),
+                        np.float32(rq.hi))
+    cl.enqueue_copy(dev.queue, out, dst)
+    want = np.clip(mbqm(a @ w + rq.bias, rq.multiplier.astype(np.int64),
+                        rq.shift.astype(np.int64)), rq.lo, rq.hi)
+    np.testing.assert_array_equal(out.astype(np.int64), want)
+    assert (want == rq.hi).any() and (want == rq.lo).any() and (np.abs(want) < 250).mean() > 0.5
+
+
+def test_integer_kernels_use_32_bit_integer_arithmetic():
+    """Timing-free guards of the integer path's speed: requantization without 64-bit
+    multiplies (none on AVX2: LLVM emulates them with three 32-bit ones), the 1x1 products
+    with int32 accumulators of pmaddwd pairs (gemm_int.cl)."""
+    from edgelite.delegates.opencl import device
+    common = device._text("common")
+    block = common[common.index("#define MBQM_DEF"):common.index("#define REQUANT_DEF")]
+    assert "mul_hi" in block and "long" not in block, block
+    gemm = device._text("gemm_int")
+    assert "__builtin_ia32_pmaddwd512" in gemm and "__builtin_ia32_pmaddwd256" in gemm
+    assert "IW_ acc[TM][2]" in gemm and "float" not in gemm.split("IW_ acc[TM][2]")[1] \
+        .split("__global const int* r =")[0]

@@ -1,0 +1,115 @@
+// An int8 model's 1x1 convolution (stride 1) as an integer matrix product ("int8": "integer",
+// quant_int.build_conv): out[M, N] = requant(A[M, K] . W[K, N] + bias), A the stored
+// activations (q - zero point: integers of at most 255 in magnitude, in float or half), W the
+// weights less their zero point (int16 pairs), int32 accumulators, TFLite's requantization
+// (common.cl's mbqm) in the epilogue: BUILTIN_REF's values bit for bit, as the float kernels'
+// exact sums, with 16-bit products that x86's pmaddwd makes two per 32-bit lane:
+//   INT_DOT 512: vpmaddwd on 512-bit vectors (AVX512-BW), 16 channels a vector
+//   INT_DOT 256: vpmaddwd on 256-bit vectors (AVX2), 8 channels a vector
+//   INT_DOT 0:   the same sums in portable OpenCL C (8 channels a vector)
+// A work-item converts its TM rows of A to int16 pairs once (a private [TM, K / 2] copy, K <=
+// 2 KMAX2), then computes every panel of PANEL = 2 vectors of channels from `p0` on: per pair
+// of k, one vector of weight pairs a vector, the row's pair broadcast, one pmaddwd and add.
+// W is packed [panels, K2, PANEL, 2] (K2 = K / 2 rounded up, zeros beyond K and N); the
+// epilogue's int32 rows per panel [3, PANEL]: bias, multiplier, shift (quant_int.Requant).
+#ifndef TM
+#define TM 8
+#endif
+#ifndef INT_DOT
+#define INT_DOT 0
+#endif
+#define KMAX2 1024
+#undef SW_
+#undef IW_
+#undef LANES
+#undef DOT
+#undef SPLAT
+#undef LOADW
+#if INT_DOT == 512
+typedef short short32_ __attribute__((ext_vector_type(32)));
+#define SW_ short32_
+#define IW_ int16
+#define LANES 16
+#define DOT(acc, x, w) ((acc) + __builtin_bit_cast(int16, __builtin_ia32_pmaddwd512((x), (w))))
+#define SPLAT(v) __builtin_bit_cast(short32_, (int16)(v))
+#define LOADW(p) __builtin_bit_cast(short32_, vload16(0, (__global const int*)(p)))
+#elif INT_DOT == 256
+#define SW_ short16
+#define IW_ int8
+#define LANES 8
+#define DOT(acc, x, w) ((acc) + as_int8(__builtin_ia32_pmaddwd256((x), (w))))
+#define SPLAT(v) as_short16((int8)(v))
+#define LOADW(p) vload16(0, (p))
+#else
+#define SW_ short16
+#define IW_ int8
+#define LANES 8
+#define DOT(acc, x, w) ((acc) + convert_int8((x).even) * convert_int8((w).even) \
+                        + convert_int8((x).odd) * convert_int8((w).odd))
+#define SPLAT(v) as_short16((int8)(v))
+#define LOADW(p) vload16(0, (p))
+#endif
+#define PANEL_I (2 * LANES)
+#ifdef HALF
+#define ST_LANES(v, p) CAT(vstore_half, LANES)((v), 0, (p))
+#else
+#define ST_LANES(v, p) CAT(vstore, LANES)((v), 0, (p))
+#endif
+
+__kernel void KERNEL(gemm_integer)(__global const T* restrict a,
+                                   __global const short* restrict w,
+                                   __global const int* restrict rq, __global T* restrict out,
+                                   int M, int K, int N, int per_item, float lo, float hi)
+{
+    const int m0 = get_global_id(0) * TM, p0 = get_global_id(1) * per_item;
+    const int panels = (N + PANEL_I - 1) / PANEL_I, K2 = (K + 1) / 2;
+    if (m0 >= M || p0 >= panels) return;
+    int xs[TM][KMAX2];  // the rows' (x[2k], x[2k + 1]) as int16 pairs
+    for (int i = 0; i < TM; i++) {
+        __global const T* row = a + (size_t)min(m0 + i, M - 1) * K;
+        int k = 0;
+        for (; 2 * k + 16 <= K; k += 8)
+            vstore8(as_int8(convert_short16(LD16(row, 2 * k))), 0, &xs[i][k]);
+        for (; 2 * k + 1 < K; k++)
+            xs[i][k] = as_int((short2)(convert_short(LD(row, 2 * k)),
+                                       convert_short(LD(row, 2 * k + 1))));
+        if (K & 1) xs[i][k] = as_int((short2)(convert_short(LD(row, K - 1)), (short)(0)));
+    }
+    const int pend = min(p0 + per_item, panels);
+    for (int p = p0; p < pend; p++) {
+        __global const short* wp = w + (size_t)p * K2 * PANEL_I * 2;
+        IW_ acc[TM][2];
+        _Pragma("unroll") for (int i = 0; i < TM; i++) { acc[i][0] = 0; acc[i][1] = 0; }
+        for (int k = 0; k < K2; k++, wp += 4 * LANES) {
+            const SW_ w0 = LOADW(wp), w1 = LOADW(wp + 2 * LANES);
+            _Pragma("unroll") for (int i = 0; i < TM; i++) {
+                const SW_ x = SPLAT(xs[i][k]);
+                acc[i][0] = DOT(acc[i][0], x, w0);
+                acc[i][1] = DOT(acc[i][1], x, w1);
+            }
+        }
+        __global const int* r = rq + (size_t)p * 3 * PANEL_I;
+        for (int j = 0; j < 2; j++) {
+            const IW_ b = CAT(vload, LANES)(0, r + j * LANES),
+                      m = CAT(vload, LANES)(0, r + PANEL_I + j * LANES),
+                      e = CAT(vload, LANES)(0, r + 2 * PANEL_I + j * LANES);
+            const int n0 = p * PANEL_I + j * LANES;
+            if (n0 >= N) break;
+            for (int i = 0; i < min(TM, M - m0); i++) {
+                const CAT(float, LANES) v = CLAMP(
+                    CAT(convert_float, LANES)(CAT(mbqm, LANES)(acc[i][j] + b, m, e)), lo, hi);
+                __global T* o = out + (size_t)(m0 + i) * N + n0;
+                if (n0 + LANES <= N) {
+                    ST_LANES(v, o);
+                } else {
+                    float t[LANES];
+                    CAT(vstore, LANES)(v, 0, t);
+                    for (int n = 0; n < N - n0; n++) ST(t[n], o, n);
+                }
+            }
+        }
+    }
+}
+#undef ST_LANES
+#undef PANEL_I
+#undef KMAX2
