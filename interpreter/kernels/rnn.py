@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_
+from .common import clip_, raw
 from .hybrid import (dequantize_rows, dequantized_weights, quantize_rows_asymmetric,
                      quantize_rows_symmetric)
 from .fixed_point import mbqm, quantize_multiplier, wrap32
@@ -263,18 +263,18 @@ def _stacked_tanh(wt, rt, bias, steps: int, batch: int, units: int, time_major: 
     # per step: v[t]'s bound dot (a method call: half np.dot's dispatch) and the row tanh fills
     loop = [(v[t].dot, v[t + 1, :, :units]) for t in range(steps)]
 
-    def sequence_major(a):
-        return a if time_major else a.transpose(1, 0, 2)
+    h_first, h_last = v[0, :, :units], v[steps, :, :units]
+    copyto = raw(np.copyto)
 
     def run(a, w, r, b, h, out):
-        np.copyto(xs, sequence_major(a))
-        np.copyto(v[0, :, :units], h)
+        copyto(xs, a if time_major else a.transpose(1, 0, 2))
+        copyto(h_first, h)
         tanh = np.tanh
         for dot, row in loop:
             dot(m, product)
             tanh(product, row)
-        np.copyto(sequence_major(out), hs)
-        np.copyto(h, v[steps, :, :units])
+        copyto(out if time_major else out.transpose(1, 0, 2), hs)
+        copyto(h, h_last)
     return run
 
 

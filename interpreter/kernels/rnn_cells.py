@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip as _clip
+from .common import clip as _clip, raw
 from .geometry import batch_major
+
+_copyto = raw(np.copyto)   # no dispatcher frame
 
 
 class OutputRows:
@@ -143,14 +145,14 @@ class StackedLstm:
         into out (batch 1's output: [1, steps, n] or [steps, 1, n])."""
         n, p, tc, half, m = self.n, self.p, self.tc, self.half, self.m
         zg, zs, fi, gc, o, cz, p_ig, p_fc = self.views
-        np.copyto(self.x, x.reshape(self.x.shape))
+        _copyto(self.x, x.reshape(self.x.shape))
         dequantize, asymmetric, scalars = self.dequantize, self.asymmetric, self.scalars
         h0 = h.reshape(n)
         if dequantize is None:
-            np.copyto(self.v[0, :n], h0)
+            _copyto(self.v[0, :n], h0)
         else:
             dequantize(h0, self.v[0, :n], asymmetric, h0.min(), h0.max(), scalars)
-        np.copyto(cz, c.reshape(n))
+        _copyto(cz, c.reshape(n))
         tanh, mul, add, clip = np.tanh, np.multiply, np.add, self.clip
         for dot, row, v_next in self.loop:
             dot(m, zg)
@@ -166,6 +168,6 @@ class StackedLstm:
             if dequantize is not None:   # bounds by argmin/argmax: a quarter of min/max's cost
                 dequantize(row, v_next, asymmetric, row.item(row.argmin()),
                            row.item(row.argmax()), scalars)
-        np.copyto(out, self.h.reshape(out.shape))
-        np.copyto(h.reshape(n), self.h[-1])
-        np.copyto(c.reshape(n), cz)
+        _copyto(out, self.h.reshape(out.shape))
+        _copyto(h.reshape(n), self.h[-1])
+        _copyto(c.reshape(n), cz)
