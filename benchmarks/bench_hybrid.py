@@ -2,7 +2,8 @@
 goal 6): is the gap to LiteRT the hybrid path or the model?
 
     python benchmarks/bench_hybrid.py [--corpus DIR] [--only densenet] [--blocks 7] [--json OUT]
-                                      [--delegate [--precision fp32] [--inputs 3]]
+                                      [--delegate [--precision fp32] [--inputs 3]
+                                       [--max-rel 3e-2] [--profile]]
 
 For each of the corpus's Keras DenseNet121 and EfficientNetB0 (`tools/tflite_corpus.py keras`,
 ~/.cache/edgelite-tflite-corpus) as float32 and dynamic-range files: the calling thread's CPU
@@ -22,8 +23,11 @@ edgelite's numpy path and LiteRT, the three alternating in blocks in one process
 calling thread's CPU time, the process's CPU time (every thread) and wall time, medians over
 blocks; where the delegate's nodes run (partitions, ops it refused); and the accuracy on
 --inputs inputs from the corpus's input range: max abs difference from LiteRT on the same file
-and that over max |LiteRT output| (for hybrid files: LiteRT's integer hybrid kernels), for the
-delegate and for edgelite's CPU path.
+and that over max |LiteRT output| (for hybrid files: LiteRT's integer hybrid kernels, XNNPACK's
+and its builtin ones), for the delegate and for edgelite's CPU path (--max-rel: exit 1 when
+the delegate is further from either); the convolutions' GFLOP/s (2 x multiply-adds per CPU
+second; a hybrid file's are int8 products in LiteRT). --profile: the delegate's kernel launches
+by op (benchmarks/bench_opencl.py's profile).
 """
 from __future__ import annotations
 
@@ -112,22 +116,37 @@ def _outputs(it) -> list:
     return [it.get_tensor(o["index"]).copy() for o in it.get_output_details()]
 
 
-def accuracy(runners: dict, path: Path, inputs: int) -> dict:
-    """name -> (max abs difference from LiteRT's outputs, that / max |LiteRT output|) over
-    `inputs` inputs of the corpus's input range."""
-    errors = {k: [0.0, 0.0] for k in runners if k != "litert"}
-    peak = 0.0
+def accuracy(runners: dict, references: dict, path: Path, inputs: int) -> dict:
+    """(runner, reference) -> max abs difference of the runner's outputs from the reference's
+    over `inputs` inputs of the corpus's input range, and that over max |reference output|."""
+    errors: dict = {}
+    peak = dict.fromkeys(references, 0.0)
     for i in range(inputs):
-        for it in runners.values():
+        for it in list(runners.values()) + list(references.values()):
             _feed(it, np.random.default_rng(100 + i), input_range(path))
             it.invoke()
-        ref = _outputs(runners["litert"])
-        peak = max(peak, max(float(np.abs(r).max()) for r in ref))
-        for k in errors:
-            got = _outputs(runners[k])
-            errors[k][0] = max(errors[k][0], max(float(np.abs(g - r).max())
-                                                 for g, r in zip(got, ref)))
-    return {k: (a, a / peak if peak else float("nan")) for k, (a, _) in errors.items()}
+        for r, ref_it in references.items():
+            ref = _outputs(ref_it)
+            peak[r] = max(peak[r], max(float(np.abs(x).max()) for x in ref))
+            for k, it in runners.items():
+                err = max(float(np.abs(g - x).max()) for g, x in zip(_outputs(it), ref))
+                errors[k, r] = max(errors.get((k, r), 0.0), err)
+    return {(k, r): (a, a / peak[r] if peak[r] else float("nan"))
+            for (k, r), a in errors.items()}
+
+
+def macs(it) -> float:
+    """Multiply-adds per invoke of the model's CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED."""
+    sg = it._runtime.subgraph(0).sg
+    total = 0
+    for op in sg.operators:
+        if op.op not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            continue
+        w, out = sg.tensors[op.inputs[1]], sg.tensors[op.outputs[0]]
+        depth = {"CONV_2D": int(np.prod(w.shape[1:])), "FULLY_CONNECTED": w.shape[-1]}.get(
+            op.op, int(np.prod(w.shape[1:3])))
+        total += int(np.prod(out.shape)) * depth
+    return float(total)
 
 
 def where(it) -> dict:
@@ -146,8 +165,10 @@ def where(it) -> dict:
 
 
 def compare_delegate(path: Path, blocks: int, precision: str, inputs: int) -> dict:
-    """edgelite (numpy), edgelite + the OpenCL delegate and LiteRT on one file, alternating."""
+    """edgelite (numpy), edgelite + the OpenCL delegate and LiteRT on one file, alternating;
+    accuracy against LiteRT's default kernels (XNNPACK) and its builtin ones."""
     from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
 
     from edgelite.delegates import load_delegate
     from edgelite.interpreter import Interpreter
@@ -167,9 +188,13 @@ def compare_delegate(path: Path, blocks: int, precision: str, inputs: int) -> di
     for k in ("numpy", "opencl"):
         out[f"{k}_ratio_cpu"] = float(med[k][1] / med["litert"][1])
         out[f"{k}_ratio_wall"] = float(med[k][2] / med["litert"][2])
-    acc = accuracy(runners, path, inputs)
-    out.update({f"{k}_max_abs": a for k, (a, _) in acc.items()})
-    out.update({f"{k}_rel": r for k, (_, r) in acc.items()})
+    builtin = _loaded(LiteRT, path, experimental_op_resolver_type=OpResolverType
+                      .BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    acc = accuracy({k: runners[k] for k in ("numpy", "opencl")},
+                   {"litert": runners["litert"], "builtin": builtin}, path, inputs)
+    out.update({f"{k}_vs_{r}_max_abs": a for (k, r), (a, _) in acc.items()})
+    out.update({f"{k}_vs_{r}_rel": e for (k, r), (_, e) in acc.items()})
+    out["gmac"] = macs(opencl) / 1e9
     out["placement"] = where(opencl)
     out["prepare_s"] = prepare_s
     return out
@@ -177,29 +202,45 @@ def compare_delegate(path: Path, blocks: int, precision: str, inputs: int) -> di
 
 def delegate_table(names: list, args) -> dict:
     print(f"\nThrough the OpenCL delegate ({args.precision}, 1 thread), edgelite's numpy path "
-          "and LiteRT alternating; ms per invoke: process CPU time (every thread) / wall; "
-          f"accuracy vs LiteRT on the same file over {args.inputs} inputs: max abs "
-          "(relative to max |LiteRT|)\n")
-    print("| model | numpy ms | OpenCL ms | LiteRT ms | numpy/LiteRT | OpenCL/LiteRT "
-          "(CPU, wall) | OpenCL vs LiteRT | numpy vs LiteRT | partitions | on CPU |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    rows = {}
+          "and LiteRT (XNNPACK) alternating; ms per invoke: process CPU time (every thread) / "
+          f"wall. Accuracy over {args.inputs} inputs: max abs difference from LiteRT on the "
+          "same file (XNNPACK's kernels; its builtin ones) over max |LiteRT output|. GFLOP/s: "
+          "2 x the convolutions' multiply-adds per CPU second\n")
+    print("| model | numpy ms | OpenCL ms | LiteRT ms | numpy/LiteRT CPU | OpenCL/LiteRT "
+          "CPU, wall | OpenCL vs LiteRT (XNNPACK; builtin) | numpy vs LiteRT (XNNPACK; builtin) "
+          "| GMAC | GFLOP/s OpenCL, LiteRT | partitions | on CPU |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    rows, worst = {}, 0.0
     for name in names:
         path = args.corpus / name
         if not path.exists():
+            print(f"| {name} | not in {args.corpus}: tools/tflite_corpus.py keras |")
             continue
         r = rows[name] = compare_delegate(path, args.blocks, args.precision, args.inputs)
         pl = r["placement"]
         cpu = ", ".join(f"{op} x{n}" for op, (n, _) in pl["cpu"].items()) or "-"
+        flops = [2 * r["gmac"] / (r[f"{k}_process_ms"] * 1e-3) for k in ("opencl", "litert")]
+        acc = ["; ".join(f"{r[f'{k}_vs_{ref}_rel']:.1e}" for ref in ("litert", "builtin"))
+               for k in ("opencl", "numpy")]
+        worst = max(worst, r["opencl_vs_litert_rel"], r["opencl_vs_builtin_rel"])
         print(f"| {name} | {r['numpy_process_ms']:.1f} / {r['numpy_wall_ms']:.1f} "
               f"| {r['opencl_process_ms']:.1f} / {r['opencl_wall_ms']:.1f} "
               f"| {r['litert_process_ms']:.1f} / {r['litert_wall_ms']:.1f} "
               f"| {r['numpy_ratio_cpu']:.2f}x | {r['opencl_ratio_cpu']:.2f}x, "
-              f"{r['opencl_ratio_wall']:.2f}x | {r['opencl_max_abs']:.2g} ({r['opencl_rel']:.1e}) "
-              f"| {r['numpy_max_abs']:.2g} ({r['numpy_rel']:.1e}) | {pl['partitions']} "
-              f"| {cpu} |", flush=True)
+              f"{r['opencl_ratio_wall']:.2f}x | {acc[0]} | {acc[1]} | {r['gmac']:.2f} "
+              f"| {flops[0]:.0f}, {flops[1]:.0f} | {pl['partitions']} | {cpu} |", flush=True)
         for op, (n, why) in pl["cpu"].items():
             print(f"  {name}: {op} x{n} on the CPU: {why}")
+    if args.profile:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_opencl import profile
+        print(f"\n### Kernel launches ({args.precision}, bench_opencl.profile)\n")
+        for name in rows:
+            print(profile(args.corpus / name, args.precision, None, top=8))
+    if args.max_rel is not None and worst > args.max_rel:
+        print(f"\nFAIL: the delegate is {worst:.2g} of max |LiteRT output| from LiteRT "
+              f"(> --max-rel {args.max_rel:g})")
+        sys.exit(1)
     return rows
 
 
@@ -227,6 +268,8 @@ def main(argv=None) -> int:
     p.add_argument("--delegate", action="store_true", help="through the OpenCL delegate only")
     p.add_argument("--precision", default="fp32")
     p.add_argument("--inputs", type=int, default=3)
+    p.add_argument("--max-rel", type=float, help="--delegate: fail past this accuracy")
+    p.add_argument("--profile", action="store_true", help="--delegate: kernel launches too")
     args = p.parse_args(argv)
     names = [n for n in MODELS if not args.only or any(s in n for s in args.only)]
     import numpy

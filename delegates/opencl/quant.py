@@ -43,6 +43,7 @@ BIAS_TYPES = {"int32"}
 # Ops a hybrid (dynamic-range) node runs as on the device: float ops on dequantized weights.
 HYBRID_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})
 HYBRID_WEIGHTS = ("int8", "uint8", "int4")  # registry.arithmetic's "hybrid" weight types
+CLAMPED = (0, 1, 2, 3)  # fused NONE, RELU, RELU_N1_TO_1, RELU6: what helpers.clamp applies
 
 
 def _quantized(t) -> bool:
@@ -108,6 +109,10 @@ def hybrid_reason(node) -> str | None:
     for t in list(node.inputs[2:]) + list(node.outputs):
         if t is not None and t.type_name != "float32":
             return f"hybrid {node.op}: tensor {t.name!r} is {t.type_name}; float32 expected"
+    act = int(getattr(node.options, "fused_activation_function", 0) or 0) \
+        if node.options is not None else 0
+    if act not in CLAMPED:  # the hybrid CPU kernels also apply TANH, SIGN_BIT; the float ones clamp
+        return f"hybrid {node.op}: fused activation {act} (the float kernels only clamp)"
     return None
 
 

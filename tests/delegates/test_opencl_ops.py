@@ -1,7 +1,9 @@
 """Every delegated op on its own, through the same cases as the CPU kernels (the `CASES` and
 `AUTO_CASES` of tests/interpreter/cases_*.py), on the OpenCL delegate against edgelite's CPU
-interpreter: max abs error <= 1e-4 x max |ref| in fp32, <= 1e-2 x max |ref| in fp16. Cases the
-delegate declines (int8 arithmetic, ...) stay on the CPU and must give exactly the CPU's result.
+interpreter: max abs error <= 1e-4 x max |ref| in fp32, <= 1e-2 x max |ref| in fp16 (hybrid ops,
+float ops on dequantized weights there, against the CPU on the model's float twin: hybrid.py).
+Cases the delegate declines (int8 arithmetic, ...) stay on the CPU and must give exactly the
+CPU's result.
 Needs an OpenCL device, not LiteRT (the cases come from a plain module, op_cases.py)."""
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from edgelite.delegates.opencl.ops import OPS  # the table alone: no pyopencl ne
 from edgelite.interpreter.delegation import placement
 from edgelite.schema import load
 from tests.delegates.compare import TOLERANCE, assert_matches
+from tests.delegates.hybrid import float_twin, hybrid_ops
 from tests.interpreter.op_cases import all_cases
 from tests.opmodel import run_edgelite, run_interpreter
 
@@ -39,4 +42,6 @@ def test_op_on_opencl_matches_cpu(case, precision, opencl):
         assert not where or "failed" not in (where[0]["reason"] or ""), where[0]["reason"]
         assert_matches(ours, ref, 0.0)
         return
+    if hybrid_ops(case.model):
+        ref = run_edgelite(float_twin(case.model), case.feeds)
     assert_matches(ours, ref, TOLERANCE[precision])
