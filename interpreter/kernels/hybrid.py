@@ -150,31 +150,6 @@ def quantize_rows_asymmetric(x: np.ndarray, q: np.ndarray, scales: np.ndarray,
             clip_(q, -128.0, 127.0)
 
 
-def row_quantization(lo, hi, asymmetric: bool) -> tuple:
-    """The parameters quantize_rows_symmetric / quantize_rows_asymmetric give one row, from its
-    float32 least and greatest values: (scale, inv, offset) as Python floats, scale and inv the
-    float32 numbers they round to once (the offset exact; 0 for symmetric rows), q = round(x *
-    inv) + offset: the same numbers as those functions' arrays, bit for bit, in Python floats
-    instead of ~40 passes over one-element arrays (a float32 difference or quotient is the
-    double one rounded once)."""
-    lo, hi = float(lo), float(hi)
-    if not asymmetric:
-        r = max(-lo, hi)
-        if r == 0:
-            return 1.0, 127.0, 0.0
-        return r / 127.0, 127.0 / r, 0.0
-    rmin, rmax = min(lo, 0.0), max(hi, 0.0)
-    if rmin == rmax:
-        return 1.0, 1.0, 0.0
-    try:   # _to_f32 twice, inline: a recurrent step quantizes a row each (a frame is ~5%)
-        scale = _F32_STRUCT.unpack(_F32_STRUCT.pack(rmax - rmin))[0] / 255.0
-        scale32 = _F32_STRUCT.unpack(_F32_STRUCT.pack(scale))[0]
-    except OverflowError:
-        scale = _to_f32(rmax - rmin) / 255.0
-        scale32 = _to_f32(scale)
-    return scale32, 1.0 / scale32, _zero_point(rmin, rmax, scale)
-
-
 def _to_f32(v: float) -> float:
     """v rounded to float32, as a Python float (struct: half the cost of np.float32)."""
     try:
@@ -207,7 +182,7 @@ def dequantize_rows(x: np.ndarray, xq: np.ndarray, asymmetric: bool) -> None:
     """The default resolver's hybrid input: x (rows, size) float32 quantized per row as LiteRT
     quantizes it (symmetric or asymmetric, rint's rounding: see _round), then dequantized
     again, xq = (q - offset) * row_scale. One row (every hybrid convolution at batch 1, the
-    recurrent step) takes its statistics as Python scalars (row_quantization): five passes over
+    recurrent step) takes its statistics as Python scalars (dequantize_row): five passes over
     x and no one-element arrays, the same numbers as the array path."""
     if x.shape[0] != 1:
         _dequantize_many(x, xq, asymmetric)
@@ -217,12 +192,32 @@ def dequantize_rows(x: np.ndarray, xq: np.ndarray, asymmetric: bool) -> None:
 
 def dequantize_row(x: np.ndarray, xq: np.ndarray, asymmetric: bool, lo, hi,
                    scalars=None) -> None:
-    """dequantize_rows of one row whose least and greatest values `lo`, `hi` are known (the
-    recurrent kernels take them by argmin/argmax: a quarter of a reduction's call cost).
-    `scalars`: two float32 0-d arrays the caller owns to hold the scale and its inverse (an
-    assignment and a 0-d operand cost a third of making two numpy scalars and multiplying by
-    them)."""
-    scale, f_inv, zp = row_quantization(lo, hi, asymmetric)
+    """dequantize_rows of one row whose float32 least and greatest values `lo`, `hi` are known
+    (the recurrent kernels take them by argmin/argmax: a quarter of a reduction's call cost).
+    The parameters quantize_rows_symmetric / quantize_rows_asymmetric give the row (scale, its
+    inverse, the offset: q = round(x * inv) + offset) in Python floats, the same numbers as
+    those functions' arrays bit for bit (a float32 difference or quotient is the double one
+    rounded once) instead of ~40 passes over one-element arrays; scale and inv round to
+    float32 once, into numpy scalars, or into `scalars`: two float32 0-d arrays the caller
+    owns (an assignment and a 0-d operand cost a third of making two numpy scalars and
+    multiplying by them)."""
+    lo, hi = float(lo), float(hi)
+    zp = 0.0
+    if not asymmetric:
+        r = max(-lo, hi)
+        scale, f_inv = (1.0, 127.0) if r == 0 else (r / 127.0, 127.0 / r)
+    else:
+        rmin, rmax = min(lo, 0.0), max(hi, 0.0)
+        if rmin == rmax:
+            scale = f_inv = 1.0
+        else:
+            try:   # _to_f32 twice, inline (a recurrent step quantizes a row each)
+                wide = _F32_STRUCT.unpack(_F32_STRUCT.pack(rmax - rmin))[0] / 255.0
+                scale = _F32_STRUCT.unpack(_F32_STRUCT.pack(wide))[0]
+            except OverflowError:
+                wide = _to_f32(rmax - rmin) / 255.0
+                scale = _to_f32(wide)
+            f_inv, zp = 1.0 / scale, _zero_point(rmin, rmax, wide)
     if scalars is None:
         scale, inv = F32.type(scale), F32.type(f_inv)
     else:
@@ -235,7 +230,7 @@ def dequantize_row(x: np.ndarray, xq: np.ndarray, asymmetric: bool, lo, hi,
         # double with a margin over float32's rounding of the product and of inv (|x * inv| <=
         # 256), it clamps a row that might need it (clamping a row inside the range changes
         # nothing)
-        if float(lo) * f_inv + zp < _LOW or float(hi) * f_inv + zp > _HIGH:
+        if lo * f_inv + zp < _LOW or hi * f_inv + zp > _HIGH:
             clip_(xq, -128.0 - zp, 127.0 - zp)   # clamp(round + zp) - zp, as the array path
     np.multiply(xq, scale, xq)
 

@@ -2,7 +2,7 @@
 numpy calls and matrix products of one invoke, counted, never timed.
 
 - a default-resolver hybrid FULLY_CONNECTED or convolution at batch 1 quantizes its input in a
-  handful of passes over the row (its statistics are Python scalars: hybrid.row_quantization),
+  handful of passes over the row (its statistics are Python scalars: hybrid.dequantize_row),
   not ~40 passes over one-element arrays, and multiplies in float32;
 - an LSTM's input projection is one GEMM for all its time steps, then one product a step: 1 +
   steps products an invoke (UNIDIRECTIONAL_SEQUENCE_LSTM float and dynamic-range, the fused
