@@ -134,35 +134,55 @@ def _computed_target(ed, target: int, axes: tuple):
     return found[0][0], tuple(axis for _, axis in found)
 
 
-def element_source(ed, vector: int, k: int, depth: int = 0):
+def element_source(ed, vector: int, k: int):
     """(tensor, axis) when element k of the int `vector` (0-D or 1-D) is that dim of the
     tensor."""
+    found = _element(ed, vector, k)
+    return found if isinstance(found, tuple) else None
+
+
+def constant_element(ed, vector: int, k: int):
+    """Element k of the int `vector` where it is a constant (the vector's, or its piece's in a
+    CONCATENATION...), else None."""
+    found = _element(ed, vector, k)
+    return found if isinstance(found, int) else None
+
+
+def _element(ed, vector: int, k: int, depth: int = 0):
+    """Where element k of the int `vector` comes from, through the ops that pass vector
+    elements on (CAST, GATHER by constant indices, RESHAPE of a vector, STRIDED_SLICE,
+    CONCATENATION): (tensor, axis) when it is that dim of the tensor (a SHAPE of it), an int
+    when it is a constant, None when it is computed otherwise."""
     op = ed.producer(vector)
-    if op is None or depth > 8:
+    if op is None:
+        value = ed.value(vector)
+        if value is None or value.ndim > 1 or not 0 <= k < value.size:
+            return None
+        return int(value.reshape(-1)[k])
+    if depth > 8:
         return None
     if op.op == "SHAPE":
         return op.inputs[0], k
     if op.op == "CAST":
-        return element_source(ed, op.inputs[0], k, depth + 1)
+        return _element(ed, op.inputs[0], k, depth + 1)
     if op.op == "GATHER" and not op.options.batch_dims and op.options.axis == 0:
         index = ed.value(op.inputs[1])
         if index is None or index.ndim > 1 or not 0 <= k < index.size:
             return None
-        return element_source(ed, op.inputs[0], int(index.reshape(-1)[k]), depth + 1)
+        return _element(ed, op.inputs[0], int(index.reshape(-1)[k]), depth + 1)
     if op.op in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS") and len(ed.shape(op.inputs[0])) <= 1:
-        return element_source(ed, op.inputs[0], k, depth + 1)   # the same order
+        return _element(ed, op.inputs[0], k, depth + 1)   # the same order
     if op.op == "STRIDED_SLICE":
         picked = vector_slice(ed, op)
         return None if picked is None or not 0 <= k < len(picked) else \
-            element_source(ed, op.inputs[0], picked[k], depth + 1)
+            _element(ed, op.inputs[0], picked[k], depth + 1)
     if op.op == "CONCATENATION" and op.options.axis in (0, -1):
         for piece in op.inputs:
             shape = ed.shape(piece)
             if len(shape) != 1:
                 return None
             if k < shape[0]:
-                return None if ed.value(piece) is not None else \
-                    element_source(ed, piece, k, depth + 1)
+                return _element(ed, piece, k, depth + 1)
             k -= shape[0]
     return None
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from edgelite.schema import Model, remove_dead
 
-from .dim_source import element_source, source
+from .dim_source import constant_element, element_source, source
 from .editor import Editor
 
 
@@ -74,7 +74,7 @@ def _leading_dims_of(ed: Editor, undo, x: int) -> bool:
     for j in range(rank - 1):
         found = element_source(ed, target, j)
         if found is None:
-            value = _constant_element(ed, target, j)
+            value = constant_element(ed, target, j)
             if value == -1:
                 open_dims += 1
                 continue
@@ -82,30 +82,5 @@ def _leading_dims_of(ed: Editor, undo, x: int) -> bool:
                 return False
         elif source(ed, found[0], (found[1],)) != source(ed, x, (j,)):
             return False
-    trailing = [_constant_element(ed, target, j) for j in range(rank - 1, len(y_shape))]
+    trailing = [constant_element(ed, target, j) for j in range(rank - 1, len(y_shape))]
     return open_dims <= 1 and trailing == list(y_shape[rank - 1:])
-
-
-def _constant_element(ed: Editor, vector: int, k: int):
-    """Element k of a CONCATENATION of 1-D pieces (through CASTs) where its piece is a
-    constant, else None."""
-    for _ in range(8):
-        op = ed.producer(vector)
-        if op is None or op.op != "CAST":
-            break
-        vector = op.inputs[0]
-    value = ed.value(vector)
-    if value is not None:
-        return int(value.reshape(-1)[k]) if value.ndim == 1 and k < value.size else None
-    op = ed.producer(vector)
-    if op is None or op.op != "CONCATENATION" or op.options.axis not in (0, -1):
-        return None
-    for piece in op.inputs:
-        shape = ed.shape(piece)
-        if len(shape) != 1:
-            return None
-        if k < shape[0]:
-            value = ed.value(piece)
-            return None if value is None else int(value[k])
-        k -= shape[0]
-    return None
