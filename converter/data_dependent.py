@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
+from .lower import body_graphs
+
 NOMINAL = 2
 SHADOW = 3
 OPS = frozenset({"NonZero", "NonMaxSuppression"})   # the ONNX ops lowered through this
@@ -49,10 +51,8 @@ def present(graph) -> bool:
     for node in graph.node:
         if node.op_type in OPS and node.domain in ("", "ai.onnx"):
             return True
-        for attr in node.attribute:
-            bodies = [attr.g] if attr.HasField("g") else list(attr.graphs)
-            if any(present(body) for body in bodies):
-                return True
+        if any(present(body) for _, body in body_graphs(node)):
+            return True
     return False
 
 

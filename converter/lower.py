@@ -110,6 +110,19 @@ def decode_attrs(proto) -> dict:
     return out
 
 
+def body_graphs(node):
+    """(attribute name, graph) for each body graph of an ONNX node: an If's branches, a Loop's
+    or Scan's body (GRAPH attributes, and each graph of a GRAPHS one)."""
+    from onnx import AttributeProto
+
+    for attr in node.attribute:
+        if attr.type == AttributeProto.GRAPH:
+            yield attr.name, attr.g
+        elif attr.type == AttributeProto.GRAPHS:
+            for graph in attr.graphs:
+                yield attr.name, graph
+
+
 def const_input(b, n: OnnxNode, k: int, what: str) -> np.ndarray:
     """The value of input k, which this lowering needs to know at conversion time."""
     t = n.input(k)

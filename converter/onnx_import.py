@@ -19,7 +19,7 @@ from .builder import IRBuilder
 from .errors import ConversionError, UnsupportedOpsError, input_shapes_setting, joined, \
     worded
 from .guards import check_proto, load_checked
-from .lower import OnnxNode, decode_attrs
+from .lower import OnnxNode, body_graphs, decode_attrs
 from .lowerings import LOWERINGS
 from . import memo
 from .onnx_patterns import fuse_gelu
@@ -150,8 +150,6 @@ def check_model(proto) -> None:
 def unsupported_nodes(proto, opset: int) -> list:
     """One line per node the converter has no lowering for, in the graph and in the body graphs
     of its control flow (an If's branches, a Loop's body), all at once."""
-    from onnx import AttributeProto
-
     problems = []
 
     def scan(graph, inside: str) -> None:
@@ -162,12 +160,9 @@ def unsupported_nodes(proto, opset: int) -> list:
             elif node.op_type not in LOWERINGS:
                 problems.append(f"{label}{inside} (opset {opset}): no lowering for "
                                 f"{node.op_type}")
-            for attr in node.attribute:
-                bodies = [attr.g] if attr.type == AttributeProto.GRAPH else \
-                    list(attr.graphs) if attr.type == AttributeProto.GRAPHS else []
-                for body in bodies:
-                    scan(body, f" (in the {attr.name} of {node.op_type} "
-                               f"{node.name or node.output[0]!r})")
+            for name, body in body_graphs(node):
+                scan(body, f" (in the {name} of {node.op_type} "
+                           f"{node.name or node.output[0]!r})")
 
     scan(proto.graph, "")
     return problems
