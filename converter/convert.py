@@ -159,7 +159,7 @@ class Sizes:
                     self.open.append((vi.name, axis, key))
         self.ladder = 0
         self.batch = 1
-        self.fixed = None   # how a conversion that fixed only some open dims describes them
+        self.fixed = None   # `shown` for a conversion that fixed only some of the open dims
 
     @property
     def batch_only(self) -> bool:
@@ -173,14 +173,17 @@ class Sizes:
         return lambda name, axis: table[keys[(name, axis)]]
 
     def describe(self, dims=None) -> str:
-        """The open dims (or `dims`, (name, axis) pairs of them) at their first sizes, or what
-        a conversion that fixed some of them said (`fixed`)."""
+        """The sentence saying that the open dims (or `dims`) are fixed at `shown`'s sizes."""
+        return f"the dynamic dims are fixed at {self.shown(dims)}"
+
+    def shown(self, dims=None) -> str:
+        """The open dims (or `dims`, (name, axis) pairs of them) at their first sizes
+        ("x[2]=128, x[3]=128"), or those a conversion that fixed some of them fixed (`fixed`)."""
         if isinstance(self.fixed, str) and dims is None:
             return self.fixed
         nominal = self.at(0)
         dims = [(name, axis) for name, axis, _ in self.open] if dims is None else dims
-        shown = ", ".join(f"{name}[{axis}]={nominal(name, axis)}" for name, axis in dims)
-        return f"the dynamic dims are fixed at {shown}"
+        return ", ".join(f"{name}[{axis}]={nominal(name, axis)}" for name, axis in dims)
 
 
 def _convert_dynamic(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
@@ -201,11 +204,10 @@ def _convert_dynamic(proto, input_shapes, keep_io_layout: bool, sizes: Sizes):
                     for p in e.problems):
                 raise   # the same at any size
             sizes.batch = 1
-            errors.append((sizes.describe(), e))
+            errors.append((sizes.shown(), e))
             if sizes.batch_only:
                 break   # the ladder does not change a first dim's sizes
-    tried = "; ".join(described.replace("the dynamic dims are fixed at ", "")
-                      for described, _ in errors)
+    tried = "; ".join(shown for shown, _ in errors)
     pinning = None if sizes.batch_only else _pinning_reshape(errors[0][1])
     if pinning is not None:   # a Reshape refused the sizes that follow the first ones
         sizes.ladder, sizes.batch = 0, 1
@@ -257,7 +259,7 @@ def _pinned(proto, input_shapes, keep_io_layout: bool, sizes: Sizes, pinning: st
     shape = _fixed_shapes(proto, input_shapes, sizes, fixed, at)[name]
     dims = [(d.dim_param or f"d{axis}") if (name, axis) in fixed else int(shape[axis])
             for axis, d in enumerate(vi.type.tensor_type.shape.dim)]
-    shown = sizes.describe(fixed).replace("the dynamic dims are fixed at ", "")
+    shown = sizes.shown(fixed)
     at_first = _pinning_reshape(first)
     at_first = at_first.split(": ", 1)[1] if at_first else str(first)
     raise ConversionError(worded(
@@ -309,9 +311,9 @@ def _fixed_at(proto, input_shapes, keep_io_layout: bool, sizes: Sizes, fixed, at
                                                          inner.at(0)), None
     shown = ", ".join(f"{name}[{axis}]={at[(name, axis)]}" for name, axis in fixed)
     if problem:   # the first dims could not stay dynamic either
-        shown += ", " + inner.describe().replace("the dynamic dims are fixed at ", "")
+        shown += ", " + inner.shown()
         why = f"{why}; {problem}"
-    sizes.fixed = f"the dynamic dims are fixed at {shown}"
+    sizes.fixed = shown
     return model, imported, layout, why
 
 
