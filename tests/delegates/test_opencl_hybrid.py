@@ -197,3 +197,19 @@ def test_hybrid_reasons():
         Node("FULLY_CONNECTED", 0, [x, t(5, (3, 4), "int8", np.ones((3, 4), np.int8))], [y]))
     view = quant.Views().node(fc).inputs[1]
     assert view.type_name == "float32" and np.allclose(view.data[:, 0], [0.1, 0.2, 0.3])
+
+
+@pytest.mark.parametrize("int8", ["dequantize", "integer"])
+def test_hybrid_beside_the_int8_modes(opencl, int8):
+    """The int8 modes leave hybrid nodes to the hybrid path: the same partition and outputs as
+    the default delegate (an int8 mode's views would read int8 weights as q - zero point)."""
+    from edgelite.delegates import load_delegate
+    opencl("fp32")  # skips without a device
+    content, xs = hybrid_model(), _inputs(2)
+    it = _delegated(content, load_delegate("opencl", {"int8": int8}))
+    ours = _run(it, xs)
+    where = [p for p in placement(it) if p["where"] != "folded"]
+    assert all(p["where"] == "OpenCL" for p in where), where
+    ref = _run(Interpreter(model_content=float_twin(content)), xs)
+    for a, b in zip(ours, ref):
+        assert_matches([a], [b], TOLERANCE["fp32"])
