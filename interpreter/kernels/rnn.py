@@ -95,15 +95,27 @@ class Product:
             if self.dequantized is None:
                 self.w = np.ascontiguousarray(t.data.astype(np.float64).T)
                 self.scale = F32(q.scale[0])
+            self.buffers = {}
+
+    def _buffers(self, shape: tuple) -> tuple:
+        """(the dequantized rows, the product) for rows of `shape`, made on first use."""
+        found = self.buffers.get(shape)
+        if found is None:
+            found = self.buffers[shape] = (np.empty(shape, F32),
+                                           np.empty((shape[0], self.dequantized.shape[1]), F32))
+        return found
 
     def __call__(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """rows @ W^T; on the default hybrid path into buffers made once per rows' shape (the
+        result is read before the next call: a step's product, or the input projection)."""
         if not self.hybrid:
             return rows @ w.T
         rows = np.ascontiguousarray(rows, F32)
         if self.dequantized is not None:
-            q = np.empty_like(rows)
+            q, out = self._buffers(rows.shape)
             dequantize_rows(rows, q, self.asymmetric)
-            return q @ self.dequantized
+            np.matmul(q, self.dequantized, out)
+            return out
         q, half = np.empty_like(rows), np.empty_like(rows)
         scales = np.empty(rows.shape[0], F32)
         if self.asymmetric:

@@ -38,21 +38,23 @@ def _numpy_callables() -> dict:
 
 
 class _Counts:
-    """numpy calls and Python frames while `on`."""
+    """numpy calls (and the functions' by name) and Python frames while `on`."""
 
     def __init__(self):
-        self.numpy, self.frames, self.on = 0, 0, False
+        self.numpy, self.frames, self.on, self.names = 0, 0, False, {}
 
 
 class _Counted:
     """A numpy function or ufunc that counts its calls (.reduce etc. pass through)."""
 
-    def __init__(self, counts, f):
-        self.counts, self.f = counts, f
+    def __init__(self, counts, f, name):
+        self.counts, self.f, self.name = counts, f, name
 
     def __call__(self, *args, **kwargs):
-        if self.counts.on:
-            self.counts.numpy += 1
+        c = self.counts
+        if c.on:
+            c.numpy += 1
+            c.names[self.name] = c.names.get(self.name, 0) + 1
         return self.f(*args, **kwargs)
 
     def __getattr__(self, attr):
@@ -73,7 +75,8 @@ class _Counting:
 
     def __enter__(self):
         registry.load_all()   # what a kernel module keeps at import: numpy's own, patched here
-        by_id = {id(f): _Counted(self.counts, f) for f in _numpy_callables().values()}
+        by_id = {id(f): _Counted(self.counts, f, name)
+                 for name, f in _numpy_callables().items()}
         places = [np.__dict__]
         for name, module in list(sys.modules.items()):
             if name.startswith("edgelite") and module is not None:
@@ -95,7 +98,7 @@ class _Counting:
         return False
 
     def invoke(self, it) -> tuple:
-        """(numpy calls, Python frames) of one invoke."""
+        """(numpy calls, Python frames, numpy functions' calls by name) of one invoke."""
         counts = self.counts
 
         def profile(frame, event, arg):
@@ -107,6 +110,7 @@ class _Counting:
                                                   (np.ndarray, np.ufunc)):
                 counts.numpy += 1
         counts.numpy = counts.frames = 0
+        counts.names = {}
         sys.setprofile(profile)
         counts.on = True
         try:
@@ -114,7 +118,8 @@ class _Counting:
         finally:
             counts.on = False
             sys.setprofile(None)
-        return counts.numpy, counts.frames - 1   # less the profile's own call of invoke
+        # less the profile's own call of invoke
+        return counts.numpy, counts.frames - 1, counts.names
 
 
 def _invoke_counts(content: bytes) -> tuple:
@@ -128,10 +133,15 @@ def _invoke_counts(content: bytes) -> tuple:
         return counting.invoke(it)
 
 
-def per_step(make) -> tuple:
-    """(numpy calls, Python frames) one more time step costs an invoke of make(steps)."""
-    (n8, f8), (n16, f16) = (_invoke_counts(make(steps)) for steps in (8, 16))
-    return (n16 - n8) / 8, (f16 - f8) / 8
+def per_step(make, names: bool = False) -> tuple:
+    """(numpy calls, Python frames) one more time step costs an invoke of make(steps); with
+    `names`, also the numpy functions' calls a step by name."""
+    (n8, f8, by8), (n16, f16, by16) = (_invoke_counts(make(steps)) for steps in (8, 16))
+    step = (n16 - n8) / 8, (f16 - f8) / 8
+    if not names:
+        return step
+    return step + ({k: (v - by8.get(k, 0)) / 8 for k, v in by16.items()
+                    if v != by8.get(k, 0)},)
 
 
 def _lstm(steps: int, dynamic: bool = False) -> bytes:
@@ -144,20 +154,27 @@ def _lstm(steps: int, dynamic: bool = False) -> bytes:
     return content
 
 
-def _rnn(steps: int, n_in: int = 16, units: int = 32) -> bytes:
-    """UNIDIRECTIONAL_SEQUENCE_RNN (TANH), batch 1, batch-major, constant weights."""
-    from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options
-    from edgelite.schema import save
+def _rnn(steps: int, n_in: int = 16, units: int = 32, dynamic: bool = False) -> bytes:
+    """UNIDIRECTIONAL_SEQUENCE_RNN (TANH), batch 1, batch-major, constant weights (with
+    `dynamic` int8, one scale each: the hybrid kernel)."""
+    from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParameters,
+                                 Subgraph, Tensor, default_options, save)
     rng = np.random.default_rng(0)
     model = Model()
     sg = Subgraph(name="main")
 
-    def const(name, *shape):
+    def const(name, *shape, int8=False):
         value = (rng.standard_normal(shape) * 0.3).astype(np.float32)
-        return sg.add_tensor(Tensor(name, shape, "float32", model.add_buffer(value)))
+        if not int8:
+            return sg.add_tensor(Tensor(name, shape, "float32", model.add_buffer(value)))
+        q = QuantizationParameters(scale=np.array([0.01], np.float32),
+                                   zero_point=np.zeros(1, np.int64))
+        value = np.clip(np.rint(value / 0.01), -127, 127).astype(np.int8)
+        return sg.add_tensor(Tensor(name, shape, "int8", model.add_buffer(value),
+                                    quantization=q))
     x = sg.add_tensor(Tensor("x", (1, steps, n_in)))
-    ins = [x, const("w", units, n_in), const("r", units, units), const("b", units),
-           sg.add_tensor(Tensor("h", (1, units), is_variable=True))]
+    ins = [x, const("w", units, n_in, int8=dynamic), const("r", units, units, int8=dynamic),
+           const("b", units), sg.add_tensor(Tensor("h", (1, units), is_variable=True))]
     y = sg.add_tensor(Tensor("y", (1, steps, units)))
     sg.inputs, sg.outputs = [x], [y]
     sg.operators = [Operator(OperatorCode("UNIDIRECTIONAL_SEQUENCE_RNN", 0), ins, [y],
@@ -203,3 +220,14 @@ def test_keras_loop_step(kind, variant, calls, frames):
     from tests.interpreter.keras_while import keras_while
     got = per_step(lambda n: keras_while(kind=kind, variant=variant, steps=n))
     assert got[0] <= calls and got[1] <= frames, got
+
+
+@NUMPY2_DISPATCH
+def test_dynamic_range_sequence_rnn_step_allocates_nothing():
+    """rnn.Product's default hybrid product goes into buffers made once (it made two arrays a
+    step, by np.empty_like and `@`, before): no numpy function that makes an array runs a step,
+    and the product is np.matmul into its buffer."""
+    calls, frames, names = per_step(lambda n: _rnn(n, dynamic=True), names=True)
+    makers = {"empty", "empty_like", "zeros", "zeros_like", "ones", "full", "array", "copy"}
+    assert not makers & set(names), names
+    assert names.get("matmul") == 1, names
