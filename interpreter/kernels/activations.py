@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import reference_order
-from .common import bounds, broadcast_shape, clip, clip_, fixed_view, raw
+from .common import bound_on_call, bounds, broadcast_shape, clip, clip_, fixed_view, raw
 from .registry import register
 
 INF = float("inf")
@@ -313,19 +313,7 @@ def _softmax_row(shape, beta: float):
             dot(o1, ones, total)
             divide(o1, total, o1)
         return bound
-    steps = {}
-
-    def run(x, out):
-        step = steps.get((id(x), id(out)))
-        if step is None:
-            step = bind(np.ascontiguousarray(x), out)
-            if step is None:
-                raise ValueError("SOFTMAX of one row needs a contiguous output")
-            steps.clear()
-            steps[(id(x), id(out))] = step
-        step()
-    run.bind = bind
-    return run
+    return bound_on_call(bind, "SOFTMAX of one row")
 
 
 # A row of at most this many values (a classifier's scores) is computed on Python floats.

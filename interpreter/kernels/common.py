@@ -1,6 +1,8 @@
 """Helpers shared by kernels: fused activations, padding arithmetic, broadcasting."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS, Activation
@@ -94,6 +96,26 @@ def fixed_view(a: np.ndarray, shape) -> np.ndarray | None:
     except (AttributeError, ValueError):
         return None
     return view
+
+
+def bound_on_call(bind, what: str):
+    """run(*arrays) for a kernel written as `bind(*arrays)` (a step of no arguments computing on
+    those very arrays, or None where it cannot): the step is made at the first call and again
+    when the arrays change, compared by identity (the step holds them, so they stay the same
+    objects). `run.bind` is `bind`, which the plan calls at allocate (plan.bind_step)."""
+    held = [(), None]    # the arrays bound, their step
+    is_ = operator.is_
+
+    def run(*args):
+        arrays, step = held
+        if len(args) != len(arrays) or not all(map(is_, args, arrays)):
+            step = bind(*args)
+            if step is None:
+                raise ValueError(f"{what} needs contiguous arrays")
+            held[:] = args, step
+        step()
+    run.bind = bind
+    return run
 
 
 def with_optional_inputs(node, run, count: int):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (F32, bias_epilogue, check_float, clamp_activation, clip, fixed_view, raw,
-                     with_optional_inputs)
+from .common import (F32, bias_epilogue, bound_on_call, check_float, clamp_activation, clip,
+                     fixed_view, raw, with_optional_inputs)
 from .geometry import (conv_2d_groups, conv_windows, depthwise_multiplier, pool_windows,
                        transpose_conv_shape)
 from . import reference_order
@@ -285,8 +285,6 @@ def max_pool_fusion(conv, pool) -> object | None:
     if initial is not None:
         lo = None
     copyto, take, dot, fold = raw(np.copyto), source.take, raw(np.dot), np.maximum.reduce
-    fixed = {}
-
     def bind(x, _w, _b, out):
         flat, pooled = fixed_view(x, (head.size,)), fixed_view(out, pooled_shape)
         if flat is None or pooled is None:
@@ -300,18 +298,7 @@ def max_pool_fusion(conv, pool) -> object | None:
             if lo is not None:
                 clip(pooled, lo, hi, pooled)
         return run
-
-    def run(x, w, b, out):
-        step = fixed.get((id(x), id(out)))
-        if step is None:
-            step = bind(x, w, b, out)
-            if step is None:
-                raise ValueError("the fused CONV_2D+MAX_POOL_2D needs contiguous arrays")
-            fixed.clear()
-            fixed[(id(x), id(out))] = step
-        step()
-    run.bind = bind
-    return run
+    return bound_on_call(bind, "the fused CONV_2D+MAX_POOL_2D")
 
 
 def _im2col_run(copy_in, x, dst, src, ones, cols, weights, out, out_rows, act):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (F32, SIGN_BIT, TANH, check_float, clamp_activation, clip, fixed_view,
-                     matmul_shape, raw)
+from .common import (F32, SIGN_BIT, TANH, bound_on_call, check_float, clamp_activation, clip,
+                     fixed_view, matmul_shape, raw)
 from .geometry import fully_connected_shape
 from .registry import register
 
@@ -131,17 +131,4 @@ def with_producer(producer, shape, node):
             if lo is not None:
                 clip(o1, lo, hi, o1)
         return run
-    steps = {}
-
-    def run(*args):
-        key = tuple(map(id, args))
-        step = steps.get(key)
-        if step is None:
-            step = bind(*args)
-            if step is None:
-                raise ValueError("the fused FULLY_CONNECTED needs a contiguous output")
-            steps.clear()
-            steps[key] = step
-        step()
-    run.bind = bind
-    return run
+    return bound_on_call(bind, "the fused FULLY_CONNECTED")

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .common import F32, clip, fixed_view, raw
+from .common import F32, bound_on_call, clip, fixed_view, raw
 
 
 def centered_weights(w: np.ndarray, b: np.ndarray | None) -> tuple:
@@ -73,19 +73,7 @@ def layer_norm(rows: int, depth: int, eps: float, gamma, beta, lims, weights=Non
                 clip(y, lo, hi, y)
         return run
 
-    steps = {}
-
-    def run(x, out):
-        step = steps.get((id(x), id(out)))
-        if step is None:
-            step = bind(x, out)
-            if step is None:
-                raise ValueError("the fused layer normalization needs contiguous arrays")
-            steps.clear()
-            steps[(id(x), id(out))] = step
-        step()
-    run.bind = bind
-    return run
+    return bound_on_call(bind, "the fused layer normalization")
 
 
 def _one_row(x, y, d, eps, gamma, beta, lo, hi, weights, bias, ones):
