@@ -9,6 +9,9 @@ per-channel fixed-point multiplier and shift, MultiplyByQuantizedMultiplier with
 roundings, the fused activation's integer range) in OpenCL C integers (common.cl: requantN);
 ADD is add.cc's arithmetic (integer.cl). So the outputs are BUILTIN_REF's, bit for bit, in
 fp32 and fp16 storage alike. Padding taps read 0 = the zero point, as TFLite's kernels skip them.
+On x86 CPUs with AVX2 the 1x1 convolutions are integer products instead (gemm_int.cl,
+build_conv): int16 pairs of activations and weights through pmaddwd into int32 accumulators, a
+depthwise convolution that fuse.py folded into one launched on its own before it.
 
 `reason(node)`: why a node cannot (None: it can); `requant(node)`: its integer parameters;
 `IntViews`: the float views the builders see (the float kernels, with REQUANT epilogues).
