@@ -22,6 +22,8 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
+from .kernels.common import activation_code
+
 F32 = np.dtype(np.float32)
 # The kernels are imported where a rule matches: a model loads only its ops' kernel families.
 
@@ -143,7 +145,7 @@ def _layer_norm(ctx, i):
         w, b = fc.node.inputs[1], fc.node.optional_input(2)
         if (fc.outs != [x] or ctx.readers[x] != reads or x in ctx.kept
                 or w.data is None or (b is not None and b.data is None)
-                or _act(fc.node)
+                or activation_code(fc.node.options)
                 or w.shape[0] != depth or w.dtype != F32):
             fc = None
         else:
@@ -181,7 +183,8 @@ def _match_layer_norm(ctx, i):
     var = sd and only(sd.outs[0], "MEAN")
     add = var and _last_axis_mean(var.node) and only(var.outs[0], "ADD")
     eps = add and _constant(add.node, other(add, var.outs[0]), 1)
-    rsqrt = eps is not None and add and not _act(add.node) and only(add.outs[0], "RSQRT")
+    rsqrt = eps is not None and add and not activation_code(add.node.options) and \
+        only(add.outs[0], "RSQRT")
     if not rsqrt:
         return None
     r = rsqrt.outs[0]
@@ -189,14 +192,14 @@ def _match_layer_norm(ctx, i):
     gamma, s = None, r
     scale = only(r, "MUL")
     depth = mean.node.inputs[0].shape[-1]
-    if scale is not None and not _act(scale.node):
+    if scale is not None and not activation_code(scale.node.options):
         gamma = _constant(scale.node, other(scale, r), depth)
         if gamma is None:
             return None
         links.append(scale)
         s = scale.outs[0]
     muls = users(s)
-    if len(muls) != 2 or any(u.node.op != "MUL" or _act(u.node) for u in muls):
+    if len(muls) != 2 or any(u.node.op != "MUL" or activation_code(u.node.options) for u in muls):
         return None
     xs = next((u for u in muls if other(u, s) == x), None)
     ms = next((u for u in muls if u is not xs), None)
@@ -206,7 +209,7 @@ def _match_layer_norm(ctx, i):
     links += [xs, ms]
     if centre == m:                        # x*s + (beta - m*s)
         sub = only(ms.outs[0], "SUB")
-        if sub is None or sub.ins[1] != ms.outs[0] or _act(sub.node):
+        if sub is None or sub.ins[1] != ms.outs[0] or activation_code(sub.node.options):
             return None
         beta = _constant(sub.node, sub.ins[0], depth)
         if beta is None:
@@ -223,7 +226,7 @@ def _match_layer_norm(ctx, i):
     if last is None or sorted(last.ins) != sorted([xs.outs[0], shift]):
         return None
     links.append(last)
-    code = _act(last.node)
+    code = activation_code(last.node.options)
     if code and code not in ACTIVATION_BOUNDS:
         return None
     y = last.outs[0]
@@ -263,10 +266,6 @@ def _constant(node, t, size):
     if data.size != size or any(d != 1 for d in data.shape[:-1]):
         return None
     return float(data.reshape(-1)[0]) if size == 1 else data.reshape(-1)
-
-
-def _act(node) -> int:
-    return int(getattr(node.options, "fused_activation_function", 0) or 0)
 
 
 # -- a one-row FULLY_CONNECTED and the op before it ---------------------------------------

@@ -25,6 +25,7 @@ import numpy as np
 from edgelite.schema.model import QuantizationParameters
 
 from .kernels import registry
+from .kernels.common import activation_code
 from .kernels.registry import Node, TensorInfo
 
 VALID = 1
@@ -126,7 +127,7 @@ def _branches(plan, specs, readers, s, own):
         return None
     o = ops[coi].options
     out = infos[couts[0]]
-    if int(o.fused_activation_function or 0) or int(o.axis) % 4 != 3 or \
+    if activation_code(o) or int(o.axis) % 4 != 3 or \
             any(infos[t].quantization != out.quantization for t in cins):
         return None
     return x, branches, concat
@@ -140,7 +141,7 @@ def _fused_node(plan, specs, x, branches, concat) -> Node | None:
     opts = [ops[oi].options for oi, *_ in convs]
     weights = [infos[ins[1]] for _, _, ins, _ in convs]
     kw = weights[0].shape[2]
-    if any(o.fused_activation_function != opts[0].fused_activation_function for o in opts) or \
+    if any(activation_code(o) != activation_code(opts[0]) for o in opts) or \
             any(wi.shape[0] != 1 or wi.shape[2] != kw for wi in weights):
         return None
     oh = {rows - wi.shape[1] + 1 for (_, _, _, rows), wi in zip(branches, weights)}

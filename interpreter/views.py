@@ -27,7 +27,7 @@ from functools import partial
 import numpy as np
 
 from . import mixconv
-from .kernels.common import raw
+from .kernels.common import activation_code, raw
 
 CONCAT_OPS = frozenset({"CONCATENATION"})
 
@@ -93,7 +93,7 @@ def _raw_concat(op, infos, ins: list, outs: list):
     if len(outs) != 1 or not ins or any(t < 0 for t in ins) or len(set(ins)) != len(ins):
         return None
     opts = op.options
-    if opts is None or int(getattr(opts, "fused_activation_function", 0) or 0) != 0:
+    if opts is None or activation_code(opts):
         return None
     out = infos[outs[0]]
     rank = len(out.shape)

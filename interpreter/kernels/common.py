@@ -87,6 +87,12 @@ def with_activation(compute, act):
     return run
 
 
+def activation_code(options) -> int:
+    """The fused activation code (ActivationFunctionType) in an op's options: 0 (none) where the
+    options have no such field or are None."""
+    return int(getattr(options, "fused_activation_function", 0) or 0)
+
+
 def fixed_view(a: np.ndarray, shape) -> np.ndarray | None:
     """`a` reshaped to `shape` as a view of its memory, for a kernel's `bind` (which computes
     through it on every invoke); None where the reshape would copy (`bind` then declines)."""

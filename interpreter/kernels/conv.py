@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (F32, bias_epilogue, bound_on_call, check_float, clamp_activation, clip,
-                     fixed_view, raw, with_optional_inputs)
+from .common import (F32, activation_code, bias_epilogue, bound_on_call, check_float,
+                     clamp_activation, clip, fixed_view, raw, with_optional_inputs)
 from .geometry import (conv_2d_groups, conv_windows, depthwise_multiplier, pool_windows,
                        transpose_conv_shape)
 from . import reference_order
@@ -265,7 +265,7 @@ def max_pool_fusion(conv, pool) -> object | None:
         return None
     win, kh, kw, cg, weights, act = prepared
     g = pool_windows(pool.node)
-    if int(getattr(pool.node.options, "fused_activation_function", 0) or 0) \
+    if activation_code(pool.node.options) \
             or (g.kh, g.kw) != (g.sh, g.sw) or g.pt or g.pl or g.kh * g.kw == 1 \
             or g.oh * g.kh > win.ho or g.ow * g.kw > win.wo:
         return None

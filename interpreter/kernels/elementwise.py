@@ -11,7 +11,7 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import bounds, broadcast_shape, clip, fixed_view, with_activation
+from .common import activation_code, bounds, broadcast_shape, clip, fixed_view, with_activation
 from .registry import register
 
 FLOAT = ("float32",)
@@ -26,7 +26,7 @@ def activation_bounds(node, dtype):
 
     As TFLite's CalculateActivationRange: RELU, RELU_N1_TO_1 and RELU6 clamp (integers too);
     TANH, SIGN_BIT and SIGMOID leave the values unchanged in these kernels."""
-    code = int(getattr(node.options, "fused_activation_function", 0) or 0)
+    code = activation_code(node.options)
     if code in (0, 4, 5, 6):
         return None
     if code not in _INT_BOUNDS:   # the codes of ACTIVATION_BOUNDS too

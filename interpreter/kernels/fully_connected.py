@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (F32, SIGN_BIT, TANH, bound_on_call, check_float, clamp_activation, clip,
-                     fixed_view, matmul_shape, raw)
+from .common import (F32, SIGN_BIT, TANH, activation_code, bound_on_call, check_float,
+                     clamp_activation, clip, fixed_view, matmul_shape, raw)
 from .geometry import fully_connected_shape
 from .registry import register
 
@@ -101,7 +101,7 @@ def with_producer(producer, shape, node):
     output `shape`) writes straight into the head of a buffer [x..., 1], and the weights carry
     the bias as their last column, so the layer is one GEMV: no bias pass, no input copy."""
     x, w, b = node.input(0), node.input(1), node.optional_input(2)
-    code = int(getattr(node.options, "fused_activation_function", 0) or 0)
+    code = activation_code(node.options)
     if w.data is None or b is None or b.data is None or w.dtype != F32 or b.dtype != F32 \
             or x.dtype != F32 or len(w.shape) != 2 or code in (TANH, SIGN_BIT) \
             or int(np.prod(x.shape)) != w.shape[1] or int(np.prod(shape)) != w.shape[1]:
