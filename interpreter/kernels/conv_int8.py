@@ -185,10 +185,9 @@ def conv_2d(node):
     def fixed(x, w_, b_, out):
         """`fast_run` on the plan's fixed arrays (plan.bind_step): the same copies, matmuls
         and requantization passes, their views and the requantizer's constants made once."""
-        bind(x, out)
+        bind(x, out)                # (which made source's padded buffer and its interior)
         copy_in = None
         if not source.direct:       # source(x) on fixed arrays: the input into the padded one
-            _ = source.buffer         # (made at first use: its interior with it)
             interior, inner, copy = source.interior, x[:, :source.rows, :source.cols], \
                 raw(np.copyto)
             copy_in = lambda: copy(interior, inner, casting="unsafe")      # noqa: E731
@@ -203,7 +202,7 @@ def conv_2d(node):
         if len(blocks) == 1 and blocks[0][3].nbytes <= OWN_COLUMNS:
             # One small block: patches of its own, the ones column set here once (the shared
             # buffer is another kernel's between runs).
-            dest, src, ones, c, acc, tail = blocks[0]
+            dest, src, _ones, c, acc, tail = blocks[0]
             c = np.empty(c.shape, c.dtype)
             c[:, patch] = 1.0
             dest = c[:, :patch] if plain else c[:, :patch].reshape(dest.shape)
