@@ -77,7 +77,7 @@ class Sequence:
         g = c.gates
         if c.kind == "rnn":
             self.xp_rows = list(self.xp)
-            self.step = self._rnn_step
+            self.steps = self._rnn_steps
         elif c.kind == "lstm":   # rnn_cells.LstmSteps, its z the sum of both projections
             self.lstm = LstmSteps({k: g[k] for k in "ifgo"}, batch, self.scale_x,
                                   hard=None if hard is None else
@@ -97,7 +97,6 @@ class Sequence:
                 pairs = [(zr_x, zr_h)]
             self.zr = [(self.z[:, xl:xh], self.hp[:, hl:hh]) for (xl, xh), (hl, hh) in pairs]
             self.halves = [np.full((batch, xh - xl), 0.5, F32) for (xl, xh), _ in pairs]
-            self.ones = np.ones((batch, units), F32)
             self.z_z, self.z_r = self.z[:, slice(*g["zx"])], self.z[:, slice(*g["rx"])]
             if c.reset_w is None:
                 self.hp_c = self.hp[:, slice(*g["hh"])]
@@ -109,7 +108,7 @@ class Sequence:
                 self.rh = np.zeros((batch, units), F32)
             self.xp_rows = [(tuple(row[:, xl:xh] for (xl, xh), _ in pairs),
                              row[:, slice(*g["hx"])]) for row in self.xp]
-            self.step = self._gru_step
+            self.steps = self._gru_steps
 
     def run(self, values: list, outs: list) -> bool:
         """The loop from `values` into `outs` (the WHILE's outputs, of the same shapes); False,
@@ -137,10 +136,8 @@ class Sequence:
             prev = self.lstm(prev, outs[c.c], rows, self.xp_rows, r=self.lstm_r,
                              recurrent=self.lstm_recurrent)
         else:
-            step = self.step
-            for j in range(n):
-                step(j, prev, rows[j])
-                prev = rows[j]
+            prev = self.steps(prev, rows)
+        self.ran = n   # the time steps the last run took (the fused kernel's tests read it)
         np.copyto(h, prev)
         if c.acc_mode == "last":
             outs[c.acc].reshape(h.shape)[...] = h
@@ -189,37 +186,64 @@ class Sequence:
 
     # The steps' ufuncs take their output as a positional argument: on rows this small out=
     # costs a tenth of the call, and in-place operators a little more than positional.
-    def _rnn_step(self, j, h, h_next):
-        hp = self.hp
-        self._recurrent(h, hp)
-        np.add(hp, self.xp_rows[j], hp)
-        if self.cell.activation == "TANH":
-            np.tanh(hp, h_next)
-        else:
-            np.maximum(hp, F32(0), out=h_next)   # (positional out: deprecated for maximum)
+    def _rnn_steps(self, h, rows):
+        """The SimpleRNN's steps from h (read only) into `rows`, inline (no frame a step with
+        float weights); returns the last row."""
+        hp, w_h, has_b_h, b_h = self.hp, self.w_h, self.has_b_h, self.b_h
+        tanh = self.cell.activation == "TANH"
+        for h_next, xt in zip(rows, self.xp_rows):
+            if w_h is None:
+                self._recurrent(h, hp)
+            else:
+                h.dot(w_h, hp)   # a fifth of np.matmul's call cost on a row, no dispatcher
+                if has_b_h:
+                    np.add(hp, b_h, hp)
+            np.add(hp, xt, hp)
+            if tanh:
+                np.tanh(hp, h_next)
+            else:
+                np.maximum(hp, F32(0), out=h_next)   # (positional out: deprecated for maximum)
+            h = h_next
+        return h
 
-    def _gru_step(self, j, h, h_next):
-        tmp = self.tmp
-        self._recurrent(h, self.hp)
-        xzr, xc = self.xp_rows[j]
-        for (z, hp), x, half in zip(self.zr, xzr, self.halves):
-            np.add(x, hp, z)
-            np.tanh(z, z)
-            np.multiply(z, half, z)
-            np.add(z, half, z)
-        if self.cell.reset_w is None:
-            np.multiply(self.z_r, self.hp_c, h_next)
+    def _gru_steps(self, h, rows):
+        """The GRU's steps from h (read only) into `rows`, inline (no frame a step with float
+        weights); returns the last row. h' = c + z (h - c): z h + (1 - z) c in three passes."""
+        tmp, hp, zr, halves, z_z, z_r = (self.tmp, self.hp, self.zr, self.halves, self.z_z,
+                                          self.z_r)
+        w_h, has_b_h, b_h = self.w_h, self.has_b_h, self.b_h
+        reset_after = self.cell.reset_w is None
+        if reset_after:
+            hp_c = self.hp_c
         else:
-            np.multiply(self.z_r, h, self.rh)
-            np.dot(self.rh, self.w_rh, h_next)
-            if self.has_b_rh:
-                np.add(h_next, self.b_rh, h_next)
-        np.add(h_next, xc, h_next)
-        np.tanh(h_next, h_next)                    # the candidate c
-        np.multiply(self.z_z, h, tmp)              # z * h
-        np.subtract(self.ones, self.z_z, self.z_z)   # 1 - z
-        np.multiply(h_next, self.z_z, h_next)
-        np.add(h_next, tmp, h_next)                # z * h + (1 - z) * c
+            rh, w_rh, has_b_rh, b_rh = self.rh, self.w_rh, self.has_b_rh, self.b_rh
+        tanh, multiply, plus = np.tanh, np.multiply, np.add
+        for h_next, (xzr, xc) in zip(rows, self.xp_rows):
+            if w_h is None:
+                self._recurrent(h, hp)
+            else:
+                h.dot(w_h, hp)
+                if has_b_h:
+                    plus(hp, b_h, hp)
+            for (z, hz), x, half in zip(zr, xzr, halves):   # sigmoid: 0.5 + 0.5 tanh(x / 2)
+                plus(x, hz, z)
+                tanh(z, z)
+                multiply(z, half, z)
+                plus(z, half, z)
+            if reset_after:
+                multiply(z_r, hp_c, h_next)
+            else:
+                multiply(z_r, h, rh)
+                rh.dot(w_rh, h_next)
+                if has_b_rh:
+                    plus(h_next, b_rh, h_next)
+            plus(h_next, xc, h_next)
+            tanh(h_next, h_next)                   # the candidate c
+            np.subtract(h, h_next, tmp)            # h - c
+            multiply(z_z, tmp, tmp)
+            plus(h_next, tmp, h_next)              # c + z (h - c)
+            h = h_next
+        return h
 
 
 def _hard_gates(hard, g_columns, shape) -> tuple:

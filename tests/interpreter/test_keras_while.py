@@ -4,6 +4,7 @@ the loop op by op where it is not, and a timing-free check that the fused kernel
 the Python frames one more time step costs (a handful, where the op-by-op loop runs ~30)."""
 from __future__ import annotations
 
+import gc
 import sys
 
 import numpy as np
@@ -17,7 +18,7 @@ litert = pytest.importorskip("ai_edge_litert.interpreter",
                              reason="LiteRT (ai-edge-litert) is the oracle: "
                                     "pip install -e '.[dev]'")
 from edgelite import interpreter as edgelite_interpreter  # noqa: E402
-from edgelite.interpreter.kernels.rnn_cells import LstmSteps  # noqa: E402
+from edgelite.interpreter.kernels.rnn_loop import Sequence  # noqa: E402
 
 CASES = {
     "lstm-sequences": dict(kind="lstm"),
@@ -74,31 +75,32 @@ def test_keras_while_matches_litert(case):
         assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
-_LSTM_STEPS = LstmSteps.__call__.__code__
+def _sequences() -> list:
+    """The fused Keras-loop kernels (rnn_loop.Sequence) alive."""
+    return [o for o in gc.get_objects() if type(o) is Sequence]
 
 
 def _frames(content) -> tuple:
-    """(Python frames, fused cell steps) of one invoke."""
+    """(Python frames, fused cell steps: the time steps the interpreter's fused kernels took)
+    of one invoke."""
+    before = {id(o) for o in _sequences()}
     it = edgelite_interpreter.Interpreter(model_content=content)
     it.allocate_tensors()
     _invoke(it, 1)
-    count = [0, 0]
+    fused = [o for o in _sequences() if id(o) not in before]
+    for o in fused:
+        o.ran = 0
+    count = [0]
 
-    def hook(frame, event, arg):   # a cell step: its frame, or LstmSteps' product (no frame)
+    def hook(frame, event, arg):
         if event == "call":
             count[0] += 1
-            name = frame.f_code.co_name
-            count[1] += name in ("_gru_step", "_rnn_step") or \
-                frame.f_back.f_code is _LSTM_STEPS   # its recurrent product, where no dot
-        elif event == "c_call" and frame.f_code is _LSTM_STEPS \
-                and getattr(arg, "__name__", None) == "dot":
-            count[1] += 1
     sys.setprofile(hook)
     try:
         it.invoke()
     finally:
         sys.setprofile(None)
-    return tuple(count)
+    return count[0], sum(o.ran for o in fused)
 
 
 @NUMPY2_DISPATCH
