@@ -109,7 +109,7 @@ class OpenCLDelegate(Delegate):
             node = Views().node(node)
         elif self.int8 != "cpu" and not node.is_custom and has_quantized(node):
             reason, views = _INT8_MODES[self.int8]
-            why = reason(node)
+            why = reason(node, self.dev) if self.int8 == "integer" else reason(node)
             if why is not None:
                 return why
             node = views().node(node)

@@ -11,7 +11,9 @@
 // 2 KMAX2), then computes every panel of PANEL = 2 vectors of channels from `p0` on: per pair
 // of k, one vector of weight pairs a vector, the row's pair broadcast, one pmaddwd and add.
 // W is packed [panels, K2, PANEL, 2] (K2 = K / 2 rounded up, zeros beyond K and N); the
-// epilogue's int32 rows per panel [3, PANEL]: bias, multiplier, shift (quant_int.Requant).
+// epilogue's int32 rows per panel [3, PANEL]: bias, multiplier, shift (quant_int.Requant);
+// REQUANT 2 (a FULLY_CONNECTED, FcRequant): the bias, then PANEL float64 multipliers, and the
+// reference's round(double(acc + bias) * multiplier), halves away from zero.
 #ifndef TM
 #define TM 8
 #endif
@@ -90,14 +92,20 @@ __kernel void KERNEL(gemm_integer)(__global const T* restrict a,
         }
         __global const int* r = rq + (size_t)p * 3 * PANEL_I;
         for (int j = 0; j < 2; j++) {
-            const IW_ b = CAT(vload, LANES)(0, r + j * LANES),
-                      m = CAT(vload, LANES)(0, r + PANEL_I + j * LANES),
+            const IW_ b = CAT(vload, LANES)(0, r + j * LANES);
+#if defined(REQUANT) && REQUANT == 2
+            const CAT(double, LANES) eff = CAT(vload, LANES)(
+                0, (__global const double*)(r + PANEL_I) + j * LANES);
+#define EPI_I(a) CAT(convert_float, LANES)(round(CAT(convert_double, LANES)((a) + b) * eff))
+#else
+            const IW_ m = CAT(vload, LANES)(0, r + PANEL_I + j * LANES),
                       e = CAT(vload, LANES)(0, r + 2 * PANEL_I + j * LANES);
+#define EPI_I(a) CAT(convert_float, LANES)(CAT(mbqm, LANES)((a) + b, m, e))
+#endif
             const int n0 = p * PANEL_I + j * LANES;
             if (n0 >= N) break;
             for (int i = 0; i < min(TM, M - m0); i++) {
-                const CAT(float, LANES) v = CLAMP(
-                    CAT(convert_float, LANES)(CAT(mbqm, LANES)(acc[i][j] + b, m, e)), lo, hi);
+                const CAT(float, LANES) v = CLAMP(EPI_I(acc[i][j]), lo, hi);
                 __global T* o = out + (size_t)(m0 + i) * N + n0;
                 if (n0 + LANES <= N) {
                     ST_LANES(v, o);
@@ -110,6 +118,7 @@ __kernel void KERNEL(gemm_integer)(__global const T* restrict a,
         }
     }
 }
+#undef EPI_I
 #undef ST_LANES
 #undef PANEL_I
 #undef KMAX2

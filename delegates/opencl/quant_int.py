@@ -129,8 +129,8 @@ def _device_range(lo: int, hi: int, out) -> tuple:
     return float(lo - z), float(hi - z)
 
 
-def reason(node) -> str | None:
-    """Why `node` cannot run with integer kernels (None: it can)."""
+def reason(node, dev=None) -> str | None:
+    """Why `node` cannot run with integer kernels on `dev` (None: it can)."""
     if node.op not in INTEGER_OPS:
         return f"int8 {node.op} has no integer OpenCL kernel"
     why = quantized_reason(node)
@@ -144,7 +144,7 @@ def reason(node) -> str | None:
         if node.op == "MEAN":
             return _mean_reason(node)
         if node.op == "FULLY_CONNECTED":
-            return _fc_reason(node)
+            return _fc_reason(node, int_dot(dev) is not None)
     except KernelError as e:
         return str(e)
     return _same_quantization(node)
@@ -188,7 +188,8 @@ def _add_reason(node) -> str | None:
     return None
 
 
-def _fc_reason(node) -> str | None:
+def _fc_reason(node, int32: bool = False) -> str | None:
+    """`int32`: the device sums in int32 (gemm_int.cl), else in float32."""
     w = node.inputs[1]
     if w.data is None or len(node.inputs) > 2 and node.inputs[2] is not None \
             and node.inputs[2].data is None:
@@ -199,7 +200,11 @@ def _fc_reason(node) -> str | None:
     fc_requant(node)
     z = int(zeros[0]) if zeros.size else 0
     sums = np.abs(np.asarray(w.data, np.int64) - z).sum(axis=1) * _offset_range(node.inputs[0])
-    if sums.max(initial=0) >= EXACT_F32:
+    if int32:
+        bias = np.abs(fc_requant(node).bias.astype(np.int64))
+        if (sums + bias).max(initial=0) >= 2 ** 31:
+            return f"its sums may reach {int((sums + bias).max())}, beyond int32"
+    elif sums.max(initial=0) >= EXACT_F32:
         return f"its sums may reach {int(sums.max())}, beyond float32's exact integers (2^24)"
     return None
 
@@ -378,20 +383,63 @@ def int_dot(dev) -> int | None:
     return 512 if arch in AVX512BW else 256 if arch in AVX2 else None
 
 
-def _pairs_packed(w_kn: np.ndarray, rq: Requant, lanes: int):
+def _pairs_packed(w_kn: np.ndarray, rq, lanes: int):
     """Weights [K, N] (exact integers) as int16 pairs per panel of 2 x lanes channels,
-    [panels, K2, PANEL, 2] (zeros beyond K and N); the panels' int32 bias, multiplier and
-    shift rows [panels, 3, PANEL]."""
+    [panels, K2, PANEL, 2] (zeros beyond K and N); the panels' epilogue rows: a convolution's
+    (Requant) int32 bias, multiplier and shift [panels, 3, PANEL], a FULLY_CONNECTED's
+    (FcRequant) as _fc_rows."""
     k, n = w_kn.shape
     step, k2 = 2 * lanes, -(-k // 2)
     panels = -(-n // step)
     wp = np.zeros((2 * k2, panels * step), np.int16)
     wp[:k, :n] = np.rint(w_kn)
-    wp = wp.reshape(k2, 2, panels, step).transpose(2, 0, 3, 1)
+    wp = np.ascontiguousarray(wp.reshape(k2, 2, panels, step).transpose(2, 0, 3, 1))
+    if isinstance(rq, FcRequant):
+        return wp, _fc_rows(rq, lanes)
     rows = np.zeros((3, panels * step), np.int32)
     rows[0, :n], rows[1, :n], rows[2, :n] = rq.bias, rq.multiplier, rq.shift
-    return np.ascontiguousarray(wp), \
-        np.ascontiguousarray(rows.reshape(3, panels, step).transpose(1, 0, 2))
+    return wp, np.ascontiguousarray(rows.reshape(3, panels, step).transpose(1, 0, 2))
+
+
+def _fc_rows(rq: FcRequant, lanes: int) -> np.ndarray:
+    """A FULLY_CONNECTED's epilogue rows for gemm_int.cl (FC_EPI), per panel of 2 x lanes
+    channels [panels, 3 x PANEL] int32: the biases, then the float64 multipliers' bits."""
+    step = 2 * lanes
+    panels = -(-rq.bias.size // step)
+    bias = np.zeros(panels * step, np.int32)
+    bias[:rq.bias.size] = rq.bias
+    eff = np.zeros(panels * step, np.float64)
+    eff[:rq.effective.size] = rq.effective
+    return np.ascontiguousarray(np.concatenate(
+        [bias.reshape(panels, step), eff.reshape(panels, step).view(np.int32)], axis=1))
+
+
+def build_fc(node, g) -> None:
+    """An integer FULLY_CONNECTED: gemm_int.cl's product with the reference's double rounding
+    (FC_EPI) where the CPU has pmaddwd (int32 sums: no 2^24 bound), else the float kernel."""
+    from .helpers import nd
+    from .ops_conv import build_fully_connected
+    dot = int_dot(g.dev)
+    if dot is None:
+        build_fully_connected(node, g)
+        return
+    lanes = dot // 32
+    x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    rq = g.requant[node.index]
+    units, depth = w.shape
+    m = int(np.prod(x.shape)) // depth
+    wbuf, rbuf = g.packed(node, "int_pairs", (lanes,), w.data, lambda: tuple(
+        g.const(a) for a in _pairs_packed(np.asarray(w.data, np.float32).T, rq, lanes)))
+    tm = min(GEMM_TM[dot], m)
+    panels = -(-units // (2 * lanes))
+    groups = max(1, min(panels, -(-32 // -(-m // tm))))
+    per_item = -(-panels // groups)
+    gsize, lsize = nd(g, (-(-m // tm), -(-panels // per_item)), (1, 1))
+    i32 = np.int32
+    g.launch("gemm_int", "gemm_integer", gsize, lsize,
+             [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(depth), i32(units),
+              i32(per_item), np.float32(rq.lo), np.float32(rq.hi)],
+             {"VW": 16, "TM": tm, "INT_DOT": dot})
 
 
 def gemm_int_plan(node, g):
@@ -450,4 +498,5 @@ def build_conv(node, g) -> None:
 
 
 # integer builders of their own; the others are the float ones' (with REQUANT epilogues)
-BUILDS = {"ADD": build_add, "MEAN": build_mean, "CONV_2D": build_conv}
+BUILDS = {"ADD": build_add, "MEAN": build_mean, "CONV_2D": build_conv,
+          "FULLY_CONNECTED": build_fc}
