@@ -29,6 +29,8 @@ pyopencl's XDG_CACHE_HOME pointed at a new folder): first start; then again with
 cached start, where "new cache files" must be 0 (nothing was rebuilt; PoCL's `tempfile_*`, the
 source it writes on every build call, hit or miss, are not counted). On PoCL the first invoke
 of a first start compiles each kernel (per set of defines) to machine code: most of the time.
+"Waiting for a core": the cached start's main thread runnable but not running (Linux
+schedstat), the part of its wall time beyond its CPU time that load from other processes adds.
 """
 from __future__ import annotations
 
@@ -196,6 +198,11 @@ for k, name in enumerate(("import", "load_delegate", "prepare", "first_invoke"))
     out[name + "_cpu_s"] = marks[k + 1][1] - marks[k][1]
 out["total_s"] = marks[-1][0] - marks[0][0]
 out["opencl_cpu_s"] = marks[-1][1] - marks[1][1]  # load_delegate + prepare + first invoke
+try:  # the main thread's time runnable but not running (Linux schedstat: waiting for a core)
+    with open("/proc/thread-self/schedstat") as f:
+        out["runqueue_wait_s"] = int(f.read().split()[1]) / 1e9
+except (OSError, IndexError, ValueError):
+    out["runqueue_wait_s"] = None
 print(json.dumps(out))
 """
 
@@ -205,6 +212,10 @@ def _files(folder: Path) -> int:
     every clBuildProgram, cache hit or not)."""
     return sum(1 for _, _, files in os.walk(folder) for f in files
                if not f.startswith("tempfile_"))
+
+
+def _seconds(s) -> str:
+    return "?" if s is None else f"{s:.2f} s"
 
 
 def startup(path: Path, precision: str, device) -> dict:
@@ -379,8 +390,9 @@ def main(argv=None) -> None:
         print("| model | first start (process: wall, CPU) | cached start (process: wall, CPU) | "
               "import cached | "
               "OpenCL part cached (load, prepare, invoke): wall / CPU | prepare first / cached | "
-              "first invoke first / cached | programs | new cache files on the cached start |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "first invoke first / cached | programs | new cache files on the cached start | "
+              "cached start waiting for a core |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in results:
             s = r["startup"]
             c = s["cached"]
@@ -392,7 +404,7 @@ def main(argv=None) -> None:
                   f"{c['opencl_cpu_s']:.2f} s | {s['first']['prepare_s']:.2f} s / "
                   f"{s['cached']['prepare_s']:.2f} s | {s['first']['first_invoke_s']:.2f} s / "
                   f"{s['cached']['first_invoke_s']:.2f} s | {s['first']['programs']} | "
-                  f"{s['cached']['new_cache_files']} |")
+                  f"{s['cached']['new_cache_files']} | {_seconds(c.get('runqueue_wait_s'))} |")
     if args.profile:
         print(f"\n### Kernel launches ({precisions[0]})\n")
         for name in names:
