@@ -96,16 +96,18 @@ __kernel void KERNEL(gemm_integer)(__global const T* restrict a,
 #if defined(REQUANT) && REQUANT == 2
             const CAT(double, LANES) eff = CAT(vload, LANES)(
                 0, (__global const double*)(r + PANEL_I) + j * LANES);
-#define EPI_I(a) CAT(convert_float, LANES)(round(CAT(convert_double, LANES)((a) + b) * eff))
+#define EPI_I(a) CLAMP(CAT(convert_float, LANES)( \
+    round(CAT(convert_double, LANES)((a) + b) * eff)), lo, hi)
 #else
             const IW_ m = CAT(vload, LANES)(0, r + PANEL_I + j * LANES),
                       e = CAT(vload, LANES)(0, r + 2 * PANEL_I + j * LANES);
-#define EPI_I(a) CAT(convert_float, LANES)(CAT(mbqm, LANES)((a) + b, m, e))
+#define EPI_I(a) CAT(convert_float, LANES)(clamp(CAT(mbqm, LANES)((a) + b, m, e), \
+                                                 (IW_)((int)lo), (IW_)((int)hi)))
 #endif
             const int n0 = p * PANEL_I + j * LANES;
             if (n0 >= N) break;
             for (int i = 0; i < min(TM, M - m0); i++) {
-                const CAT(float, LANES) v = CLAMP(EPI_I(acc[i][j]), lo, hi);
+                const CAT(float, LANES) v = EPI_I(acc[i][j]);  // clamped to [lo, hi]
                 __global T* o = out + (size_t)(m0 + i) * N + n0;
                 if (n0 + LANES <= N) {
                     ST_LANES(v, o);

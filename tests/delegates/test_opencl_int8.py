@@ -302,7 +302,9 @@ def test_gemm_integer_matches_reference(dot, half):
     a[0], a[1] = 255, -255
     w = rng.integers(-128, 128, (k, n))
     w[:, 0], w[:, 1] = -128, 127
-    pairs = [quantize_multiplier(float(r)) for r in np.exp2(rng.uniform(-14, -6, n))]
+    reals = np.exp2(rng.uniform(-14, -6, n))
+    reals[:3] = 1.5, 0.75, 0.6  # left shift 1, none, none (the rest shift right)
+    pairs = [quantize_multiplier(float(r)) for r in reals]
     rq = quant_int.Requant(rng.integers(-5000, 5000, n).astype(np.int32),
                            np.array([p[0] for p in pairs], np.int32),
                            np.array([p[1] for p in pairs], np.int32), -300.0, 300.0)
@@ -322,17 +324,20 @@ def test_gemm_integer_matches_reference(dot, half):
                         rq.shift.astype(np.int64)), rq.lo, rq.hi)
     np.testing.assert_array_equal(out.astype(np.int64), want)
     assert (want == rq.hi).any() and (want == rq.lo).any() and (np.abs(want) < 250).mean() > 0.5
+    assert (rq.shift > 0).any() and (rq.shift == 0).any() and (rq.shift < 0).any()
 
 
 def test_integer_kernels_use_32_bit_integer_arithmetic():
-    """Timing-free guards of the integer path's speed: requantization without 64-bit
-    multiplies (none on AVX2: LLVM emulates them with three 32-bit ones), the 1x1 products
-    with int32 accumulators of pmaddwd pairs (gemm_int.cl)."""
+    """Timing-free guards of the integer path's speed: requantization's product of two
+    sign-extended int32 (one vpmuldq a pair; not mul_hi, PoCL's five-vpmulld routine: 1.7x
+    slower on shallow 1x1 convolutions), the 1x1 products with int32 accumulators of pmaddwd
+    pairs (gemm_int.cl), its clamp on integers."""
     from edgelite.delegates.opencl import device
     common = device._text("common")
     block = common[common.index("#define MBQM_DEF"):common.index("#define REQUANT_DEF")]
-    assert "mul_hi" in block and "long" not in block, block
+    assert "convert_##LT(x) * convert_##LT(m)" in block and "mul_hi" not in block, block
     gemm = device._text("gemm_int")
     assert "__builtin_ia32_pmaddwd512" in gemm and "__builtin_ia32_pmaddwd256" in gemm
-    assert "IW_ acc[TM][2]" in gemm and "float" not in gemm.split("IW_ acc[TM][2]")[1] \
-        .split("__global const int* r =")[0]
+    loop = gemm.split("IW_ acc[TM][2]")[1].split("__global const int* r =")[0]
+    assert "float" not in loop and "DOT(acc" in loop, loop
+    assert "clamp(CAT(mbqm, LANES)" in gemm
