@@ -171,8 +171,8 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
     kernel. The partition's output (the logits after 53 integer ops, or the mean after 52),
     the tensors after it equal BUILTIN_REF's in every value. (Not with
     experimental_preserve_all_tensors: every tensor kept would stop the depthwise folding.)
-    fp32 only here: ~11 s on a cold PoCL cache (measured; 45 s before gemm_int.cl); fp16 holds
-    the same integers (|q - zero point| <= 255) and is checked on the digits CNN and by
+    fp32 only here: ~11 s on a cold PoCL cache (measured; ~45 s was noted before gemm_int.cl)
+    fp16 holds the same integers (|q - zero point| <= 255), checked on the digits CNN and by
     test_gemm_integer_matches_reference (measured on MobileNetV2 too: bit-exact)."""
     from edgelite.delegates.opencl.quant_int import int_dot
     path = models_dir / "mobilenet_v2_int8.tflite"
