@@ -371,11 +371,12 @@ class Interpreter:
     def reset_all_variables(self) -> None:
         """Variable tensors back to their initial values; resource variables forgotten, so the
         model's CALL_ONCE initializer runs again at the next invoke."""
-        self._runtime.resources.clear()
-        self._runtime.once_done.clear()
-        for plan in self._runtime.plans.values():
-            if plan.ready:
-                plan.reset_variables()
+        with self._exclusive("reset_all_variables()"):   # it writes what an invoke reads
+            self._runtime.resources.clear()
+            self._runtime.once_done.clear()
+            for plan in self._runtime.plans.values():
+                if plan.ready:
+                    plan.reset_variables()
 
     @property
     def arena_bytes(self) -> int:
