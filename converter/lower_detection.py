@@ -31,6 +31,8 @@ def non_max_suppression(b, n):
                      "suppressions are unrolled")
     if b.dtype(boxes) != "float32" or b.dtype(scores) != "float32":
         raise n.fail("boxes and scores must be float32")
+    if batches * classes == 0:   # nothing to select from: ONNX's empty [0, 3]
+        return b.const(np.zeros((0, 3), np.int64))
     if int(n.attr("center_point_box", 0)):
         boxes = _corners(b, boxes)
     boxes = _no_empty_boxes(b, boxes)
