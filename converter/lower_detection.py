@@ -37,7 +37,12 @@ def non_max_suppression(b, n):
         boxes = _corners(b, boxes)
     boxes = _no_empty_boxes(b, boxes)
     max_out = _max_output(b, n, boxes)
-    iou = _above(b, _float_scalar(b, n.input(3), 0.0))
+    iou = _float_scalar(b, n.input(3), 0.0)
+    known = b.value(iou)
+    if known is not None and not 0 <= float(known) <= 1:
+        raise n.fail(f"iou_threshold {float(known)} is outside ONNX's range [0, 1] "
+                     "(onnxruntime refuses it too)")
+    iou = _above(b, iou)
     floor = _float_scalar(b, n.input(4), float(np.finfo(np.float32).min))
     parts = []
     for i in range(batches):
