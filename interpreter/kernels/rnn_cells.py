@@ -143,6 +143,8 @@ class StackedLstm:
     def __call__(self, x: np.ndarray, h: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
         """x [steps, n_in] (dequantized where quantized), the states h and c [1, n] (updated)
         into out (batch 1's output: [1, steps, n] or [steps, 1, n])."""
+        if self.steps == 0:   # an empty sequence: the states stay
+            return
         n, p, tc, half, m = self.n, self.p, self.tc, self.half, self.m
         zg, zs, fi, gc, o, cz, p_ig, p_fc = self.views
         _copyto(self.x, x.reshape(self.x.shape))

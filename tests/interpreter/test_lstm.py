@@ -104,3 +104,16 @@ def test_batch_one_narrow_input_lstm_matches_litert(kwargs, dynamic):
     ours, theirs = _run(edgelite_interpreter, content, xs), _run(litert, content, xs)
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
     assert not np.allclose(ours[0], ours[1])
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_batch_one_narrow_input_lstm_of_no_steps(dynamic):
+    """An empty sequence through StackedLstm: an empty output and the states kept, as LiteRT."""
+    from edgelite.converter.quantize import quantize
+    from edgelite.schema import load
+    content = _lstm_model(batch=1, steps=0, n_in=6, n_cell=16, n_out=16)
+    if dynamic:
+        content = save(quantize(load(content), "dynamic", min_weight_elements=0).model)
+    xs = [np.zeros((1, 0, 6), np.float32)]
+    ours, theirs = _run(edgelite_interpreter, content, xs), _run(litert, content, xs)
+    assert [o.shape for o in ours] == [t.shape for t in theirs] == [(1, 0, 16)] * 2
