@@ -101,11 +101,11 @@ class Sequence:
             if c.reset_w is None:
                 self.hp_c = self.hp[:, slice(*g["hh"])]
             else:   # reset_after=False: the candidate's own product of r * h
-                self.w_rh = np.ascontiguousarray(c.reset_w[0].T, F32)
-                self.b_rh = np.ascontiguousarray(
-                    np.broadcast_to(c.reset_w[1].astype(F32), (batch, units)))
-                self.has_b_rh = bool(self.b_rh.any())
-                self.rh = np.zeros((batch, units), F32)
+                # (r * h, 1) times [[W], [b]]: the candidate's bias in its product
+                self.w_rh = np.ascontiguousarray(np.concatenate(
+                    [c.reset_w[0].T, c.reset_w[1].reshape(1, -1)]), F32)
+                self.rh_ones = np.ones((batch, units + 1), F32)
+                self.rh = self.rh_ones[:, :units]
             self.xp_rows = [(tuple(row[:, xl:xh] for (xl, xh), _ in pairs),
                              row[:, slice(*g["hx"])]) for row in self.xp]
             self.steps = self._gru_steps
@@ -216,7 +216,7 @@ class Sequence:
         if reset_after:
             hp_c = self.hp_c
         else:
-            rh, w_rh, has_b_rh, b_rh = self.rh, self.w_rh, self.has_b_rh, self.b_rh
+            rh, rh_ones, w_rh = self.rh, self.rh_ones, self.w_rh
         tanh, multiply, plus = np.tanh, np.multiply, np.add
         for h_next, (xzr, xc) in zip(rows, self.xp_rows):
             if w_h is None:
@@ -234,9 +234,7 @@ class Sequence:
                 multiply(z_r, hp_c, h_next)
             else:
                 multiply(z_r, h, rh)
-                rh.dot(w_rh, h_next)
-                if has_b_rh:
-                    plus(h_next, b_rh, h_next)
+                rh_ones.dot(w_rh, h_next)
             plus(h_next, xc, h_next)
             tanh(h_next, h_next)                   # the candidate c
             np.subtract(h, h_next, tmp)            # h - c
