@@ -102,17 +102,19 @@ class Table:
         def num(v):
             return "" if v is None else f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
 
+        def cell(v, unit):
+            return "" if v is None else num(v) + (f" {unit}" if unit else "")
+
         lines = ["| goal | model | edgelite | reference | ratio | target | met |",
                  "|---|---|---:|---:|---:|---:|---|"]
         for r in self.rows:
-            unit = f" {r['unit']}" if r["unit"] and r["edgelite"] is not None else ""
             met = {True: "yes", False: "**no**", None: ""}[r["met"]]
             ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}"
             target = "" if r["target"] is None else f"≤ {r['target']:g}" + (
                 f" {r['unit']}" if r["budget"] else "x")
             note = f" ({r['note']})" if r["note"] else ""
-            lines.append(f"| {r['goal']} | {r['model']}{note} | {num(r['edgelite'])}{unit} | "
-                         f"{num(r['reference'])}{unit} | {ratio} | {target} | {met} |")
+            lines.append(f"| {r['goal']} | {r['model']}{note} | {cell(r['edgelite'], r['unit'])} | "
+                         f"{cell(r['reference'], r['unit'])} | {ratio} | {target} | {met} |")
         return lines
 
 
@@ -276,7 +278,7 @@ def main(argv=None) -> int:
           f"{'; --quick (not a measurement)' if args.quick else ''}\n")
     print("\n".join(t.markdown()))
     met = [r["met"] for r in t.rows if r["met"] is not None]
-    print(f"\n{sum(met)} of {len(met)} goals met")
+    print(f"\n{sum(met)} of {len(met)} rows meet their target")
     if args.json:
         args.json.write_text(json.dumps({"machine": head, "load": load, "rows": t.rows},
                                         indent=1))
