@@ -142,7 +142,7 @@ def test_interpreters_in_threads_do_not_race_on_blas(blas_two_threads):
 
 def test_one_interpreter_used_by_two_threads_is_refused():
     """While thread A is inside invoke(), thread B's invoke / set_tensor / get_tensor /
-    allocate_tensors on the same interpreter raise ConcurrentUseError (LiteRT's contract is one
+    allocate_tensors / reset_all_variables on the same interpreter raise ConcurrentUseError (LiteRT's contract is one
     interpreter per thread); A's invoke is unharmed and the interpreter works afterwards."""
     entered, release = threading.Event(), threading.Event()
     _gates[b"gate"] = (entered, release)
@@ -156,7 +156,8 @@ def test_one_interpreter_used_by_two_threads_is_refused():
         assert entered.wait(10)
         calls = {"invoke()": it.invoke, "set_tensor()": lambda: it.set_tensor(x, X),
                  "get_tensor()": lambda: it.get_tensor(out),
-                 "allocate_tensors()": it.allocate_tensors}
+                 "allocate_tensors()": it.allocate_tensors,
+                 "reset_all_variables()": it.reset_all_variables}
         for name, call in calls.items():
             with pytest.raises(ConcurrentUseError, match=rf"{name[:-2]}\(\) was called while "
                                r"another thread is in invoke\(\) on the same Interpreter"):
@@ -168,7 +169,8 @@ def test_one_interpreter_used_by_two_threads_is_refused():
     assert errors == [None]
     expected = (X @ W.T + B) @ W.T + B
     np.testing.assert_allclose(it.get_tensor(out), expected, rtol=1e-4, atol=1e-4)
-    it.invoke()   # free again
+    it.reset_all_variables()   # free again
+    it.invoke()
 
 
 def test_one_interpreter_in_a_loop_from_two_threads_never_gives_wrong_numbers():
