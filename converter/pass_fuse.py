@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgelite.interpreter.kernels.common import activation_code
 from edgelite.schema import Model
 from edgelite.schema.ops import OPS, Activation
 
@@ -31,10 +32,6 @@ def _each_op(model: Model, kinds):
                 yield ed, op
 
 
-def _activation(op) -> int:
-    return int(getattr(op.options, "fused_activation_function", 0) or 0) if op.options else 0
-
-
 def _close(value, target: float) -> bool:
     return value is not None and value.size == 1 and abs(float(value.reshape(-1)[0]) - target) \
         <= 1e-6 * max(1.0, abs(target))
@@ -49,7 +46,7 @@ def _linear_operand(ed: Editor, op, positions=(0, 1)):
     for k in positions:
         y, c = op.inputs[k], op.inputs[1 - k]
         producer = ed.producer(y)
-        if producer is None or producer.op not in LINEAR or _activation(producer):
+        if producer is None or producer.op not in LINEAR or activation_code(producer.options):
             continue
         f = LINEAR[producer.op]
         value = ed.value(c)
@@ -90,7 +87,8 @@ def _absorb(ed: Editor, producer, op, weights, bias) -> None:
     inputs[f.weights[0]] = ed.const(weights.astype(np.float32, copy=False), f"{name}/weights")
     inputs[f.bias] = ed.const(bias.astype(np.float32), f"{name}/bias")
     ed.set_inputs(producer, inputs)
-    producer.options = producer.options.replace(fused_activation_function=_activation(op))
+    producer.options = producer.options.replace(
+        fused_activation_function=activation_code(op.options))
     ed.set_outputs(producer, op.outputs)
     ed.remove(op)
 
@@ -145,8 +143,9 @@ def fuse_activation(model: Model) -> bool:
     for ed, act in _each_op(model, FUSED_AS):
         x = act.inputs[0]
         producer = ed.producer(x)
-        if (producer is None or producer.op not in TAKES_ACTIVATION or _activation(producer)
-                or len(producer.outputs) != 1 or not ed.only_read_by(x, act)
+        if (producer is None or producer.op not in TAKES_ACTIVATION
+                or activation_code(producer.options) or len(producer.outputs) != 1
+                or not ed.only_read_by(x, act)
                 or ed.sg.tensors[x].dtype != "float32" or producer.options is None):
             continue
         producer.options = producer.options.replace(
@@ -178,16 +177,16 @@ def _hard_sigmoid_of(ed: Editor, s: int, x: int):
     p = ed.producer(s)
     if p is None:
         return None, []
-    if p.op == "ADD" and _activation(p) == Activation.RELU6:
+    if p.op == "ADD" and activation_code(p.options) == Activation.RELU6:
         _, three = _const_operand(ed, p, x)
         return (6, [p]) if _close(three, 3.0) else (None, [])
     if p.op == "RELU6":
         q = ed.producer(p.inputs[0])
-        if q is not None and q.op == "ADD" and not _activation(q) and \
+        if q is not None and q.op == "ADD" and not activation_code(q.options) and \
                 ed.only_read_by(p.inputs[0], p) and _close(_const_operand(ed, q, x)[1], 3.0):
             return 6, [q, p]
         return None, []
-    if p.op in ("MUL", "DIV") and not _activation(p):
+    if p.op in ("MUL", "DIV") and not activation_code(p.options):
         inner, value = _const_operand(ed, p)
         if p.op == "DIV" and (value is None or p.inputs[1] == inner):
             return None, []
@@ -199,12 +198,12 @@ def _hard_sigmoid_of(ed: Editor, s: int, x: int):
         return None, []
     if p.op == "RELU_0_TO_1":
         add = ed.producer(p.inputs[0])
-        if add is None or add.op != "ADD" or _activation(add) or \
+        if add is None or add.op != "ADD" or activation_code(add.options) or \
                 not ed.only_read_by(p.inputs[0], p):
             return None, []
         scaled, half = _const_operand(ed, add)
         mul = ed.producer(scaled) if scaled is not None else None
-        if (mul is None or mul.op != "MUL" or _activation(mul) or not _close(half, 0.5)
+        if (mul is None or mul.op != "MUL" or activation_code(mul.options) or not _close(half, 0.5)
                 or not ed.only_read_by(scaled, add)
                 or not _close(_const_operand(ed, mul, x)[1], 1 / 6)):
             return None, []
@@ -216,7 +215,7 @@ def fuse_hard_swish(model: Model) -> bool:
     """x * relu6(x + 3) / 6 and x * HardSigmoid(x) (alpha 1/6) become HARD_SWISH(x)."""
     changed = False
     for ed, op in _each_op(model, ("MUL",)):
-        if _activation(op) or len(op.inputs) != 2:
+        if activation_code(op.options) or len(op.inputs) != 2:
             continue
         for x, s in ((op.inputs[0], op.inputs[1]), (op.inputs[1], op.inputs[0])):
             if s == x or not ed.only_read_by(s, op):
@@ -246,7 +245,7 @@ def _divide_by_six(ed: Editor, op):
     if len(readers) != 1 or ed.is_output(y):
         return None
     nxt = readers[0]
-    if _activation(nxt) or nxt.op not in ("MUL", "DIV"):
+    if activation_code(nxt.options) or nxt.op not in ("MUL", "DIV"):
         return None
     other, value = _const_operand(ed, nxt, y)
     if other is None or (nxt.op == "DIV" and nxt.inputs[0] != y):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import broadcast_shape, clip_
+from .common import activation_code, broadcast_shape, clip_
 from .registry import register
 
 HALF_MAX = float(np.finfo(np.float16).max)
@@ -31,7 +31,7 @@ def _binary_shapes(node):
 def _arithmetic(ufunc):
     def prepare(node):
         _binary_shapes(node)
-        code = int(getattr(node.options, "fused_activation_function", 0) or 0)
+        code = activation_code(node.options)
         lo, hi = _BOUNDS.get(code, (-HALF_MAX, HALF_MAX))
 
         def run(x, y, out):

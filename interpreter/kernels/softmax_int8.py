@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_
+from .common import activation_code, clip_
 from .fixed_point import INT32_MAX, INT32_MIN, f32, mbqm, quantize_multiplier, rdbpot, srdhm, \
     wrap32
 from .fixed_point_math import exp_on_negative_values, get_reciprocal, inv_sqrt_multiplier, \
@@ -171,7 +171,7 @@ def l2_normalization(node):
     """Each row's x - zp times the fixed-point 1/sqrt of its sum of squares, in 1/128 units
     (reference_integer_ops::L2Normalization; uint8 adds 128 as reference_ops does)."""
     x, key, rows, depth = _row_op(node)
-    if int(getattr(node.options, "fused_activation_function", 0) or 0):
+    if activation_code(node.options):
         raise node.fail("fused activations are not supported (as in TFLite)")
     _, z_in = quant_params(node, 0)
     s_out, z_out = quant_params(node, 0, output=True)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgelite.schema.ops import Activation
+
+from .common import activation_code
 from .while_graph import F32, NoMatch, _biased_fc, _columns, _either, _projection, _sum
 
 
@@ -96,7 +99,7 @@ def _hard_sigmoid(g, cell, t):
     shifted, scale = _either(g, mul.inputs, lambda v: v, lambda v: _scalar32(g, v))
     add = g.producer.get(shifted)
     if add is None or add.op != "ADD" or g.const(shifted) is not None or \
-            int(getattr(add.options, "fused_activation_function", 0) or 0) != 3:
+            activation_code(add.options) != Activation.RELU6:
         raise NoMatch("not relu6(x + shift) * scale")
     g.used.add(id(add))
     x, shift = _either(g, add.inputs, lambda v: v if g.const(v) is None else _no_const(),
@@ -122,7 +125,7 @@ def _simple_rnn(g, cell, rest) -> None:
     out = g.sg.outputs[cell.h]
     last = g.producer.get(out)
     if last is not None and last.op == "ADD" and g.const(out) is None and \
-            int(getattr(last.options, "fused_activation_function", 0) or 0) == 1:
+            activation_code(last.options) == Activation.RELU:
         g.used.add(id(last))   # the sum's last ADD with RELU fused (as TensorFlow writes it)
         cell.activation, z = "RELU", list(last.inputs)
     else:

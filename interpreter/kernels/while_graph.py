@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import activation_code
+
 F32 = np.float32
 
 
@@ -40,7 +42,7 @@ class _Graph:
         op = self.producer.get(t)
         if op is None or t in self.var or self.const(t) is not None or op.op not in names:
             raise NoMatch(f"tensor {t} is not written by {'/'.join(names)}")
-        if int(getattr(op.options, "fused_activation_function", 0) or 0):
+        if activation_code(op.options):
             raise NoMatch(f"{op.op} writing tensor {t} has a fused activation")
         self.used.add(id(op))
         return op
