@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .lower import body_graphs
+
 # The converter's op list (issue 4).
 ISSUE_OPS = frozenset("""
 Add Sub Mul Div Pow Sqrt Reciprocal Neg Abs Exp Log Sin Cos Tanh Sigmoid HardSigmoid HardSwish
@@ -84,11 +86,8 @@ def all_ops(graph) -> set:
     for node in graph.node:
         ops.add(node.op_type if node.domain in ("", "ai.onnx") else
                 f"{node.domain}::{node.op_type}")
-        for attr in node.attribute:
-            if attr.g.node:
-                ops |= all_ops(attr.g)
-            for g in attr.graphs:
-                ops |= all_ops(g)
+        for _, g in body_graphs(node):
+            ops |= all_ops(g)
     return ops
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from edgelite.schema.validate import MAX_ELEMENTS
 
 from .errors import ConversionError
+from .lower import body_graphs
 
 INT32_MAX = 2**31 - 1
 MAX_TENSOR_BYTES = 2**30     # one tensor computed while converting (a folded constant, a shape)
@@ -157,8 +158,7 @@ def _check_graph(graph, problems: list, depth: int, where: str) -> None:
                                 "(.tflite options are int32)")
             elif a.type == a.TENSOR:
                 _check_initializer(a.t, problems, f"{label}: attribute {a.name}: ")
-        bodies = [g for a in node.attribute if a.type in (a.GRAPH, a.GRAPHS)
-                  for g in ([a.g] if a.type == a.GRAPH else list(a.graphs))]
+        bodies = [g for _, g in body_graphs(node)]
         if bodies and depth + 1 > MAX_NESTING:
             problems.append(f"{node.op_type} node {name!r}: body graphs nested more than "
                             f"{MAX_NESTING} deep (ONNX's shape inference reads no deeper)")
