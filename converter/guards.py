@@ -21,12 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from edgelite.schema.validate import MAX_ELEMENTS
+from edgelite.schema.validate import INT32_MAX, MAX_ELEMENTS
 
 from .errors import ConversionError
 from .lower import body_graphs
 
-INT32_MAX = 2**31 - 1
 MAX_TENSOR_BYTES = 2**30     # one tensor computed while converting (a folded constant, a shape)
 LIMIT_VARIABLE = "EDGELITE_CONVERT_TENSOR_LIMIT"   # bytes: overrides MAX_TENSOR_BYTES
 MAX_NESTING = 30   # body graphs in body graphs: onnx's shape inference re-parses the model with

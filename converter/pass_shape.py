@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgelite.schema import Model, remove_dead
+from edgelite.schema.validate import INT32_MAX
 
 from .dim_source import source
 from .editor import Editor
@@ -242,9 +243,6 @@ def tidy_computed_shapes(model: Model) -> None:
                                           fold_gather_of_gather)]
         if not any(changed):
             return
-
-
-INT32_MAX = 2**31 - 1
 
 
 def drop_shape_clamps(model: Model) -> bool:

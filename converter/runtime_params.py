@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-INT32_MAX = 2**31 - 1
+from edgelite.schema.validate import INT32_MAX
 
 
 def is_runtime(b, t: int) -> bool:

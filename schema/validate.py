@@ -11,7 +11,7 @@ from .options import OPERATOR_CODES, options_kind
 
 # Largest tensor edgelite accepts: 2**31 elements (8 GiB of float32). A shape beyond it is absurd.
 MAX_ELEMENTS = 2 ** 31
-INT32_MAX = 2 ** 31 - 1
+INT32_MAX = 2 ** 31 - 1   # the largest int32: a .tflite dim, option or index (the converter too)
 
 SUBGRAPH_FIELDS = ("then_subgraph_index", "else_subgraph_index", "cond_subgraph_index",
                     "body_subgraph_index", "init_subgraph_index", "subgraph")

@@ -11,9 +11,9 @@ import numpy as np
 
 from edgelite.interpreter.kernels.fixed_point import round_half_away
 from edgelite.schema import QuantizationParameters
+from edgelite.schema.validate import INT32_MAX
 
 QRANGE = {"int8": (-128, 127), "int16": (-32768, 32767)}
-INT32_MAX = (1 << 31) - 1
 
 
 def activation_params(lo: float, hi: float, dtype: str) -> tuple:
