@@ -283,13 +283,33 @@ def _gather(ed, op, shape: tuple, axes: tuple):
 
 def _ones_moved(ed, x: int, shape: tuple, axes: tuple):
     """A reshape that only adds or drops size-1 dims: its other dims in order are x's."""
-    in_shape = ed.shape(x)
-    src = [i for i, d in enumerate(in_shape) if d != 1]
-    dst = [i for i, d in enumerate(shape) if d != 1]
-    if [in_shape[i] for i in src] != [shape[i] for i in dst] or any(shape[a] == 1 for a in axes):
+    moved = moved_ones(ed.shape(x), shape)
+    if moved is None or any(shape[a] == 1 for a in axes):
         return None
-    where = {o: i for o, i in zip(dst, src)}
-    return x, tuple(where[a] for a in axes)
+    return x, tuple(moved[0][a] for a in axes)
+
+
+def moved_ones(in_shape, out_shape):
+    """A reshape from `in_shape` to `out_shape` that only adds or drops size-1 dims, read left
+    to right: ({out axis: in axis} for the dims it keeps, the in axes it drops, the out axes it
+    adds); None when it moves other dims."""
+    kept, dropped, added = {}, [], []
+    i = j = 0
+    while i < len(in_shape) or j < len(out_shape):
+        d = in_shape[i] if i < len(in_shape) else None
+        e = out_shape[j] if j < len(out_shape) else None
+        if d is not None and d == e:
+            kept[j] = i
+            i, j = i + 1, j + 1
+        elif d == 1:
+            dropped.append(i)
+            i += 1
+        elif e == 1:
+            added.append(j)
+            j += 1
+        else:
+            return None
+    return kept, dropped, added
 
 
 def vector_slice(ed, op):

@@ -8,7 +8,7 @@ import numpy as np
 from edgelite.schema import Model, remove_dead
 from edgelite.schema.validate import INT32_MAX
 
-from .dim_source import source
+from .dim_source import moved_ones, source
 from .editor import Editor
 
 
@@ -56,7 +56,7 @@ def squeeze_through_transpose(model: Model) -> bool:
             dropped = dropped_ones(ed.shape(op.inputs[0]), ed.shape(op.outputs[0]))
             if not dropped:
                 continue
-            source = producer.inputs[0]
+            x = producer.inputs[0]
             gone = sorted(perm[a] for a in dropped)
             left = [p for a, p in enumerate(perm) if a not in dropped]
             order = sorted(left)
@@ -64,10 +64,10 @@ def squeeze_through_transpose(model: Model) -> bool:
             out = op.outputs[0]
             tensor = sg.tensors[out]
             squeezed = out if rest == sorted(rest) else ed.tensor(
-                f"{tensor.name}/squeezed", tuple(ed.shape(source)[p] for p in order),
+                f"{tensor.name}/squeezed", tuple(ed.shape(x)[p] for p in order),
                 tensor.dtype)
-            sg.tensors[squeezed].quantization = sg.tensors[source].quantization
-            new_ops = [ed.new_op("SQUEEZE", [source], [squeezed], {"squeeze_dims": tuple(gone)})]
+            sg.tensors[squeezed].quantization = sg.tensors[x].quantization
+            new_ops = [ed.new_op("SQUEEZE", [x], [squeezed], {"squeeze_dims": tuple(gone)})]
             if squeezed != out:
                 new_ops.append(ed.new_op("TRANSPOSE", [squeezed, ed.const(
                     np.array(rest, np.int32), f"{tensor.name}/perm")], [out]))
@@ -84,15 +84,8 @@ def dropped_ones(in_shape, out_shape):
     """The axes of `in_shape` a reshape to `out_shape` drops, when it only drops size-1 dims
     (the others in order, [] when it drops none); else None. Read the other way, the axes of
     size-1 dims that a reshape from `out_shape` to `in_shape` inserts."""
-    dropped, j = [], 0
-    for i, d in enumerate(in_shape):
-        if j < len(out_shape) and out_shape[j] == d:
-            j += 1
-        elif d == 1:
-            dropped.append(i)
-        else:
-            return None
-    return dropped if j == len(out_shape) else None
+    moved = moved_ones(in_shape, out_shape)
+    return moved[1] if moved is not None and not moved[2] else None
 
 
 def fold_gather_of_gather(model: Model) -> bool:
@@ -258,8 +251,8 @@ def drop_shape_clamps(model: Model) -> bool:
             if kept is None or ed.is_output(op.outputs[0]):
                 continue
             out = sg.tensors[op.outputs[0]]
-            source = sg.tensors[kept]
-            if tuple(source.shape) != tuple(out.shape) or source.dtype != out.dtype:
+            operand = sg.tensors[kept]
+            if tuple(operand.shape) != tuple(out.shape) or operand.dtype != out.dtype:
                 continue
             ed.replace_uses(op.outputs[0], kept)
             changed = True
