@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import clip_, raw
+from .eigen_math import eigen_tanh_
 from .hybrid import (dequantize_rows, dequantized_weights, quantize_rows_asymmetric,
                      quantize_rows_symmetric)
 from .fixed_point import mbqm, quantize_multiplier, wrap32
@@ -60,13 +61,15 @@ def bidirectional_views(outs, merge: bool, fw_size: int, time_major: bool) -> tu
 
 def rnn_activation(node, code):
     """The in-place activation of TFLite's ApplyActivationToVector for fused code `code`. The
-    format has no code 6 (SIGMOID exists only inside TFLite): LiteRT reads it as NONE."""
+    format has no code 6 (SIGMOID exists only inside TFLite): LiteRT reads it as NONE. TANH
+    under BUILTIN_REF is Eigen's, as LiteRT's (eigen_math.py); numpy's by default."""
     code = int(code or 0)
     bounds = {1: (0.0, np.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
     if code in bounds:
         lo, hi = bounds[code]
         return lambda v: clip_(v, lo, hi)
-    table = {0: lambda v: None, 4: _tanh, 5: _signbit, 6: lambda v: None}
+    table = {0: lambda v: None, 4: eigen_tanh_ if exact_rounding(node) else _tanh,
+             5: _signbit, 6: lambda v: None}
     if code not in table:
         raise node.fail(f"unknown fused activation {code}")
     return table[code]
@@ -377,6 +380,8 @@ def svdf(node):
     elif wt.type_name != "float32":
         raise node.fail(f"time weights must be float32 or int8, got {wt.type_name}")
     act = rnn_activation(node, node.options.fused_activation_function)
+    if exact_rounding(node):
+        return _svdf_reference(feature, time_weights, act, batch, filters, memory, units, rank)
 
     def run(a, w_feature, w_time, b, state, out):
         s = _shift_in(state, batch, filters, memory, feature(a, w_feature))
@@ -385,6 +390,29 @@ def svdf(node):
         if b is not None:
             out += b
         act(out)
+    return run
+
+
+def _svdf_reference(feature, time_weights, act, batch, filters, memory, units, rank):
+    """The float SVDF in the order of LiteRT's ApplyTimeWeightsBiasAndActivation (BUILTIN_REF):
+    per filter the time-weighted state summed from 0 over the memory slots in order
+    (BatchVectorBatchVectorDotProduct), the rank filters of each unit summed from 0 in order
+    (ReductionSumVector), then the bias added, then the activation (einsum and sum take their
+    own orders: 1 in the last place off, now and then)."""
+    def run(a, w_feature, w_time, b, state, out):
+        s = _shift_in(state, batch, filters, memory, feature(a, w_feature))
+        wt = np.asarray(w_time if time_weights is None else time_weights, F32)
+        per_filter = np.zeros((batch, filters), F32)
+        for m in range(memory):
+            per_filter += s[:, :, m] * wt[:, m]
+        grouped = per_filter.reshape(batch, units, rank)
+        total = np.zeros((batch, units), F32)
+        for k in range(rank):
+            total += grouped[:, :, k]
+        if b is not None:
+            total += b
+        act(total)
+        out[...] = total
     return run
 
 

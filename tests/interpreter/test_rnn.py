@@ -72,9 +72,12 @@ class _Builder:
         return save(self.model)
 
 
-def _run(module, content, feeds_per_step):
-    """Outputs of consecutive invokes, then of the first feeds again after a variable reset."""
-    it = module.Interpreter(model_content=content)
+def _run(module, content, feeds_per_step, reference=False):
+    """Outputs of consecutive invokes, then of the first feeds again after a variable reset
+    (`reference`: under OpResolverType.BUILTIN_REF)."""
+    kw = {"experimental_op_resolver_type": module.OpResolverType.BUILTIN_REF} if reference \
+        else {}
+    it = module.Interpreter(model_content=content, **kw)
     it.allocate_tensors()
     results = []
     for k, feeds in enumerate(list(feeds_per_step) + [feeds_per_step[0]]):
@@ -87,11 +90,17 @@ def _run(module, content, feeds_per_step):
     return results
 
 
-def _check(content, feeds_per_step, rtol=1e-5, atol=1e-5):
-    ours, theirs = _run(edgelite_interpreter, content, feeds_per_step), \
-        _run(litert, content, feeds_per_step)
+def _check(content, feeds_per_step, rtol=1e-5, atol=1e-5, reference=False):
+    """Against LiteRT within the tolerance; `reference`: both under BUILTIN_REF, bit-exact."""
+    ours, theirs = _run(edgelite_interpreter, content, feeds_per_step, reference), \
+        _run(litert, content, feeds_per_step, reference)
     for a, b in zip(ours, theirs):
-        assert_close(a, b, rtol=rtol, atol=atol)
+        if reference:
+            assert len(a) == len(b)
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)
+        else:
+            assert_close(a, b, rtol=rtol, atol=atol)
     assert not np.allclose(ours[0][0], ours[1][0])  # the state carried over
     for a, b in zip(ours[0], ours[-1]):  # and the reset cleared it
         np.testing.assert_array_equal(a, b)
@@ -235,31 +244,41 @@ def test_bidirectional_sequence_lstm(kwargs):
 
 
 # -- hybrid (int8 weights, float activations) and fully quantized -----------------------------
+#
+# Each hybrid case runs under both resolvers: the default within the tolerance, BUILTIN_REF bit
+# for bit (LiteRT's order of float operations, and Eigen's tanh for TANH: eigen_math.py).
 
+RESOLVERS = pytest.mark.parametrize("reference", [False, True], ids=["default", "builtin_ref"])
+
+
+@RESOLVERS
 @pytest.mark.parametrize("asymmetric", [False, True])
-def test_rnn_hybrid(asymmetric):
+def test_rnn_hybrid(asymmetric, reference):
     batch, n_in, units = 3, 6, 5
     content = _Builder(2).input((batch, n_in)).qconst(units, n_in, scale=0.01) \
         .qconst(units, units, scale=0.015).const(units).variable(batch, units) \
         .build("RNN", [(batch, units)], fused_activation_function=4,
                asymmetric_quantize_inputs=asymmetric)
-    _check(content, _feeds([(batch, n_in)], seed=4))
+    _check(content, _feeds([(batch, n_in)], seed=4), reference=reference)
 
 
+@RESOLVERS
+@pytest.mark.parametrize("act", ["relu", "tanh"])
 @pytest.mark.parametrize("asymmetric", [False, True])
 @pytest.mark.parametrize("time_major", [False, True])
-def test_unidirectional_sequence_rnn_hybrid(asymmetric, time_major):
+def test_unidirectional_sequence_rnn_hybrid(asymmetric, time_major, act, reference):
     batch, steps, n_in, units = 2, 4, 7, 6
     shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
     content = _Builder(3).input(shape).qconst(units, n_in, scale=0.01) \
         .qconst(units, units, scale=0.02).const(units).variable(batch, units) \
         .build("UNIDIRECTIONAL_SEQUENCE_RNN", [shape[:2] + (units,)], time_major=time_major,
-               fused_activation_function=1, asymmetric_quantize_inputs=asymmetric)
-    _check(content, _feeds([shape]))
+               fused_activation_function=ACTIVATIONS[act], asymmetric_quantize_inputs=asymmetric)
+    _check(content, _feeds([shape]), reference=reference)
 
 
+@RESOLVERS
 @pytest.mark.parametrize("asymmetric", [False, True])
-def test_bidirectional_sequence_rnn_hybrid(asymmetric):
+def test_bidirectional_sequence_rnn_hybrid(asymmetric, reference):
     """Batch-major with an aux input of the input's size: LiteRT's hybrid loops step through
     the aux input with the input's size, and its time-major loop runs the sequence once per
     time step."""
@@ -271,20 +290,22 @@ def test_bidirectional_sequence_rnn_hybrid(asymmetric):
     content = b.build("BIDIRECTIONAL_SEQUENCE_RNN", [(batch, steps, fw), (batch, steps, bw)],
                       time_major=False, fused_activation_function=4,
                       asymmetric_quantize_inputs=asymmetric)
-    _check(content, _feeds([(batch, steps, n_in), (batch, steps, n_aux)]))
+    _check(content, _feeds([(batch, steps, n_in), (batch, steps, n_aux)]), reference=reference)
 
 
+@RESOLVERS
+@pytest.mark.parametrize("act", ["relu", "tanh"])
 @pytest.mark.parametrize("asymmetric", [False, True])
-def test_svdf_hybrid(asymmetric):
+def test_svdf_hybrid(asymmetric, act, reference):
     """int8 feature and time weights (LiteRT's hybrid SVDF reads float time weights as int8)."""
     batch, n_in, units, memory, rank = 2, 5, 3, 4, 2
     filters = units * rank
     b = _Builder(5).input((batch, n_in)).qconst(filters, n_in, scale=0.01)
     b = b.qconst(filters, memory, scale=0.02)
     content = b.const(units).variable(batch, memory * filters) \
-        .build("SVDF", [(batch, units)], rank=rank, fused_activation_function=1,
+        .build("SVDF", [(batch, units)], rank=rank, fused_activation_function=ACTIVATIONS[act],
                asymmetric_quantize_inputs=asymmetric)
-    _check(content, _feeds([(batch, n_in)], steps=4))
+    _check(content, _feeds([(batch, n_in)], steps=4), reference=reference)
 
 
 def test_svdf_int8():
@@ -301,3 +322,4 @@ def test_svdf_int8():
     rng = np.random.default_rng(7)
     feeds = [[rng.integers(-128, 128, (batch, n_in)).astype(np.int8)] for _ in range(4)]
     _check(content, feeds, rtol=0, atol=0)
+    _check(content, feeds, reference=True)
