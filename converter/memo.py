@@ -9,7 +9,8 @@ import's time. Outside a conversion (`conversion()`), nothing is kept.
 
 A key names the arrays it was made from by their memory (the data pointer, shape, strides and
 dtype of an array the memo holds, so no other array can take that address) and small values by
-their contents.
+their contents; the parameters by their whole contents (`_param_key`: not repr, which prints a
+numpy array past 1000 elements with "...").
 """
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def made(tag, arrays, params, make) -> list:
     if any(p is not None and p[0] == "array" and id(_root(a)) not in memo.held
            for p, a in zip(parts, arrays)):
         return make()     # an array the memo cannot vouch for: its address may be reused
-    key = (tag, repr(params), parts)
+    key = (tag, _param_key(params), parts)
     hit = memo.made.get(key)
     if hit is not None:
         return hit[1]
@@ -106,6 +107,31 @@ def made(tag, arrays, params, make) -> list:
             memo.keep(v)
     memo.made[key] = (tuple(arrays), values)
     return values
+
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, np.generic)
+
+
+def _param_key(value):
+    """`value` (scalars, numpy arrays, an op's Options, slices, and tuples, lists and dicts of
+    them) as a hashable key that tells any two different values apart; TypeError for others."""
+    from edgelite.schema import Options
+
+    if isinstance(value, _SCALARS):
+        return type(value).__name__, repr(value)   # repr: -0.0 and 0.0 are other keys
+    if isinstance(value, np.ndarray) and not value.dtype.hasobject:
+        return "ndarray", value.dtype.str, value.shape, value.tobytes()
+    if isinstance(value, (tuple, list)):
+        return type(value).__name__, tuple(_param_key(v) for v in value)
+    if isinstance(value, dict):
+        return "dict", tuple((_param_key(k), _param_key(v)) for k, v in value.items())
+    if isinstance(value, Options):
+        return "Options", value.kind, _param_key(value.fields)
+    if isinstance(value, slice):
+        return "slice", _param_key((value.start, value.stop, value.step))
+    raise TypeError(f"memo.made: a parameter of type {type(value).__name__} cannot be part of "
+                    "a key (scalars, numpy arrays, Options, slices, and tuples, lists and "
+                    "dicts of them can)")
 
 
 def _root(array):

@@ -45,6 +45,29 @@ def test_made_is_shared_inside_a_conversion_only():
         assert len(calls) == 2
 
 
+def test_made_keys_parameters_by_their_whole_contents():
+    """Parameters that print alike are other keys: numpy arrays past 1000 elements (repr
+    elides their middles), inside Options too, and -0.0 beside 0.0; what cannot be keyed is
+    refused."""
+    from edgelite.schema import Options
+
+    w = np.arange(100, dtype=np.float32)
+    a, b = np.zeros(2000, np.float32), np.zeros(2000, np.float32)
+    b[1000] = 1.0
+    assert repr(a) == repr(b)
+    with memo.conversion():
+        held = memo.initializer(numpy_helper.from_array(w, "w"))
+        for first, second in [(a, b), (Options("T", v=a), Options("T", v=b)), (0.0, -0.0),
+                              ((slice(0, 2), 1), (slice(0, 3), 1))]:
+            one = memo.made("p", [held], first, lambda: [held * 2])
+            assert memo.made("p", [held], first, lambda: [held * 3]) is one
+            assert memo.made("p", [held], second, lambda: [held * 3]) is not one
+        with pytest.raises(TypeError, match="type object cannot be part of a key"):
+            memo.made("p", [held], (1, object()), lambda: [held])
+        with pytest.raises(TypeError, match="type ndarray cannot"):
+            memo.made("p", [held], np.array([None]), lambda: [held])
+
+
 @pytest.mark.parametrize("build", [dynamic_models.attention_encoder,
                                    dynamic_models.text_recognizer])
 def test_dynamic_conversion_decodes_each_weight_once(build, monkeypatch):
