@@ -150,6 +150,8 @@ class Factors:
         self.sizes += [head, self.sizes[f] // head]
         cut = lambda fs: [g for h in fs for g in (pair if h == f else [h])]  # noqa: E731
         self.source = [cut(fs) for fs in self.source]
+        # fc_in stays as it is: f comes from the current dims, and a FULLY_CONNECTED took its
+        # input's factors out of them (it consumed them), so no later reshape cuts one.
         if self.fc_in is not None:
             self.fc_out = cut(self.fc_out)
         return pair
