@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from . import reference_order
-from .common import bound_on_call, bounds, broadcast_shape, clip, clip_, fixed_view, raw
+from .common import (activation_code, bound_on_call, bounds, broadcast_shape, clip, clip_,
+                     fixed_view, raw)
 from .registry import register
 
 INF = float("inf")
@@ -368,7 +369,7 @@ L2_EPSILON = 1e-6  # TFLite's l2norm.cc: x / max(sqrt(sum(x^2)), 1e-6)
 @register("L2_NORMALIZATION", "float32")
 def l2_normalization(node):
     x = _last_axis(node, same_type=True)
-    if getattr(node.options, "fused_activation_function", 0):
+    if activation_code(node.options):
         raise node.fail("a fused activation is not supported (TFLite refuses it too)")
     total, rows = row_sum(x.shape)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import broadcast_shape
+from .common import activation_code, broadcast_shape
 from .elementwise_int8 import _mul_smaller
 from .elementwise_int8 import _rdbpot_negative
 from .fixed_point import f32, mbqm, quantize_multiplier, srdhm, wrap32
@@ -130,8 +130,7 @@ def div(node):
     s2, z2 = quant_params(node, 1)
     so, zo = quant_params(node, 0, output=True)
     m, e = quantize_multiplier(float(f32(s1) / (f32(s2) * f32(so))))
-    lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0),
-                              node.outputs[0], node)
+    lo, hi = activation_range(activation_code(node.options), node.outputs[0], node)
     refused = node.fail(f"division by zero (an input 1 value equal to its zero point {z2})")
 
     def f(x, y):

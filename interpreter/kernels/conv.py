@@ -372,7 +372,7 @@ def transpose_conv(node):
     o, kh, kw, _ = w.shape
     _check_bias(node, b, o)
     ho, wo = out_shape[1], out_shape[2]
-    act = clamp_activation(getattr(node.options, "fused_activation_function", 0), node)
+    act = clamp_activation(activation_code(node.options), node)
     tail = bias_epilogue(b, act, (n * ho, wo * o), wo)
     # Every input pixel scatters a kh x kw x O patch into an accumulator that covers all
     # patches; the output is its window at (pt, pl).

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .common import broadcast_shape, clip_
+from .common import activation_code, broadcast_shape, clip_
 from .elementwise import binary
 from .elementwise_int8 import _mul_smaller, prepare_integer_binary
 from .fixed_point import f32, mbqm, quantize_multiplier, round_half_away
@@ -60,8 +60,7 @@ def _prepare(node):
     so, zo = quant_params(node, 0, output=True)
     if zo:
         raise node.fail("the int16 output needs zero point 0")
-    lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0),
-                              node.outputs[0], node)
+    lo, hi = activation_range(activation_code(node.options), node.outputs[0], node)
     return shape, scales[0], scales[1], so, lo, hi
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import broadcast_shape, clip
+from .common import activation_code, broadcast_shape, clip
 from .common import raw as c_function
 from .elementwise import binary
 from .fixed_point import f32, mbqm, quantize_multiplier, rdbpot, srdhm, wrap32
@@ -76,8 +76,7 @@ def _add_sub(sign: int):
         mo, sho = quantize_multiplier(real_out)
         if sign > 0 and sho > 0:
             raise node.fail(f"output rescaling multiplier {real_out:g} must be below 1")
-        lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0),
-                                  node.outputs[0], node)
+        lo, hi = activation_range(activation_code(node.options), node.outputs[0], node)
 
         def f(x, y):
             a = _mul_smaller((x - z1) << LEFT_SHIFT, m1, sh1)
@@ -166,8 +165,7 @@ def mul(node):
     s2, z2 = quant_params(node, 1)
     so, zo = quant_params(node, 0, output=True)
     m, s = quantize_multiplier(float(f32(s1) * f32(s2) / f32(so)))
-    lo, hi = activation_range(getattr(node.options, "fused_activation_function", 0),
-                              node.outputs[0], node)
+    lo, hi = activation_range(activation_code(node.options), node.outputs[0], node)
 
     def f(x, y):
         return np.clip(mbqm((x - z1) * (y - z2), m, s) + zo, lo, hi)

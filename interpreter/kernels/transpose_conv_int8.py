@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import activation_code
 from .conv_int16 import X_MAX, requantizer
 from .conv_integer import bias_16x8, conv_multipliers, integer_bias, integer_weights, \
     weight_zero_point
@@ -41,8 +42,7 @@ def transpose_conv(node):
     _, zx = quant_params(node, 2)
     _, zo = quant_params(node, 0, output=True)
     multiplier, shift = conv_multipliers(node, key, o, 0, data=2)
-    lo, hi = activation_range(getattr(opts, "fused_activation_function", 0), node.outputs[0],
-                              node)
+    lo, hi = activation_range(activation_code(opts), node.outputs[0], node)
     wc = w.astype(np.int64) - weight_zero_point(node)
     if key == "int16":
         if zx or zo:

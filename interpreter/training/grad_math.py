@@ -12,20 +12,14 @@ import numpy as np
 
 from edgelite.schema.ops import Activation
 
+from ..kernels.common import activation_code
 from .emit import Emitter, GradientError
-
-
-def _fused_code(op) -> int:
-    opts = op.options
-    if opts is None or "fused_activation_function" not in opts.fields:
-        return 0
-    return int(opts.fused_activation_function or 0)
 
 
 def fused_activation_grad(em: Emitter, op, dy: int) -> int:
     """dy through the op's fused activation, from its output y. Only the clamps act: TFLite's
     float kernels ignore a fused TANH, SIGN_BIT or SIGMOID, so their gradient is dy too."""
-    code = _fused_code(op)
+    code = activation_code(op.options)
     y = op.outputs[0]
     if code == Activation.RELU:
         return em.mul(dy, em.mask("GREATER", y, 0.0))
@@ -63,7 +57,7 @@ def div(em: Emitter, op, dys, needs):
     dy_b = em.div(dy, b)
     grads = [em.unbroadcast(dy_b, a) if needs[0] else None, None]
     if needs[1]:  # d(a/b)/db = -(a/b)/b, with the quotient before any fused clamp
-        q = em.div(a, b) if _fused_code(op) else op.outputs[0]
+        q = em.div(a, b) if activation_code(op.options) else op.outputs[0]
         grads[1] = em.unbroadcast(em.op("NEG", [em.mul(dy_b, q)]), b)
     return grads
 
