@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import TANH, clip_, sigmoid_
+from .eigen_math import eigen_logistic_, eigen_tanh_
 from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, dequantize_row,
                      dequantize_rows, dequantized_weights, quantize_rows_asymmetric,
                      quantize_rows_symmetric)
@@ -68,6 +69,11 @@ def unidirectional_sequence_lstm(node):
     proj_bias = _lstm_float(node, PROJ_B) if node.optional_input(PROJ_B) is not None else None
     act = _activation(node, opts.fused_activation_function, True) or (lambda v: None)
     cell_clip, proj_clip = float(opts.cell_clip), float(opts.proj_clip)
+    sigmoid = {g: sigmoid_ for g in gates}
+    layer_norm = _lstm_layer_norm
+    if exact_rounding(node):   # LiteRT's activations: Eigen's (eigen_math.py)
+        act, sigmoid = _reference_activations(node, gates, batch * n_cell, act)
+        layer_norm = _reference_layer_norm
     if not exact_rounding(node) and not peephole and not use_ln and proj is None and \
             int(opts.fused_activation_function or 0) == TANH:
         return _default_sequence(node, gates, {g: weights(W[g]) for g in gates},
@@ -105,9 +111,9 @@ def unidirectional_sequence_lstm(node):
                 if g in peephole:
                     gate += peephole[g] * c
                 if use_ln:
-                    _lstm_layer_norm(gate, ln[g])
+                    layer_norm(gate, ln[g])
                     gate += bias[g]
-                (act if g == "c" else sigmoid_)(gate)
+                (act if g == "c" else sigmoid[g])(gate)
                 value[g] = gate
             hidden = c.copy()
             act(hidden)
@@ -124,6 +130,41 @@ def unidirectional_sequence_lstm(node):
             h[...] = hidden
             outs[t] = hidden
     return run
+
+
+def _reference_activations(node, gates: str, size: int, act) -> tuple:
+    """(the cell's activation, each sigmoid gate's) as LiteRT's LstmStepHybrid applies them
+    (BUILTIN_REF): Eigen's tanh (ApplyTanhToVector) and logistic (ApplySigmoidToVector) over
+    the gate's [batch * n_cell] values in the scratch buffer, laid out gate after gate (i, c,
+    f, o; c, f, o with CIFG) from an aligned start: each gate's offset decides which of its
+    values Eigen takes by the scalar path."""
+    if int(node.options.fused_activation_function or 0) == TANH:
+        act = eigen_tanh_
+    order = "fco" if gates == "fco" else "icfo"
+    offsets = {g: order.index("c" if g == "c" else g) * size for g in gates}
+
+    def sigmoid(offset):
+        return lambda v: eigen_logistic_(v, offset)
+    return act, {g: sigmoid(offsets[g]) for g in gates}
+
+
+def _reference_layer_norm(x: np.ndarray, coef: np.ndarray) -> None:
+    """MeanStddevNormalization in the reference kernel's order, then the coefficients: per row
+    the sum and the squared deviations summed from 0 in column order, divided by the size,
+    (x - mean) * (1 / sqrt(variance + 1e-8))."""
+    n = x.shape[-1]
+    total = np.zeros(x.shape[:-1], F32)
+    for i in range(n):
+        total += x[..., i]
+    mean = (total / np.float32(n)).astype(F32)
+    diff = (x - mean[..., None]).astype(F32)
+    sq = np.zeros(x.shape[:-1], F32)
+    for i in range(n):
+        sq += diff[..., i] * diff[..., i]
+    variance = (sq / np.float32(n)).astype(F32)
+    inv = (np.float32(1) / np.sqrt(variance + np.float32(1e-8))).astype(F32)
+    np.multiply(diff, inv[..., None], out=x)
+    x *= coef
 
 
 def _lstm_float(node, k: int):
