@@ -72,7 +72,7 @@ def unidirectional_sequence_lstm(node):
     sigmoid = {g: sigmoid_ for g in gates}
     layer_norm = _lstm_layer_norm
     if exact_rounding(node):   # LiteRT's activations: Eigen's (eigen_math.py)
-        act, sigmoid = _reference_activations(node, gates, batch * n_cell, act)
+        act, sigmoid = _reference_activations(node, gates, batch * n_cell, act, time_major)
         layer_norm = _reference_layer_norm
     if not exact_rounding(node) and not peephole and not use_ln and proj is None and \
             int(opts.fused_activation_function or 0) == TANH:
@@ -132,19 +132,27 @@ def unidirectional_sequence_lstm(node):
     return run
 
 
-def _reference_activations(node, gates: str, size: int, act) -> tuple:
+def _reference_activations(node, gates: str, size: int, act, time_major: bool) -> tuple:
     """(the cell's activation, each sigmoid gate's) as LiteRT's LstmStepHybrid applies them
     (BUILTIN_REF): Eigen's tanh (ApplyTanhToVector) and logistic (ApplySigmoidToVector) over
-    the gate's [batch * n_cell] values in the scratch buffer, laid out gate after gate (i, c,
-    f, o; c, f, o with CIFG) from an aligned start: each gate's offset decides which of its
-    values Eigen takes by the scalar path."""
+    the gate's values in the scratch buffer, laid out gate after gate (i, c, f, o; c, f, o with
+    CIFG) [batch * n_cell] apart from an aligned start: each gate's offset decides which of its
+    values Eigen takes by the scalar path. A batch-major LSTM steps one batch row at a time
+    (n_batch = 1, row b at its gate's offset + b * n_cell: each row its own Eigen vector), a
+    time-major one all rows at once."""
     if int(node.options.fused_activation_function or 0) == TANH:
         act = eigen_tanh_
     order = "fco" if gates == "fco" else "icfo"
     offsets = {g: order.index("c" if g == "c" else g) * size for g in gates}
 
     def sigmoid(offset):
-        return lambda v: eigen_logistic_(v, offset)
+        if time_major:
+            return lambda v: eigen_logistic_(v, offset)
+
+        def rows(v):
+            for b, row in enumerate(v):
+                eigen_logistic_(row, offset + b * row.size)
+        return rows
     return act, {g: sigmoid(offsets[g]) for g in gates}
 
 

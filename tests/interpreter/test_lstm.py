@@ -134,9 +134,12 @@ def _run_ref(module, content, xs):
 @pytest.mark.parametrize("exact,kwargs", [
     (True, {}), (True, {"peephole": True}), (True, {"projection": True, "n_out": 3}),
     (True, {"time_major": True}), (True, {"cell_clip": 0.3}), (True, {"layer_norm": True}),
-    (True, {"n_cell": 3, "n_out": 3, "batch": 1}),
-    # not bit-exact yet (see README): CIFG, and gates of batch * n_cell not a multiple of 4
-    (False, {"cifg": True}), (False, {"n_cell": 5, "n_out": 5, "batch": 3}),
+    (True, {"n_cell": 3, "n_out": 3, "batch": 1}), (True, {"n_cell": 5, "n_out": 5, "batch": 3}),
+    (True, {"n_cell": 5, "n_out": 5, "batch": 3, "time_major": True}),
+    (True, {"n_cell": 6, "n_out": 3, "batch": 3, "projection": True, "peephole": True}),
+    (True, {"n_cell": 7, "n_out": 7, "layer_norm": True, "time_major": True}),
+    # not bit-exact yet (see README): CIFG
+    (False, {"cifg": True}),
 ], ids=lambda v: v if isinstance(v, bool) else (",".join(v) or "plain"))
 @pytest.mark.parametrize("asymmetric", [False, True])
 def test_hybrid_lstm_builtin_ref_matches_litert(exact, kwargs, asymmetric):
