@@ -142,7 +142,7 @@ def _reference_activations(node, gates: str, size: int, act, time_major: bool) -
     time-major one all rows at once."""
     if int(node.options.fused_activation_function or 0) == TANH:
         act = eigen_tanh_
-    order = "fco" if gates == "fco" else "icfo"
+    order = "cfo" if gates == "fco" else "icfo"
     offsets = {g: order.index("c" if g == "c" else g) * size for g in gates}
 
     def sigmoid(offset):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgelite.schema import Model, Operator, OperatorCode, Subgraph, Tensor, default_options, save
+from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParameters, Subgraph,
+                             Tensor, default_options, save)
 from tests.opmodel import assert_close
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
@@ -16,7 +17,9 @@ from edgelite import interpreter as edgelite_interpreter  # noqa: E402
 
 def _lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, cifg=False, peephole=False,
                 projection=False, time_major=False, cell_clip=0.0, layer_norm=False,
-                seed=0) -> bytes:
+                seed=0, hybrid=False) -> bytes:
+    """`hybrid`: the weights (input, recurrent, peephole, projection) int8 with one scale each
+    (a dynamic-range LSTM, as the quantizer writes one), the biases and norms float32."""
     rng = np.random.default_rng(seed)
     model = Model()
     sg = Subgraph(name="main")
@@ -25,6 +28,12 @@ def _lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, cifg=False, peephol
 
     def const(name, *shape_):
         value = (rng.standard_normal(shape_) * 0.5).astype(np.float32)
+        if hybrid and name[:2] in ("w_", "r_", "p_", "pr") and name != "proj_b":
+            scale = float(np.abs(value).max()) / 127
+            q = np.clip(np.round(value / scale), -127, 127).astype(np.int8)
+            return sg.add_tensor(Tensor(name, shape_, "int8", buffer=model.add_buffer(q),
+                                        quantization=QuantizationParameters(scale=[scale],
+                                                                            zero_point=[0])))
         return sg.add_tensor(Tensor(name, shape_, buffer=model.add_buffer(value)))
 
     n_proj_out = n_out if projection else n_cell
@@ -138,20 +147,19 @@ def _run_ref(module, content, xs):
     (True, {"n_cell": 5, "n_out": 5, "batch": 3, "time_major": True}),
     (True, {"n_cell": 6, "n_out": 3, "batch": 3, "projection": True, "peephole": True}),
     (True, {"n_cell": 7, "n_out": 7, "layer_norm": True, "time_major": True}),
-    # not bit-exact yet (see README): CIFG
-    (False, {"cifg": True}),
+    (True, {"cifg": True}), (True, {"cifg": True, "peephole": True, "n_cell": 5, "n_out": 5}),
+    (True, {"layer_norm": True, "peephole": True, "cifg": True, "projection": True, "n_out": 3}),
 ], ids=lambda v: v if isinstance(v, bool) else (",".join(v) or "plain"))
 @pytest.mark.parametrize("asymmetric", [False, True])
 def test_hybrid_lstm_builtin_ref_matches_litert(exact, kwargs, asymmetric):
     """The dynamic-range LSTM under BUILTIN_REF in both runtimes: LiteRT's LstmStepHybrid order,
     Eigen's tanh and logistic (eigen_math.py), MeanStddevNormalization's sums in order; bit for
     bit where `exact`, else within the default tolerance."""
-    from edgelite.converter.quantize import quantize
     from edgelite.schema import load
-    q = quantize(load(_lstm_model(**kwargs)), "dynamic", min_weight_elements=0)
-    op = q.model.subgraphs[0].operators[0]
+    model = load(_lstm_model(hybrid=True, **kwargs))
+    op = model.subgraphs[0].operators[0]
     op.options = op.options.replace(asymmetric_quantize_inputs=asymmetric)
-    content = save(q.model)
+    content = save(model)
     rng = np.random.default_rng(1)
     batch = kwargs.get("batch", 2)
     shape = (3, batch, 5) if kwargs.get("time_major") else (batch, 3, 5)
