@@ -33,8 +33,9 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import SIGMOID, TANH, bias_epilogue, clip_, matmul_shape, sigmoid_, \
+from .common import TANH, bias_epilogue, clip_, matmul_shape, \
     with_optional_inputs
+from .eigen_math import eigen_tanh_
 from .fixed_point import EXACT_F32, round_half_away
 from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, fully_connected_shape
 from .registry import KERNELS, Node, TensorInfo, register
@@ -281,16 +282,16 @@ def dequantized_weights(w: np.ndarray, scales: np.ndarray, axis: int) -> np.ndar
 
 
 def _activation(node, code: int, allow_curves: bool):
-    """In-place float activation: clamps (every hybrid op), tanh / sigmoid (FULLY_CONNECTED's
-    ApplyActivationToVector); the other codes do nothing, as in TFLite's conv kernels."""
+    """In-place float activation: clamps (every hybrid op), tanh (FULLY_CONNECTED's and the
+    LSTM's ApplyActivationToVector: numpy's by default, Eigen's under BUILTIN_REF, as LiteRT's,
+    eigen_math.py); the other codes do nothing, as in TFLite's conv kernels. The format has no
+    code 6 (SIGMOID exists only inside TFLite): LiteRT's parser reads it as NONE, so here too."""
     code = int(code or 0)
     if code in ACTIVATION_BOUNDS:
         lo, hi = ACTIVATION_BOUNDS[code]
         return lambda v: clip_(v, lo, hi)
     if allow_curves and code == TANH:
-        return lambda v: np.tanh(v, out=v)
-    if allow_curves and code == SIGMOID:
-        return sigmoid_
+        return eigen_tanh_ if exact_rounding(node) else (lambda v: np.tanh(v, out=v))
     return None
 
 
