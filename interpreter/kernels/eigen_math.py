@@ -1,7 +1,8 @@
-"""Eigen's float32 tanh, as LiteRT's tensor_utils::ApplyTanhToVector computes it (an Eigen array
-expression, `array().tanh()`), for the BUILTIN_REF paths that must match LiteRT bit for bit: the
-recurrent kernels' fused TANH (RnnBatchStep: RNN, UNIDIRECTIONAL_SEQUENCE_RNN,
-BIDIRECTIONAL_SEQUENCE_RNN; SVDF's ApplyActivationToVector).
+"""Eigen's float32 tanh and logistic, as LiteRT's tensor_utils::ApplyTanhToVector and
+ApplySigmoidToVector compute them (Eigen array expressions, `array().tanh()` / `.logistic()`),
+for the BUILTIN_REF paths that must match LiteRT bit for bit: the fused TANH of RnnBatchStep
+(RNN, UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN), SVDF and the dynamic-range
+FULLY_CONNECTED, and the dynamic-range LSTM's gates (LstmStepHybrid).
 
 Eigen's fast tanh (EIGEN_FAST_MATH, its default) is a [9/8] rational approximation of odd
 numerator and even denominator, on the input clamped to [-c, c]:
@@ -9,10 +10,13 @@ numerator and even denominator, on the input clamped to [-c, c]:
     tanh(x) ~= (x^3 P(x^2) + x) / Q(x^2),  P of degree 3, Q of degree 4 (Q(0) = 1),
 
 each polynomial by Horner's rule (ppolevl), every multiply and add rounded to float32 apart
-(LiteRT's x86 wheel is built without FMA: no fused pmadd; c = 7.90738964080810547, the non-FMA
-clamp). Measured against LiteRT 2.3.0's RNN TANH on 16384 values (normal, uniform in [-10, 10]
-and tiny): identical bits, packet lanes and scalar tail alike; numpy's tanh differs from it on
-more than half of them, by up to 2 ulp.
+(LiteRT's x86 wheel is built for SSE without FMA: no fused pmadd; c = 7.90738964080810547, the
+non-FMA clamp). Its scalar path is the same function. Measured against LiteRT 2.3.0's RNN TANH
+on 16384 values (normal, uniform in [-10, 10] and tiny): identical bits; numpy's tanh differs
+on 57% of them, by up to 4 ulp. The logistic's packet and scalar paths differ (see
+eigen_logistic_); measured against LiteRT's LOGISTIC kernel without XNNPACK (an Eigen
+expression too) on 16384 values and on tails: identical bits, NaN and infinities included.
+An ARM or FMA build of LiteRT would round differently (other clamps, fused multiply-adds).
 """
 from __future__ import annotations
 
@@ -60,6 +64,11 @@ def _logistic_packets(v: np.ndarray) -> None:
     """scalar_logistic_op<float>'s packet path, in place: exp(x) / (1 + exp(x)) with exp(x) =
     exp(x / 2)^2, exp(x / 2) = 2^m exp(r) by Cephes' two-part range reduction and a degree-5
     polynomial; 0 below -104, x clamped above at 16.6355324."""
+    with np.errstate(invalid="ignore", over="ignore"):   # -inf and NaN: the masks decide
+        _logistic_packets_of(v)
+
+
+def _logistic_packets_of(v: np.ndarray) -> None:
     zero = v < F32(-104)
     x = np.minimum(v, F32(16.6355324)).astype(F32, copy=False)
     x = x * _HALF
@@ -92,8 +101,12 @@ def eigen_logistic_(v: np.ndarray, offset: int = 0) -> None:
     """v = Eigen's logistic(v) in place, over v's values in order as one Eigen vector whose
     first value lies `offset` floats past a 16-byte boundary: Eigen's assignment loop takes
     the values before the first aligned one and the last (size - head) % 4 by the scalar path,
-    the rest by packets of 4 (the two paths differ in the last place). v: C-contiguous
-    float32."""
+    the rest by packets of 4 (the two paths differ in the last place). v: float32."""
+    if not v.flags.c_contiguous:
+        flat = np.ascontiguousarray(v)
+        eigen_logistic_(flat, offset)
+        v[...] = flat
+        return
     flat = v.reshape(-1)
     n = flat.size
     head = min((-offset) % PACKET, n)
