@@ -142,8 +142,9 @@ def test_interpreters_in_threads_do_not_race_on_blas(blas_two_threads):
 
 def test_one_interpreter_used_by_two_threads_is_refused():
     """While thread A is inside invoke(), thread B's invoke / set_tensor / get_tensor /
-    allocate_tensors / reset_all_variables on the same interpreter raise ConcurrentUseError (LiteRT's contract is one
-    interpreter per thread); A's invoke is unharmed and the interpreter works afterwards."""
+    allocate_tensors / reset_all_variables on the same interpreter raise ConcurrentUseError
+    (LiteRT's contract is one interpreter per thread); A's invoke is unharmed and the
+    interpreter works afterwards."""
     entered, release = threading.Event(), threading.Event()
     _gates[b"gate"] = (entered, release)
     it = _ready(content=_model(b"gate"))
