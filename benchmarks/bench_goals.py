@@ -11,7 +11,8 @@ two runtimes' numbers, the ratio, the target and whether it is met. The parts:
 - overhead (bench_overhead.py): µs per op of a 200-op chain; CPU µs per invoke of the tiny
   models, MobileNetV2 and the int8 files, alternating with LiteRT;
 - int8 (the same run's rows): edgelite int8 / edgelite float and / LiteRT int8, MobileNetV2;
-- hybrid (bench_hybrid.py): dynamic-range DenseNet121 / EfficientNetB0 vs LiteRT, CPU ms;
+- hybrid (bench_hybrid.py): dynamic-range DenseNet121 / EfficientNetB0 vs LiteRT, CPU ms, on
+  the numpy path and (with pyopencl) through the OpenCL delegate (`--delegate`);
 - recurrent (bench_recurrent.py): the sequence ops and Keras LSTM/GRU vs LiteRT, and the
   10^6-step WHILE;
 - threads (bench_threads.py): 2 threads / 1 thread (wall) on every model of the set above 1 ms;
@@ -174,6 +175,17 @@ def hybrid(t: Table, tmp: Path, quick: bool):
             continue
         t.add("6 hybrid convolutions ≤ 2x LiteRT", name, row["edgelite_ms"], row["litert_ms"],
               row["ratio"], 2.0, "ms")
+    try:
+        import pyopencl  # noqa: F401
+    except ImportError:
+        return t.missing("6 hybrid convolutions ≤ 2x, OpenCL delegate", "all",
+                         "pyopencl is not installed")
+    r = _run("bench_hybrid.py", ["--delegate", "--blocks", "3" if quick else "7", "--only",
+                                 *HYBRID], tmp / "hybrid_delegate.json")
+    for name, row in (r or {}).items():
+        t.add("6 hybrid convolutions ≤ 2x LiteRT, OpenCL delegate on PoCL", name,
+              row["opencl_process_ms"], row["litert_process_ms"], row["opencl_ratio_cpu"], 2.0,
+              "ms", f"CPU time; wall {row['opencl_ratio_wall']:.2f}x")
 
 
 def recurrent(t: Table, tmp: Path, quick: bool):
