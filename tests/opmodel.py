@@ -113,17 +113,22 @@ def run_interpreter(it, feeds: list) -> list:
     return [it.get_tensor(d["index"]) for d in it.get_output_details()]
 
 
-def run_steps(module, content: bytes, feeds_per_step: list) -> list:
+def run_steps(module, content: bytes, feeds_per_step: list, **options) -> list:
     """Outputs of consecutive invokes on one interpreter of `module` (edgelite's or LiteRT's
-    interpreter module): state (variables) carries over between steps."""
-    it = module.Interpreter(model_content=content)
+    interpreter module; `options` to its constructor): state (variables) carries over between
+    steps."""
+    return invokes(module.Interpreter(model_content=content, **options), feeds_per_step)
+
+
+def invokes(it, feeds_per_step: list) -> list:
+    """Outputs (copies) of consecutive invokes of a built interpreter, after allocate."""
     it.allocate_tensors()
     results = []
     for feeds in feeds_per_step:
         for d, value in zip(it.get_input_details(), feeds):
             it.set_tensor(d["index"], value)
         it.invoke()
-        results.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
+        results.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
     return results
 
 

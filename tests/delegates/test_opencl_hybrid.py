@@ -28,6 +28,7 @@ from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParamete
                              Tensor, default_options, save)
 from tests.delegates.compare import TOLERANCE, assert_matches
 from tests.delegates.hybrid import float_twin, hybrid_ops
+from tests.opmodel import invokes
 
 # measured 5.3e-3 (XNNPACK) and 9.6e-3 (builtin kernels): LiteRT's int8 input rounding
 LITERT_REL = 3e-2
@@ -95,13 +96,7 @@ def _inputs(n: int = 3) -> list:
 
 
 def _run(it, xs: list) -> list:
-    it.allocate_tensors()
-    outs = []
-    for x in xs:
-        it.set_tensor(it.get_input_details()[0]["index"], x)
-        it.invoke()
-        outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-    return outs
+    return [outputs[0] for outputs in invokes(it, [[x] for x in xs])]
 
 
 def _delegated(content: bytes, delegate):

@@ -7,7 +7,7 @@ import pytest
 
 from edgelite.schema import (Model, Operator, OperatorCode, QuantizationParameters, Subgraph,
                              Tensor, default_options, save)
-from tests.opmodel import assert_close
+from tests.opmodel import assert_close, run_steps
 
 litert = pytest.importorskip("ai_edge_litert.interpreter",
                              reason="LiteRT (ai-edge-litert) is the oracle: "
@@ -129,15 +129,9 @@ def test_batch_one_narrow_input_lstm_of_no_steps(dynamic):
 
 
 def _run_ref(module, content, xs):
-    it = module.Interpreter(model_content=content,
-                            experimental_op_resolver_type=module.OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    outs = []
-    for x in xs:
-        it.set_tensor(it.get_input_details()[0]["index"], x)
-        it.invoke()
-        outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-    return outs
+    steps = run_steps(module, content, [[x] for x in xs],
+                      experimental_op_resolver_type=module.OpResolverType.BUILTIN_REF)
+    return [outputs[0] for outputs in steps]
 
 
 @pytest.mark.parametrize("exact,kwargs", [
