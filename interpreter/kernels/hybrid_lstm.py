@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import TANH, clip_, sigmoid_
+from .common import TANH, activation_code, clip_, sigmoid_
 from .eigen_math import eigen_logistic_, eigen_tanh_
 from .hybrid import (F32, _activation, _int8_weights, _IntegerMatmul, dequantize_row,
                      dequantize_rows, dequantized_weights, quantize_rows_asymmetric,
@@ -140,10 +140,10 @@ def _reference_activations(node, gates: str, size: int, act, time_major: bool) -
     values Eigen takes by the scalar path. A batch-major LSTM steps one batch row at a time
     (n_batch = 1, row b at its gate's offset + b * n_cell: each row its own Eigen vector), a
     time-major one all rows at once."""
-    if int(node.options.fused_activation_function or 0) == TANH:
+    if activation_code(node.options) == TANH:
         act = eigen_tanh_
     order = "cfo" if gates == "fco" else "icfo"
-    offsets = {g: order.index("c" if g == "c" else g) * size for g in gates}
+    offsets = {g: order.index(g) * size for g in gates}
 
     def sigmoid(offset):
         if time_major:
