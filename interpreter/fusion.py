@@ -4,6 +4,8 @@ them. The rules:
 
 - CONV_2D then the MAX_POOL_2D whose windows tile its output: one matmul and one reduction
   (kernels/conv.py, `max_pool_fusion`).
+- LOGISTIC then the MUL of its input and its output (swish, SiLU: EfficientNet's activation):
+  x * sigmoid(x) in four passes (kernels/unary.py, `swish`).
 - TensorFlow's lowering of LayerNormalization (ten ops: MEAN, SQUARED_DIFFERENCE, MEAN, ADD,
   RSQRT, MULs, ADD), with the FULLY_CONNECTED feeding it when it feeds nothing else
   (kernels/layer_norm.py).
@@ -121,6 +123,31 @@ def _conv_max_pool(ctx, i):
     from .kernels import conv
     run = conv.max_pool_fusion(*chain)
     return None if not run else ((chain[0].oi, run, chain[0].ins, chain[1].outs), 2)
+
+
+# -- swish: LOGISTIC, then MUL of its input by its output ----------------------------------
+
+def _swish(ctx, i):
+    if i + 2 > len(ctx.specs):
+        return None
+    sig, mul = ctx.link(i), ctx.link(i + 1)
+    if sig is None or mul is None or sig.node.op != "LOGISTIC" or mul.node.op != "MUL" \
+            or len(sig.ins) != 1 or len(sig.outs) != 1:
+        return None
+    x, s = sig.ins[0], sig.outs[0]     # the sigmoid read by this MUL only, as either input
+    if sorted(mul.ins) != sorted([x, s]) or x == s or not _only_reader(ctx, s):
+        return None
+    shape = tuple(sig.node.inputs[0].shape)
+    code = activation_code(mul.node.options)
+    if code and code not in ACTIVATION_BOUNDS:
+        return None
+    if any(t.dtype != F32 or tuple(t.shape) != shape
+           for t in (sig.node.inputs[0], mul.node.inputs[0], mul.node.inputs[1],
+                     mul.node.outputs[0])):
+        return None
+    from .kernels.unary import swish
+    run = swish(mul.node, shape, ACTIVATION_BOUNDS[code] if code else None)
+    return (sig.oi, run, [x], list(mul.outs)), 2
 
 
 # -- layer normalization ---------------------------------------------------------------------
@@ -305,4 +332,4 @@ def _only_reader(ctx, t) -> bool:
 # Rule sets, each run to a fixed point in turn: the chains first, then the FULLY_CONNECTEDs
 # absorbing their producers, innermost first (conv + pool -> FC -> FC: the first FC takes the
 # fused convolution in, then the second FC that step).
-PASSES = [[_conv_max_pool, _layer_norm], [_fully_connected_with_producer]]
+PASSES = [[_conv_max_pool, _swish, _layer_norm], [_fully_connected_with_producer]]

@@ -1,0 +1,150 @@
+"""Swish (LOGISTIC, then MUL of its input by its output: EfficientNet's activation) fused into
+one step (interpreter/fusion.py, kernels/unary.py's `swish`, issue 17): the same values as the
+two ops one by one and as LiteRT, in four numpy passes instead of six; not fused where the
+sigmoid is seen or read elsewhere."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgelite.interpreter import Interpreter
+from tests.interpreter.test_fusion import RELU6, Graph
+from tests.opmodel import run_interpreter, run_litert
+
+
+def swish_model(shape=(1, 6, 7, 5), order=("x", "s"), act=0, sigmoid_is_output=False,
+                second_reader=False, producer=True) -> bytes:
+    """in -> (ADD c) -> x -> LOGISTIC -> s; MUL(x, s) in `order` (+ act) -> y. With
+    `second_reader` s also feeds an ADD whose output is a second graph output."""
+    g = Graph(3)
+    inp = g.tensor("in", shape)
+    x = g.op("ADD", [inp, g.const("c", g.rng.standard_normal(shape).astype(np.float32))]) \
+        if producer else inp
+    s = g.op("LOGISTIC", [x])
+    named = {"x": x, "s": s}
+    y = g.op("MUL", [named[order[0]], named[order[1]]], fused_activation_function=act)
+    outs = [y]
+    if sigmoid_is_output:
+        outs.append(s)
+    if second_reader:
+        outs.append(g.op("ADD", [s, g.const("d", np.float32(1.0))]))
+    return g.save([inp], outs)
+
+
+def _input(shape, seed=0) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32) * 4
+    flat = x.reshape(-1)
+    tails = [-100.0, 100.0, -30.0, 30.0, 0.0]           # saturated tails, zero
+    flat[:len(tails)] = tails[:flat.size]
+    return x
+
+
+def _run(content, x, **kwargs):
+    it = Interpreter(model_content=content, **kwargs)
+    return it, run_interpreter(it, [x])
+
+
+@pytest.mark.parametrize("order", [("x", "s"), ("s", "x")])
+@pytest.mark.parametrize("act", [0, RELU6])
+@pytest.mark.parametrize("producer", [True, False])
+def test_swish_fuses_and_matches_the_ops_and_litert(order, act, producer):
+    shape = (1, 6, 7, 5)
+    content = swish_model(shape, order, act, producer=producer)
+    x = _input(shape)
+    it, fused = _run(content, x)
+    ops = [it._main.sg.operators[oi].opcode.name for oi in it._main.run_ops]
+    assert ops == (["ADD"] if producer else []) + ["LOGISTIC"], ops   # the MUL runs inside
+    _, one_by_one = _run(content, x, experimental_preserve_all_tensors=True)
+    theirs = run_litert(content, [x], reference=False)
+    np.testing.assert_allclose(fused[0], one_by_one[0], rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(fused[0], theirs[0], rtol=1e-5, atol=1e-5)
+    ref = x if not producer else None
+    if ref is not None:   # x * sigmoid(x) in float64
+        want = x.astype(np.float64) / (1 + np.exp(-x.astype(np.float64)))
+        if act == RELU6:
+            want = np.clip(want, 0, 6)
+        np.testing.assert_allclose(fused[0], want, rtol=2e-6, atol=2e-6)
+
+
+def test_swish_passes_nan_and_gives_nan_for_minus_inf_as_the_ops_do():
+    shape = (1, 2, 2, 3)
+    content = swish_model(shape, producer=False)
+    x = _input(shape)
+    x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
+    _, fused = _run(content, x)
+    with np.errstate(invalid="ignore"):
+        theirs = run_litert(content, [x], reference=False)[0]
+    got = fused[0].reshape(-1)
+    assert np.isnan(got[0]) and got[1] == np.inf and np.isnan(got[2])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(theirs.reshape(-1)))
+
+
+@pytest.mark.parametrize("why,options", [
+    ("the sigmoid is a graph output", dict(sigmoid_is_output=True)),
+    ("the sigmoid feeds another op too", dict(second_reader=True)),
+])
+def test_swish_is_not_fused_where_the_sigmoid_is_seen(why, options):
+    shape = (1, 3, 4, 2)
+    content = swish_model(shape, **options)
+    x = _input(shape, 1)
+    it, ours = _run(content, x)
+    assert "MUL" in [it._main.sg.operators[oi].opcode.name for oi in it._main.run_ops], why
+    for a, b in zip(ours, run_litert(content, [x], reference=False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_broadcast_mul_of_a_sigmoid_is_not_swish():
+    """Squeeze-excite's MUL(x, sigmoid(se)): x is not the sigmoid's input."""
+    g = Graph(4)
+    x = g.tensor("x", (1, 4, 4, 3))
+    se = g.tensor("se", (1, 1, 1, 3))
+    y = g.op("MUL", [x, g.op("LOGISTIC", [se])])
+    content = g.save([x, se], [y])
+    it = Interpreter(model_content=content)
+    feeds = [_input((1, 4, 4, 3)), _input((1, 1, 1, 3), 2)]
+    ours = run_interpreter(it, feeds)
+    assert len(it._main.run_ops) == 2
+    np.testing.assert_allclose(ours[0], run_litert(content, feeds, reference=False)[0],
+                               rtol=1e-5, atol=1e-5)
+
+
+UFUNCS = ("multiply", "add", "subtract", "divide", "negative", "reciprocal", "exp", "tanh")
+
+
+def _ufunc_calls(content, x, monkeypatch, **kwargs) -> list:
+    """The ufuncs of UFUNCS one invoke calls, in order: wrapped before the interpreter is built
+    (kernels bind their ufuncs at prepare)."""
+    seen, on = [], [False]
+
+    class Counted:   # .reduce and the other attributes pass through, uncounted
+        def __init__(self, name, f):
+            self.name, self.f = name, f
+
+        def __call__(self, *args, **kw):
+            if on[0]:
+                seen.append(self.name)
+            return self.f(*args, **kw)
+
+        def __getattr__(self, attr):
+            return getattr(self.f, attr)
+    with monkeypatch.context() as m:
+        for name in UFUNCS:
+            m.setattr(np, name, Counted(name, getattr(np, name)))
+        it = Interpreter(model_content=content, **kwargs)
+        run_interpreter(it, [x])
+        on[0] = True
+        it.invoke()
+    return seen
+
+
+def test_a_fused_swish_makes_four_passes(monkeypatch):
+    """Timing-free guard: LOGISTIC then MUL made six passes (negative, clip, exp, add,
+    reciprocal; multiply), the fused step four, and no exp (twice tanh's cost)."""
+    shape = (1, 8, 8, 16)
+    content = swish_model(shape, producer=False)
+    x = _input(shape)
+    fused = _ufunc_calls(content, x, monkeypatch)
+    assert fused == ["multiply", "tanh", "multiply", "add"], fused
+    apart = _ufunc_calls(content, x, monkeypatch, experimental_preserve_all_tensors=True)
+    # (clip and the MUL's multiply are bound at import: uncounted)
+    assert apart == ["negative", "exp", "add", "reciprocal"], apart
