@@ -130,5 +130,6 @@ def with_producer(producer, shape, node):
             dot(weights, ext, o1)
             if lo is not None:
                 clip(o1, lo, hi, o1)
+        run.taken = getattr(produce, "taken", None)   # a gathering producer's (conv.py)
         return run
     return bound_on_call(bind, "the fused FULLY_CONNECTED")
