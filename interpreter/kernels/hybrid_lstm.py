@@ -213,7 +213,8 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
     x = node.input(X).shape
     steps, n_input = (x[0] if time_major else x[1]), x[2]
     if batch == 1 and len(gates) == 4 and n_input < n_cell:
-        return _stacked(w_x, w_h, bias, asymmetric, steps, n_input, n_cell, cell_clip)
+        return _stacked(w_x, w_h, bias, asymmetric, steps, n_input, n_cell, cell_clip,
+                        time_major)
     half = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, F32) for g in gates])
 
     def stacked(ws):   # the gates' int8 weights one above the other, each row's scale
@@ -243,7 +244,7 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
     return run
 
 
-def _stacked(w_x, w_h, bias, asymmetric, steps, n_input, n_cell, cell_clip):
+def _stacked(w_x, w_h, bias, asymmetric, steps, n_input, n_cell, cell_clip, time_major):
     """The batch-1 default dynamic-range LSTM over a narrow input: rnn_cells.StackedLstm over
     the weights dequantized once, x's rows quantized and dequantized at once per invoke, h's
     each step (hybrid.dequantize_row), as _default_sequence computes them."""
@@ -252,9 +253,12 @@ def _stacked(w_x, w_h, bias, asymmetric, steps, n_input, n_cell, cell_clip):
     m = stacked_weights(dequantized(w_x), dequantized(w_h), bias, n_cell)
     recurrence = StackedLstm(m, n_cell, steps, cell_clip, dequantize_row, asymmetric)
     xq = np.empty((steps, n_input), F32)
+    xq_rows = xq[:, None]   # [steps, 1, n_input]: time-major
 
     def run(*arrays):
         dequantize_rows(np.ascontiguousarray(arrays[X], F32).reshape(steps, n_input), xq,
                         asymmetric)
-        recurrence(xq, arrays[H_STATE], arrays[C_STATE], arrays[-1])
+        out = arrays[-1]
+        recurrence(xq_rows, arrays[H_STATE], arrays[C_STATE],
+                   out if time_major else out.swapaxes(0, 1))
     return run

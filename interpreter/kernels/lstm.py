@@ -160,8 +160,8 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
     n_cell = node.input(W_F).shape[0]
     x = node.input(X).shape
     batch, steps = (x[1], x[0]) if time_major else (x[0], x[1])
-    if batch == 1 and len(gates) == 4 and x[2] < n_cell:
-        return _stacked(ins, x[2], n_cell, steps, time_major, float(node.options.cell_clip))
+    if len(gates) == 4 and x[2] < n_cell:
+        return _stacked(ins, n_cell, steps, batch, time_major, float(node.options.cell_clip))
     scale = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, np.float32)
                             for g in gates])
     w = np.concatenate([np.asarray(ins[W[g]].data, np.float32) for g in gates]).T * scale
@@ -197,16 +197,20 @@ def stacked_weights(w: dict, r: dict, b: dict, n_cell: int) -> np.ndarray:
     return np.ascontiguousarray(m, np.float32)
 
 
-def _stacked(ins, n_input: int, n_cell: int, steps: int, time_major: bool, cell_clip: float):
-    """The batch-1 plain LSTM with a narrow input (n_input < n_cell: a GEMV over [h, x, 1] costs
-    less than the input projection's GEMM and a sum a step): rnn_cells.StackedLstm."""
+def _stacked(ins, n_cell: int, steps: int, batch: int, time_major: bool, cell_clip: float):
+    """The plain LSTM with a narrow input (n_input < n_cell: a product of [h, x, 1] costs less
+    than the input projection's GEMM and a sum a step): rnn_cells.StackedLstm (any batch)."""
     def data(t):
         return None if t is None else np.asarray(t.data, np.float32)
     m = stacked_weights({g: data(ins[W[g]]) for g in STACKED},
                         {g: data(ins[R[g]]) for g in STACKED},
                         {g: data(ins[B[g]]) for g in STACKED}, n_cell)
-    recurrence = StackedLstm(m, n_cell, steps, cell_clip)
-
-    def run(*arrays):
-        recurrence(arrays[X], arrays[H_STATE], arrays[C_STATE], arrays[-1])
+    recurrence = StackedLstm(m, n_cell, steps, cell_clip, batch=batch)
+    if time_major:
+        def run(*arrays):
+            recurrence(arrays[X], arrays[H_STATE], arrays[C_STATE], arrays[-1])
+    else:
+        def run(*arrays):
+            recurrence(arrays[X].swapaxes(0, 1), arrays[H_STATE], arrays[C_STATE],
+                       arrays[-1].swapaxes(0, 1))
     return run

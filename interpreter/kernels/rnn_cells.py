@@ -108,56 +108,75 @@ class LstmSteps:
 
 
 class StackedLstm:
-    """A batch-1 sequence LSTM (no CIFG, projection or peepholes; TANH) whose step is one GEMV
-    and seven ufuncs (LstmSteps: nine besides the product and the input projection's sum).
-    Row t of v is [h_{t-1}, x_t, 1], so one product with `m` = [[R^T], [W^T], [b]] (the columns
-    in the order o, i, f, g, the sigmoid gates' scaled by 0.5: LOGISTIC as 0.5 + 0.5 tanh) gives
+    """A sequence LSTM (no CIFG, projection or peepholes; TANH) whose step is one product and
+    seven ufuncs (LstmSteps: nine besides the product and the input projection's sum). Row t
+    of v is [h_{t-1}, x_t, 1], so one product with `m` = [[R^T], [W^T], [b]] (the columns in
+    the order o, i, f, g, the sigmoid gates' scaled by 0.5: LOGISTIC as 0.5 + 0.5 tanh) gives
     every pre-activation; the input projection and the bias are no pass of their own (the sum's
     order is BLAS's). z holds [o, i, f, g, c]: one multiply makes [i * g, f * c] from its
-    neighbouring pairs, one add the new c in place. `dequantize` (hybrid.dequantize_row): h is
-    quantized and dequantized into v's next row, as the default resolver's hybrid product (x's
-    rows given dequantized too), else h goes there as it is."""
+    neighbouring pairs, one add the new c in place. Batch 1 keeps v [steps + 1, width] and z
+    [5n] (a GEMV v_t m); a batch keeps them gate-major, v [steps + 1, width, batch] and z
+    [5n, batch] (the product m^T v_t): every gate a contiguous block for every batch row (the
+    batch-major [batch, 5n] would make each gate a strided view, ~3x a contiguous ufunc's call
+    cost). `dequantize` (hybrid.dequantize_row, batch 1): h is quantized and dequantized into
+    v's next row, as the default resolver's hybrid product (x's rows given dequantized too),
+    else h goes there as it is."""
 
     def __init__(self, m: np.ndarray, n_cell: int, steps: int, cell_clip: float,
-                 dequantize=None, asymmetric: bool = False):
+                 dequantize=None, asymmetric: bool = False, batch: int = 1):
+        if dequantize is not None and batch != 1:
+            raise ValueError("StackedLstm quantizes h per step for batch 1 only")
         n = n_cell
         width = m.shape[0]
-        self.n, self.steps, self.m = n, steps, m
-        self.v = np.zeros((steps + 1, width), np.float32)
+        lanes = () if batch == 1 else (batch,)   # the trailing batch axis, gate-major
+        self.n, self.steps, self.m, self.batch = n, steps, m, batch
+        self.v = np.zeros((steps + 1, width) + lanes, np.float32)
         self.v[:, -1] = 1
         self.x = self.v[:steps, n:width - 1]
-        self.z = np.zeros(5 * n, np.float32)
-        self.half = np.full(3 * n, 0.5, np.float32)
-        self.p = np.zeros(2 * n, np.float32)
-        self.tc = np.zeros(n, np.float32)
+        self.z = np.zeros((5 * n,) + lanes, np.float32)
+        self.half = np.full((3 * n,) + lanes, 0.5, np.float32)
+        self.p = np.zeros((2 * n,) + lanes, np.float32)
+        self.tc = np.zeros((n,) + lanes, np.float32)
         self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
         self.dequantize, self.asymmetric = dequantize, asymmetric
         self.scalars = (np.zeros((), np.float32), np.zeros((), np.float32))   # scale, 1/scale
         # h's own rows where v's take it quantized; the output takes them in one copy
         self.h = self.v[1:, :n] if dequantize is None else np.zeros((steps, n), np.float32)
-        self.loop = [(self.v[t].dot, self.h[t], self.v[t + 1, :n]) for t in range(steps)]
         z, p = self.z, self.p
-        self.views = (z[:4 * n], z[:3 * n], z[n:3 * n], z[3 * n:], z[:n], z[4 * n:], p[:n],
-                      p[n:])
+        zg = z[:4 * n]
+        if batch == 1:   # (the product's bound method, its operand): v_t . m
+            products = [(self.v[t].dot, m) for t in range(steps)]
+        else:            # m^T . v_t
+            mt = np.ascontiguousarray(m.T)
+            products = [(mt.dot, self.v[t]) for t in range(steps)]
+        self.loop = [(dot, operand, self.h[t], self.v[t + 1, :n])
+                     for t, (dot, operand) in enumerate(products)]
+        self.views = (zg, z[:3 * n], z[n:3 * n], z[3 * n:], z[:n], z[4 * n:], p[:n], p[n:])
+        self.lanes = _one_lane if batch == 1 else _batch_last
 
-    def __call__(self, x: np.ndarray, h: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
-        """x [steps, n_in] (dequantized where quantized), the states h and c [1, n] (updated)
-        into out (batch 1's output: [1, steps, n] or [steps, 1, n])."""
+
+    def __call__(self, x: np.ndarray, h: np.ndarray, c: np.ndarray, out, h_out=None) -> None:
+        """x [steps, batch, n_in] (time-major; dequantized where quantized), the states h (read)
+        and c [batch, n] (updated) into out [steps, batch, n] (time-major; None: only the
+        states) and h_out (default h) [batch, n]: any strides."""
         if self.steps == 0:   # an empty sequence: the states stay
+            if h_out is not None and h_out is not h:
+                _copyto(h_out, h)
             return
-        n, p, tc, half, m = self.n, self.p, self.tc, self.half, self.m
+        n, p, tc, half = self.n, self.p, self.tc, self.half
         zg, zs, fi, gc, o, cz, p_ig, p_fc = self.views
-        _copyto(self.x, x.reshape(self.x.shape))
+        lanes = self.lanes
+        _copyto(self.x, lanes(x))
         dequantize, asymmetric, scalars = self.dequantize, self.asymmetric, self.scalars
-        h0 = h.reshape(n)
+        h0 = lanes(h)
         if dequantize is None:
             _copyto(self.v[0, :n], h0)
         else:
             dequantize(h0, self.v[0, :n], asymmetric, h0.min(), h0.max(), scalars)
-        _copyto(cz, c.reshape(n))
+        _copyto(cz, lanes(c))
         tanh, mul, add, clip = np.tanh, np.multiply, np.add, self.clip
-        for dot, row, v_next in self.loop:
-            dot(m, zg)
+        for dot, operand, row, v_next in self.loop:
+            dot(operand, zg)
             tanh(zg, zg)
             mul(zs, half, zs)
             add(zs, half, zs)
@@ -170,6 +189,17 @@ class StackedLstm:
             if dequantize is not None:   # bounds by argmin/argmax: a quarter of min/max's cost
                 dequantize(row, v_next, asymmetric, row.item(row.argmin()),
                            row.item(row.argmax()), scalars)
-        _copyto(out, self.h.reshape(out.shape))
-        _copyto(h.reshape(n), self.h[-1])
-        _copyto(c.reshape(n), cz)
+        if out is not None:
+            _copyto(lanes(out), self.h)
+        _copyto(lanes(h if h_out is None else h_out), self.h[-1])
+        _copyto(lanes(c), cz)
+
+
+def _one_lane(a: np.ndarray) -> np.ndarray:
+    """[..., 1, n] as [..., n] (a view, whatever the strides)."""
+    return a[..., 0, :]
+
+
+def _batch_last(a: np.ndarray) -> np.ndarray:
+    """[..., batch, n] as [..., n, batch]: StackedLstm's gate-major layout."""
+    return a.swapaxes(-1, -2)

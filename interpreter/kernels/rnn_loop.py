@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hybrid_row import row_product
-from .rnn_cells import LstmSteps
+from .rnn_cells import LstmSteps, StackedLstm
 
 F32 = np.float32
 
@@ -88,6 +88,8 @@ class Sequence:
             self.lstm_recurrent = self.row_h if self.row_h is not None and not self.has_b_h \
                 else self._recurrent
             self.xp_rows = list(self.xp)
+            self.stacked = self._stacked_lstm(g, steps, batch, units) if hard is None \
+                else None
         else:
             self.z = np.zeros((batch, len(b_x)), F32)
             zr_x, zr_h = _span(g["zx"], g["rx"]), _span(g["zh"], g["rh"])
@@ -122,6 +124,9 @@ class Sequence:
             return False
         for k in c.counters:
             outs[k][...] = start[k] + n
+        if c.kind == "lstm" and self.stacked is not None and t0 == 0 \
+                and n == self.shapes[c.x][0]:
+            return self._run_stacked(values, outs, n)
         for k in c.passed + ([c.c] if c.kind == "lstm" else []) + [c.acc]:
             np.copyto(outs[k], values[k], casting="unsafe")
         h = outs[c.h]
@@ -141,6 +146,37 @@ class Sequence:
         np.copyto(h, prev)
         if c.acc_mode == "last":
             outs[c.acc].reshape(h.shape)[...] = h
+        return True
+
+    def _stacked_lstm(self, g: dict, steps: int, batch: int, units: int):
+        """rnn_cells.StackedLstm for a float LSTM over a narrow input (fewer inputs than units:
+        one product of [h, x_t, 1] a step, no input projection), or None: m's columns are
+        the gates o, i, f, g of both projections, with the bias of both."""
+        if self.w_x is None or self.w_h is None or self.w_x.shape[0] >= units:
+            return None
+        cols = [slice(*g[k]) for k in "oifg"]
+        scaled_x = self.w_x * self.scale_x
+        bias = self.b_x * self.scale_x + self.b_h[0]
+        m = np.concatenate([np.concatenate([a[..., k] for k in cols], axis=-1)
+                            for a in (self.w_h, scaled_x, bias[None])])
+        return StackedLstm(np.ascontiguousarray(m, F32), units, steps, 0.0, batch=batch)
+
+    def _run_stacked(self, values: list, outs: list, n: int) -> bool:
+        """Every step of the sequence through StackedLstm: outs' c (copied from values) and h
+        updated, the output sequence (or the last h) written."""
+        c = self.cell
+        np.copyto(outs[c.c], values[c.c], casting="unsafe")
+        for k in c.passed:
+            np.copyto(outs[k], values[k], casting="unsafe")
+        h, acc = outs[c.h], outs[c.acc]
+        sequence = c.acc_mode == "sequence"
+        if sequence and acc.shape[0] != n:   # rows past the steps keep their values
+            np.copyto(acc, values[c.acc], casting="unsafe")
+        self.stacked(np.asarray(values[c.x], F32), np.asarray(values[c.h], F32), outs[c.c],
+                     acc[:n] if sequence else None, h)
+        if not sequence:
+            acc.reshape(h.shape)[...] = h
+        self.ran = n
         return True
 
     def _rows(self, acc, t0: int, n: int) -> list:

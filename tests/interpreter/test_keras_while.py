@@ -24,6 +24,9 @@ CASES = {
     "lstm-sequences": dict(kind="lstm"),
     "lstm-batch2-last": dict(kind="lstm", batch=2, sequences=False),
     "lstm-no-bias": dict(kind="lstm", bias=False, units=8, n_in=3),
+    # fewer inputs than units: rnn_cells.StackedLstm (batch 1 row-major, a batch gate-major)
+    "lstm-narrow-batch3": dict(kind="lstm", batch=3, units=8, n_in=3),
+    "lstm-narrow-batch4-last": dict(kind="lstm", batch=4, units=8, n_in=3, sequences=False),
     "gru-sequences-batch3": dict(kind="gru", batch=3),
     "gru-last": dict(kind="gru", sequences=False),
     "gru-no-bias": dict(kind="gru", bias=False, steps=9),
@@ -134,10 +137,12 @@ def test_keras_while_under_builtin_ref_runs_op_by_op():
     assert_close(ours, _run(litert, content, invokes=1)[0], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["lstm", "gru"])
-def test_keras_while_fewer_steps_than_the_sequence(kind):
-    """The loop stops before the sequence ends: the TensorArray's later rows keep their zeros."""
-    content = keras_while(kind=kind, steps=7, limit=4)
+@pytest.mark.parametrize("kind,sizes", [("lstm", {}), ("gru", {}),
+                                        ("lstm", dict(units=8, n_in=3, batch=2))])
+def test_keras_while_fewer_steps_than_the_sequence(kind, sizes):
+    """The loop stops before the sequence ends: the TensorArray's later rows keep their zeros
+    (a narrow LSTM, StackedLstm's where it runs the whole sequence, takes LstmSteps here)."""
+    content = keras_while(kind=kind, steps=7, limit=4, **sizes)
     for ours, theirs in zip(_run(edgelite_interpreter, content), _run(litert, content)):
         assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
     assert _frames(content)[1] == 4

@@ -115,6 +115,21 @@ def test_batch_one_narrow_input_lstm_matches_litert(kwargs, dynamic):
     assert not np.allclose(ours[0], ours[1])
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"time_major": True}, {"cell_clip": 0.3}],
+                         ids=lambda k: ",".join(k) or "plain")
+@pytest.mark.parametrize("batch", [2, 5])
+def test_batched_narrow_input_lstm_matches_litert(kwargs, batch):
+    """A batch with fewer inputs than cells takes StackedLstm's gate-major form (v_t [width,
+    batch], one GEMM m^T v_t a step): three invokes against LiteRT, as strict as the others."""
+    content = _lstm_model(batch=batch, steps=7, n_in=6, n_cell=16, n_out=16, **kwargs)
+    rng = np.random.default_rng(2)
+    shape = (7, batch, 6) if kwargs.get("time_major") else (batch, 7, 6)
+    xs = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    ours, theirs = _run(edgelite_interpreter, content, xs), _run(litert, content, xs)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(ours[0], ours[1])
+
+
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_batch_one_narrow_input_lstm_of_no_steps(dynamic):
     """An empty sequence through StackedLstm: an empty output and the states kept, as LiteRT."""

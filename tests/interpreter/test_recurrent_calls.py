@@ -193,6 +193,29 @@ def test_float_sequence_lstm_step_is_one_product_and_seven_ufuncs():
 
 
 @NUMPY2_DISPATCH
+@pytest.mark.parametrize("batch", [3, 4])
+def test_batched_narrow_sequence_lstm_step_is_one_product_and_seven_ufuncs(batch):
+    """A batch over a narrow input: StackedLstm's gate-major step (one GEMM m^T v_t, the same
+    seven ufuncs on contiguous [n, batch] blocks); LstmSteps' was 10 calls (the product, the
+    input projection's sum, its cell's 8)."""
+    from tests.interpreter.test_lstm import _lstm_model
+    calls, frames, names = per_step(lambda n: _lstm_model(batch=batch, steps=n, n_in=16,
+                                                          n_cell=32, n_out=32), names=True)
+    assert calls <= 8 and frames == 0, (calls, frames, names)
+
+
+@NUMPY2_DISPATCH
+@pytest.mark.parametrize("batch,sequences", [(1, True), (4, False)])
+def test_keras_narrow_lstm_loop_step_is_one_product_and_seven_ufuncs(batch, sequences):
+    """The fused Keras LSTM over fewer inputs than units runs StackedLstm (both projections'
+    weights and biases stacked): 8 calls a step, was 10 (LstmSteps)."""
+    from tests.interpreter.keras_while import keras_while
+    calls, frames = per_step(lambda n: keras_while(kind="lstm", batch=batch, units=8, n_in=3,
+                                                   steps=n, sequences=sequences))
+    assert calls <= 8 and frames == 0, (calls, frames)
+
+
+@NUMPY2_DISPATCH
 def test_sequence_rnn_step_is_one_product_and_its_tanh():
     calls, frames = per_step(_rnn)
     assert calls <= 2 and frames == 0, (calls, frames)
