@@ -195,6 +195,99 @@ class StackedLstm:
         _copyto(lanes(c), cz)
 
 
+class StackedGru:
+    """A Keras GRU (sigmoid gates z and r, tanh candidate c; h' = z h + (1 - z) c) whose step
+    is one product of v_t = [x_t, 1, h_{t-1}] with `m` and eight or nine ufuncs (the fused
+    loop's own steps: 12, and an input projection). m's columns are five blocks of n:
+    [z, z, r, hc, xc], the sigmoid ones scaled by 0.5 (LOGISTIC as 0.5 + 0.5 tanh); hc is h's
+    candidate term (reset_after: h U_c + its bias; reset_before: zero columns, r * h goes
+    there) and xc x's (with the candidate's biases). One tanh, one multiply by [0.5, -0.5,
+    0.5] and one add of 0.5 make [z, 1 - z, r]; the candidate c = tanh(xc + r * hc), or
+    tanh(xc + (r * h) `u`) with reset_before (`u`: U_c, [n, n]), lands in v_t right after
+    h_{t-1}, so one multiply of [z, 1 - z] by [h_{t-1}, c] and one add give h_t, written into
+    v_{t+1}. (A zero block of m still multiplies its inputs: an inf in x makes hc NaN where
+    the unfused loop's would not see it; every other gate sees x too.) Batch 1 keeps v [steps
+    + 1, width] (row-major GEMV), a batch v [steps + 1, width, batch] (gate-major, as
+    StackedLstm)."""
+
+    def __init__(self, m: np.ndarray, n: int, steps: int, u=None, batch: int = 1):
+        n_in = m.shape[0] - n - 1
+        lanes = () if batch == 1 else (batch,)
+        self.n, self.n_in, self.steps, self.batch = n, n_in, steps, batch
+        self.v = np.zeros((steps + 1, n_in + 1 + 2 * n) + lanes, np.float32)
+        self.v[:, n_in] = 1
+        self.x = self.v[:steps, :n_in]
+        self.y = np.zeros((5 * n,) + lanes, np.float32)
+        k = np.repeat(np.array([0.5, -0.5, 0.5], np.float32), n)   # [z, 1 - z, r] from tanh
+        self.k = np.ascontiguousarray(np.broadcast_to(k.reshape((3 * n,) + (1,) * len(lanes)),
+                                                      (3 * n,) + lanes))
+        self.half = np.full((3 * n,) + lanes, 0.5, np.float32)
+        self.r2 = np.zeros((2 * n,) + lanes, np.float32)
+        self.h = self.v[1:, n_in + 1:n_in + 1 + n]
+        y, v = self.y, self.v
+        width = n_in + 1 + n
+        if batch == 1:
+            first = [(v[t, :width].dot, m) for t in range(steps)]
+        else:
+            mt = np.ascontiguousarray(m.T)
+            first = [(mt.dot, v[t, :width]) for t in range(steps)]
+        self.reset_before = u is not None
+        if u is None:
+            second = [(None, None)] * steps
+        elif batch == 1:
+            second = [(y[3 * n:4 * n].dot, np.ascontiguousarray(u, np.float32))] * steps
+        else:
+            second = [(np.ascontiguousarray(np.asarray(u, np.float32).T).dot,
+                       y[3 * n:4 * n])] * steps
+        # per step: the first product, the second (reset_before), h_{t-1}, [h_{t-1}, c], c,
+        # where h_t goes
+        self.loop = [(d1, o1, d2, o2, v[t, n_in + 1:n_in + 1 + n],
+                      v[t, n_in + 1:], v[t, n_in + 1 + n:], v[t + 1, n_in + 1:n_in + 1 + n])
+                     for t, ((d1, o1), (d2, o2)) in enumerate(zip(first, second))]
+        self.views = (y[:3 * n], y[:2 * n], y[2 * n:3 * n], y[3 * n:4 * n], y[4 * n:])
+        self.lanes = _one_lane if batch == 1 else _batch_last
+
+    def __call__(self, x: np.ndarray, h: np.ndarray, out, h_out: np.ndarray) -> None:
+        """x [steps, batch, n_in] (time-major), h [batch, n] (read) into out [steps, batch, n]
+        (time-major; None: only the state) and h_out [batch, n]: any strides."""
+        lanes = self.lanes
+        if self.steps == 0:
+            _copyto(h_out, h)
+            return
+        _copyto(self.x, lanes(x))
+        _copyto(self.v[0, self.n_in + 1:self.n_in + 1 + self.n], lanes(h))
+        gates, pair, r, hc, xc = self.views
+        k, half, r2, n, y = self.k, self.half, self.r2, self.n, self.y
+        r2_a, r2_b = r2[:n], r2[n:]
+        tanh, mul, add = np.tanh, np.multiply, np.add
+        if self.reset_before:
+            for d1, o1, d2, o2, h_prev, hq, c, h_next in self.loop:
+                d1(o1, y)
+                tanh(gates, gates)
+                mul(gates, k, gates)
+                add(gates, half, gates)     # [z, 1 - z, r]
+                mul(r, h_prev, hc)          # r * h
+                d2(o2, c)                   # (r * h) U_c
+                add(c, xc, c)
+                tanh(c, c)
+                mul(pair, hq, r2)           # [z h, (1 - z) c]
+                add(r2_a, r2_b, h_next)
+        else:
+            for d1, o1, _, _, _, hq, c, h_next in self.loop:
+                d1(o1, y)
+                tanh(gates, gates)
+                mul(gates, k, gates)
+                add(gates, half, gates)     # [z, 1 - z, r]
+                mul(r, hc, c)               # r * (h U_c + b)
+                add(c, xc, c)
+                tanh(c, c)
+                mul(pair, hq, r2)           # [z h, (1 - z) c]
+                add(r2_a, r2_b, h_next)
+        if out is not None:
+            _copyto(lanes(out), self.h)
+        _copyto(lanes(h_out), self.h[-1])
+
+
 def _one_lane(a: np.ndarray) -> np.ndarray:
     """[..., 1, n] as [..., n] (a view, whatever the strides)."""
     return a[..., 0, :]

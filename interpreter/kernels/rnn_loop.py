@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hybrid_row import row_product
-from .rnn_cells import LstmSteps, StackedLstm
+from .rnn_cells import LstmSteps, StackedGru, StackedLstm
 
 F32 = np.float32
 
@@ -75,6 +75,7 @@ class Sequence:
         # The h buffers of a loop that keeps only the last step: two, alternating.
         self.pair = (np.zeros((batch, units), F32), np.zeros((batch, units), F32))
         g = c.gates
+        self.stacked = None   # StackedLstm / StackedGru for the whole sequence, where they fit
         if c.kind == "rnn":
             self.xp_rows = list(self.xp)
             self.steps = self._rnn_steps
@@ -111,6 +112,7 @@ class Sequence:
             self.xp_rows = [(tuple(row[:, xl:xh] for (xl, xh), _ in pairs),
                              row[:, slice(*g["hx"])]) for row in self.xp]
             self.steps = self._gru_steps
+            self.stacked = self._stacked_gru(g, steps, batch, units)
 
     def run(self, values: list, outs: list) -> bool:
         """The loop from `values` into `outs` (the WHILE's outputs, of the same shapes); False,
@@ -124,8 +126,7 @@ class Sequence:
             return False
         for k in c.counters:
             outs[k][...] = start[k] + n
-        if c.kind == "lstm" and self.stacked is not None and t0 == 0 \
-                and n == self.shapes[c.x][0]:
+        if self.stacked is not None and t0 == 0 and n == self.shapes[c.x][0]:
             return self._run_stacked(values, outs, n)
         for k in c.passed + ([c.c] if c.kind == "lstm" else []) + [c.acc]:
             np.copyto(outs[k], values[k], casting="unsafe")
@@ -161,19 +162,52 @@ class Sequence:
                             for a in (self.w_h, scaled_x, bias[None])])
         return StackedLstm(np.ascontiguousarray(m, F32), units, steps, 0.0, batch=batch)
 
-    def _run_stacked(self, values: list, outs: list, n: int) -> bool:
-        """Every step of the sequence through StackedLstm: outs' c (copied from values) and h
-        updated, the output sequence (or the last h) written."""
+    def _stacked_gru(self, g: dict, steps: int, batch: int, units: int):
+        """rnn_cells.StackedGru for a float GRU over a narrow input, or None: m's rows [x; 1; h],
+        its columns [z, z, r, hc, xc] from both projections (their 0.5 on z and r in), the
+        biases in its 1 row (reset_before: the candidate's product's too)."""
+        if self.w_x is None or self.w_h is None or self.w_x.shape[0] >= units:
+            return None
         c = self.cell
-        np.copyto(outs[c.c], values[c.c], casting="unsafe")
+        n_in = self.w_x.shape[0]
+        w_x, b_x = self.w_x * self.scale_x, self.b_x * self.scale_x
+        w_h, b_h = self.w_h, self.b_h[0]
+        m = np.zeros((n_in + 1 + units, 5 * units), F32)
+        x_rows, one, h_rows = m[:n_in], m[n_in], m[n_in + 1:]
+        for block, (gx, gh) in enumerate([("zx", "zh"), ("zx", "zh"), ("rx", "rh")]):
+            cols, xs, hs = (slice(block * units, (block + 1) * units), slice(*g[gx]),
+                            slice(*g[gh]))
+            x_rows[:, cols], h_rows[:, cols] = w_x[:, xs], w_h[:, hs]
+            one[cols] = b_x[xs] + b_h[hs]
+        hc, xc, hx = slice(3 * units, 4 * units), slice(4 * units, 5 * units), slice(*g["hx"])
+        x_rows[:, xc], one[xc] = w_x[:, hx], b_x[hx]
+        u = None
+        if c.reset_w is None:   # reset_after: r * (h U_c + b)
+            hh = slice(*g["hh"])
+            h_rows[:, hc], one[hc] = w_h[:, hh], b_h[hh]
+        else:                   # reset_before: (r * h) U_c + b, the bias with x's
+            u = np.asarray(c.reset_w[0], F32).T
+            one[xc] += np.asarray(c.reset_w[1], F32).reshape(-1)
+        return StackedGru(m, units, steps, u, batch=batch)
+
+    def _run_stacked(self, values: list, outs: list, n: int) -> bool:
+        """Every step of the sequence through StackedLstm / StackedGru: outs' h (and an LSTM's
+        c, copied from values) updated, the output sequence (or the last h) written."""
+        c = self.cell
+        lstm = c.kind == "lstm"
+        if lstm:
+            np.copyto(outs[c.c], values[c.c], casting="unsafe")
         for k in c.passed:
             np.copyto(outs[k], values[k], casting="unsafe")
         h, acc = outs[c.h], outs[c.acc]
         sequence = c.acc_mode == "sequence"
         if sequence and acc.shape[0] != n:   # rows past the steps keep their values
             np.copyto(acc, values[c.acc], casting="unsafe")
-        self.stacked(np.asarray(values[c.x], F32), np.asarray(values[c.h], F32), outs[c.c],
-                     acc[:n] if sequence else None, h)
+        x, h0 = np.asarray(values[c.x], F32), np.asarray(values[c.h], F32)
+        if lstm:
+            self.stacked(x, h0, outs[c.c], acc[:n] if sequence else None, h)
+        else:
+            self.stacked(x, h0, acc[:n] if sequence else None, h)
         if not sequence:
             acc.reshape(h.shape)[...] = h
         self.ran = n

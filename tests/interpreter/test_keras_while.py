@@ -35,6 +35,15 @@ CASES = {
     "gru-reset-before": dict(kind="gru", variant="reset_before", batch=2),
     "gru-reset-before-no-bias": dict(kind="gru", variant="reset_before", bias=False,
                                      sequences=False),
+    # fewer inputs than units: rnn_cells.StackedGru
+    "gru-narrow": dict(kind="gru", units=8, n_in=3),
+    "gru-narrow-batch3-last-no-bias": dict(kind="gru", batch=3, units=8, n_in=3,
+                                           sequences=False, bias=False),
+    "gru-reset-before-narrow": dict(kind="gru", variant="reset_before", units=8, n_in=3),
+    "gru-reset-before-narrow-batch2": dict(kind="gru", variant="reset_before", units=8,
+                                           n_in=3, batch=2),
+    "gru-reset-before-narrow-last-no-bias": dict(kind="gru", variant="reset_before", units=8,
+                                                 n_in=3, sequences=False, bias=False),
     "rnn-sequences-batch2": dict(kind="rnn", batch=2),
     "rnn-last-no-bias": dict(kind="rnn", sequences=False, bias=False),
     "lstm-relu-cell": dict(kind="lstm", variant="relu"),
@@ -138,7 +147,8 @@ def test_keras_while_under_builtin_ref_runs_op_by_op():
 
 
 @pytest.mark.parametrize("kind,sizes", [("lstm", {}), ("gru", {}),
-                                        ("lstm", dict(units=8, n_in=3, batch=2))])
+                                        ("lstm", dict(units=8, n_in=3, batch=2)),
+                                        ("gru", dict(units=8, n_in=3, batch=2))])
 def test_keras_while_fewer_steps_than_the_sequence(kind, sizes):
     """The loop stops before the sequence ends: the TensorArray's later rows keep their zeros
     (a narrow LSTM, StackedLstm's where it runs the whole sequence, takes LstmSteps here)."""

@@ -216,6 +216,20 @@ def test_keras_narrow_lstm_loop_step_is_one_product_and_seven_ufuncs(batch, sequ
 
 
 @NUMPY2_DISPATCH
+@pytest.mark.parametrize("variant,batch,calls", [("", 1, 9), ("", 3, 9), ("reset_before", 1, 10),
+                                                 ("reset_before", 2, 10)])
+def test_keras_narrow_gru_loop_step(variant, batch, calls):
+    """The fused Keras GRU over fewer inputs than units runs StackedGru: one product of [x, 1,
+    h], one tanh, multiply and add for [z, 1 - z, r], the candidate in three calls (four with
+    reset_before: its product of r * h), [z h, (1 - z) c] and their sum. The loop's own steps
+    were 12 (reset_before 12-13) and an input projection."""
+    from tests.interpreter.keras_while import keras_while
+    got = per_step(lambda n: keras_while(kind="gru", variant=variant, batch=batch, units=8,
+                                         n_in=3, steps=n))
+    assert got[0] <= calls and got[1] == 0, got
+
+
+@NUMPY2_DISPATCH
 def test_sequence_rnn_step_is_one_product_and_its_tanh():
     calls, frames = per_step(_rnn)
     assert calls <= 2 and frames == 0, (calls, frames)
