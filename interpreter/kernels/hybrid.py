@@ -40,6 +40,7 @@ from .fixed_point import EXACT_F32, round_half_away
 from .geometry import conv_2d_groups, conv_windows, depthwise_multiplier, fully_connected_shape
 from .registry import KERNELS, Node, TensorInfo, register
 from .requantize import exact_rounding
+from .scratch import Scratch
 
 F32 = np.dtype(np.float32)
 
@@ -533,12 +534,76 @@ def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
     n = x.shape[0]
     x_rows = int(np.prod(x.shape[1:]))
     weights = dequantized_weights(w, channel, 0 if kind == "conv" else 3)
+    if kind == "conv" and n == 1 and w.shape[1:3] == (1, 1) and w.shape[3] == x.shape[3] \
+            and tuple(node.outputs[0].shape[1:3]) == tuple(x.shape[1:3]) \
+            and w.shape[0] < w.shape[3]:
+        return _pointwise_run(node, weights, bias, asymmetric)
     run_float = _float_kernel(node, weights, bias=bias, fused=True)
     xq = np.empty((n, x_rows), F32)
 
     def run(x, w_, b_, out):
         dequantize_rows(x.reshape(n, x_rows), xq, asymmetric)
         run_float(xq.reshape(x.shape), None, out)
+    return run
+
+
+def row_parameters(lo: float, hi: float, asymmetric: bool) -> tuple:
+    """(scale, inverse, zero point) of one row whose float32 bounds are lo <= hi, as Python
+    floats: q = round(x * inverse) + zero point, the value (q - zero point) * scale. The
+    arithmetic of dequantize_row (which inlines it: a recurrent step counts its frames) and of
+    quantize_rows_symmetric / quantize_rows_asymmetric; scale and inverse are float32 values."""
+    if not asymmetric:
+        r = max(-lo, hi)
+        scale, inv = (1.0, 127.0) if r == 0 else (r / 127.0, 127.0 / r)
+        return _to_f32(scale), _to_f32(inv), 0.0
+    rmin, rmax = min(lo, 0.0), max(hi, 0.0)
+    if rmin == rmax:
+        return 1.0, 1.0, 0.0
+    wide = _to_f32(rmax - rmin) / 255.0
+    scale = _to_f32(wide)
+    return scale, _to_f32(1.0 / scale), _zero_point(rmin, rmax, wide)
+
+
+def _pointwise_run(node, weights, bias, asymmetric: bool):
+    """The default resolver's 1x1 CONV_2D at batch 1, stride 1, with fewer output channels than
+    input ones (a projection): the integers q = round(x * inv) (clamped about the zero point
+    when the row's bounds need it), one GEMM on the dequantized weights, then the row scale and
+    the bias on the output, out = (q @ W) * scale + bias: the scale costs a pass over the
+    narrower output instead of one over the input (dequantize_rows' last multiply). Float32
+    rounding from the two-pass form (dequantize_rows, then the float kernel), as the default
+    resolver's other hybrid kernels. (An expansion keeps that form: the float kernel's copy
+    into its [x, 1] buffer then carries the bias, and strided passes over a narrow input
+    there cost more than they save.)"""
+    x, out = node.input(0), node.outputs[0]
+    _, h, wd, c = x.shape
+    o = out.shape[3]
+    p = h * wd
+    w2 = np.ascontiguousarray(weights.reshape(o, c).T)                        # [C, O]
+    tiled = None if bias is None else np.tile(bias, wd)                      # one row's
+    lims = None
+    code = int(node.options.fused_activation_function or 0)
+    if code in ACTIVATION_BOUNDS:
+        lims = tuple(np.array(v, F32) for v in ACTIVATION_BOUNDS[code])
+    get = Scratch.of(node).reserve([((p, c), F32)])
+    multiply, add, rint, matmul = np.multiply, np.add, np.rint, np.matmul
+
+    def run(x, w_, b_, out):
+        q = get()[0]
+        x2 = x.reshape(p, c)
+        lo, hi = float(_min(x2, None)), float(_max(x2, None))
+        scale, inv, zp = row_parameters(lo, hi, asymmetric)
+        multiply(x2, F32.type(inv), q)
+        rint(q, q)
+        if asymmetric and (lo * inv + zp < _LOW or hi * inv + zp > _HIGH):
+            clip_(q, -128.0 - zp, 127.0 - zp)
+        o2 = out.reshape(p, o)
+        matmul(q, w2, o2)
+        rows = out.reshape(h, wd * o)
+        multiply(rows, F32.type(scale), rows)
+        if tiled is not None:
+            add(rows, tiled, rows)
+        if lims is not None:
+            clip_(rows, lims[0], lims[1])
     return run
 
 

@@ -56,6 +56,17 @@ CASES = [
     hybrid_case("conv_2d_deep", "CONV_2D", (1, 3, 3, 700), (3, 3, 3, 700), conv_options()),
     hybrid_case("conv_2d_deep_two_groups", "CONV_2D", (1, 5, 4, 128), (6, 3, 3, 128),
                 conv_options()),
+    # 1x1 at batch 1 (the default resolver's own GEMM, hybrid._pointwise_run; "1x1" in the
+    # id): a projection (fewer outputs than inputs: the row scale on the output), an
+    # expansion (on the input), symmetric or asymmetric, with or without a clamp.
+    hybrid_case("conv_2d_1x1_projection_relu6", "CONV_2D", (1, 5, 6, 24), (8, 1, 1, 24),
+                conv_options(act=3), x_shift=0.5),
+    hybrid_case("conv_2d_1x1_expansion_relu", "CONV_2D", (1, 4, 7, 6), (20, 1, 1, 6),
+                conv_options(act=1)),
+    hybrid_case("conv_2d_1x1_projection_per_tensor", "CONV_2D", (1, 3, 3, 16), (4, 1, 1, 16),
+                conv_options(act=1), per_channel=False),
+    hybrid_case("conv_2d_1x1_expansion_per_tensor", "CONV_2D", (1, 3, 5, 4), (12, 1, 1, 4),
+                conv_options(), per_channel=False, x_scale=30.0),
     hybrid_case("conv_2d_deep_1x1_two_groups", "CONV_2D", (1, 4, 4, 1200), (5, 1, 1, 1200),
                 conv_options(), x_shift=0.5),
     hybrid_case("conv_2d_deep_digits", "CONV_2D", (1, 3, 3, 701), (3, 3, 3, 701),

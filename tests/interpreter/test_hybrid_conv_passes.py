@@ -1,0 +1,69 @@
+"""Timing-free guards of the default resolver's hybrid (dynamic-range) convolutions (issue 17,
+goal 6): the passes over the input and the output one convolution makes, counted by the size of
+what each numpy pass writes, never timed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgelite.interpreter import Interpreter, OpResolverType
+from tests.interpreter.cases_hybrid import hybrid_case
+from tests.interpreter.case_data import conv_options
+from tests.opmodel import run_interpreter
+
+PASSES = ("multiply", "rint", "add", "subtract", "copyto", "clip", "minimum", "maximum")
+
+
+def passes(content, feeds, monkeypatch) -> list:
+    """[(numpy function, elements it wrote)] of one invoke, the functions wrapped before the
+    interpreter is built (kernels bind theirs at prepare); reductions count as passes of the
+    array they read."""
+    seen, on = [], [False]
+
+    class Counted:
+        def __init__(self, name, f):
+            self.name, self.f = name, f
+
+        def __call__(self, *args, **kw):
+            if on[0]:
+                target = kw.get("out", args[-1] if len(args) > 1 else args[0])
+                target = target[0] if isinstance(target, tuple) else target
+                seen.append((self.name, int(np.size(target))))
+            return self.f(*args, **kw)
+
+        def __getattr__(self, attr):
+            return getattr(self.f, attr)
+    with monkeypatch.context() as m:
+        for name in PASSES:
+            m.setattr(np, name, Counted(name, getattr(np, name)))
+        it = Interpreter(model_content=content)
+        run_interpreter(it, feeds)
+        on[0] = True
+        it.invoke()
+    return seen
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_a_hybrid_1x1_projection_makes_two_passes_over_its_input(per_channel, monkeypatch):
+    """A 1x1 CONV_2D with fewer outputs than inputs (EfficientNet's and DenseNet's projections):
+    q = round(x * inv) in two passes over the input, the row scale and the bias on the output
+    (hybrid._pointwise_run); dequantize_rows then the float kernel made three over the input."""
+    case = hybrid_case("p", "CONV_2D", (1, 12, 10, 48), (8, 1, 1, 48), conv_options(act=3),
+                       per_channel=per_channel)
+    size_in, size_out = 12 * 10 * 48, 12 * 10 * 8
+    seen = passes(case.model, case.feeds, monkeypatch)
+    over_input = [name for name, n in seen if n == size_in]
+    assert over_input == ["multiply", "rint"], seen
+    assert len([n for _, n in seen if n == size_out]) <= 3, seen     # scale, bias, clamp
+
+
+def test_the_1x1_projection_matches_the_two_pass_form():
+    """The same values as dequantize_rows then a float GEMM, to float32 rounding, and the
+    integer sums of BUILTIN_REF to float32 rounding (test_quantized_passes has the cases)."""
+    case = hybrid_case("p", "CONV_2D", (1, 9, 7, 40), (6, 1, 1, 40), conv_options(),
+                       x_shift=0.7)
+    got = run_interpreter(Interpreter(model_content=case.model), case.feeds)[0]
+    want = run_interpreter(Interpreter(model_content=case.model,
+                                       experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+                           case.feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
