@@ -3,6 +3,7 @@ one process, alternating, beside LiteRT: is an edit of a .cl file faster?
 
     python benchmarks/ab_opencl_kernels.py [--rev HEAD] [--only mobilenet_v2,...]
                                            [--threads 1] [--precision fp32] [--seconds 2]
+                                           [--int8 integer]
 
 On a shared machine the same build measured in two processes moved by +-25 % from run to
 run (load from the others falls on whichever process is running), more than most kernel
@@ -64,6 +65,7 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--int8", default=None)  # an int8 model's "int8" option (e.g. integer)
     args = ap.parse_args(argv)
     from ai_edge_litert.interpreter import Interpreter as LiteRT
     from edgelite.delegates.opencl import device
@@ -75,6 +77,8 @@ def main(argv=None) -> None:
           "max abs A - B |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     options = {"precision": args.precision, "threads": args.threads}
+    if args.int8:
+        options["int8"] = args.int8
     try:
         for name in args.only.split(","):
             path = bo.models_dir(args.models) / f"{name}.tflite"

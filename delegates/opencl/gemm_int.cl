@@ -7,6 +7,11 @@
 //   INT_DOT 512: vpmaddwd on 512-bit vectors (AVX512-BW), 16 channels a vector
 //   INT_DOT 256: vpmaddwd on 256-bit vectors (AVX2), 8 channels a vector
 //   INT_DOT 0:   the same sums in portable OpenCL C (8 channels a vector)
+// INT_VNNI 1 (quant_int.vnni: a CPU with AVX512-VNNI, or AVX-VNNI for 256): the products and
+// their adds as one vpdpwssd, in a function of the target "avx512vnni" / "avxvnni" that the
+// kernel calls (the work-group function PoCL makes of a kernel takes the device's CPU, which
+// lacks the feature whatever the kernel's own target says; LLVM then cannot select the
+// instruction, and a called function keeps its own target: one call per work-item).
 // A work-item converts its TM rows of A to int16 pairs once (a private [TM, K / 2] copy, K <=
 // 2 KMAX2), then computes every panel of PANEL = 2 vectors of channels from `p0` on: per pair
 // of k, one vector of weight pairs a vector, the row's pair broadcast, one pmaddwd and add.
@@ -27,19 +32,34 @@
 #undef DOT
 #undef SPLAT
 #undef LOADW
+#ifndef INT_VNNI
+#define INT_VNNI 0
+#endif
+#undef INT_TARGET
 #if INT_DOT == 512
 typedef short short32_ __attribute__((ext_vector_type(32)));
 #define SW_ short32_
 #define IW_ int16
 #define LANES 16
+#if INT_VNNI
+#define INT_TARGET __attribute__((target("avx512vnni"), noinline))
+#define DOT(acc, x, w) __builtin_ia32_vpdpwssd512((acc), __builtin_bit_cast(int16, (x)), \
+                                                  __builtin_bit_cast(int16, (w)))
+#else
 #define DOT(acc, x, w) ((acc) + __builtin_bit_cast(int16, __builtin_ia32_pmaddwd512((x), (w))))
+#endif
 #define SPLAT(v) __builtin_bit_cast(short32_, (int16)(v))
 #define LOADW(p) __builtin_bit_cast(short32_, vload16(0, (__global const int*)(p)))
 #elif INT_DOT == 256
 #define SW_ short16
 #define IW_ int8
 #define LANES 8
+#if INT_VNNI
+#define INT_TARGET __attribute__((target("avxvnni"), noinline))
+#define DOT(acc, x, w) __builtin_ia32_vpdpwssd256((acc), as_int8(x), as_int8(w))
+#else
 #define DOT(acc, x, w) ((acc) + as_int8(__builtin_ia32_pmaddwd256((x), (w))))
+#endif
 #define SPLAT(v) as_short16((int8)(v))
 #define LOADW(p) vload16(0, (p))
 #else
@@ -51,6 +71,9 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 #define SPLAT(v) as_short16((int8)(v))
 #define LOADW(p) vload16(0, (p))
 #endif
+#ifndef INT_TARGET
+#define INT_TARGET
+#endif
 #define PANEL_I (2 * LANES)
 #ifdef HALF
 #define ST_LANES(v, p) CAT(vstore_half, LANES)((v), 0, (p))
@@ -58,14 +81,13 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 #define ST_LANES(v, p) CAT(vstore, LANES)((v), 0, (p))
 #endif
 
-__kernel void KERNEL(gemm_integer)(__global const T* restrict a,
-                                   __global const short* restrict w,
-                                   __global const int* restrict rq, __global T* restrict out,
-                                   int M, int K, int N, int per_item, float lo, float hi)
+// A work-item's rows m0.. and panels p0.. (the kernel's body: INT_TARGET's function).
+INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
+    __global const T* restrict a, __global const short* restrict w,
+    __global const int* restrict rq, __global T* restrict out, int M, int K, int N,
+    int per_item, float lo, float hi, int m0, int p0)
 {
-    const int m0 = get_global_id(0) * TM, p0 = get_global_id(1) * per_item;
     const int panels = (N + PANEL_I - 1) / PANEL_I, K2 = (K + 1) / 2;
-    if (m0 >= M || p0 >= panels) return;
     int xs[TM][KMAX2];  // the rows' (x[2k], x[2k + 1]) as int16 pairs
     for (int i = 0; i < TM; i++) {
         __global const T* row = a + (size_t)min(m0 + i, M - 1) * K;
@@ -119,6 +141,16 @@ __kernel void KERNEL(gemm_integer)(__global const T* restrict a,
             }
         }
     }
+}
+
+__kernel void KERNEL(gemm_integer)(__global const T* restrict a,
+                                   __global const short* restrict w,
+                                   __global const int* restrict rq, __global T* restrict out,
+                                   int M, int K, int N, int per_item, float lo, float hi)
+{
+    const int m0 = get_global_id(0) * TM, p0 = get_global_id(1) * per_item;
+    if (m0 >= M || p0 >= (N + PANEL_I - 1) / PANEL_I) return;
+    CAT(gemm_integer_rows, SUFFIX)(a, w, rq, out, M, K, N, per_item, lo, hi, m0, p0);
 }
 #undef EPI_I
 #undef ST_LANES

@@ -19,6 +19,7 @@ depthwise convolution that fuse.py folded into one launched on its own before it
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -383,6 +384,24 @@ def int_dot(dev) -> int | None:
     return 512 if arch in AVX512BW else 256 if arch in AVX2 else None
 
 
+VNNI_FLAGS = {512: "avx512_vnni", 256: "avx_vnni"}  # /proc/cpuinfo's name of each width's
+
+
+def vnni(dev, dot: int | None = None) -> int:
+    """gemm_int.cl's INT_VNNI for `dev`: 1 where its CPU (the host: PoCL's CPU device) has the
+    VNNI of pmaddwd's width (AVX512-VNNI for 512, AVX-VNNI for 256): the product and its add
+    as one vpdpwssd, the same int32 sums. EDGELITE_OPENCL_VNNI=0 keeps pmaddwd + add."""
+    from .pocl_cpu import _host_flags
+    dot = int_dot(dev) if dot is None else dot
+    if dot not in VNNI_FLAGS or os.environ.get("EDGELITE_OPENCL_VNNI", "1") == "0":
+        return 0
+    return int(VNNI_FLAGS[dot] in _host_flags())
+
+
+def _defines(dev, dot: int, tm: int) -> dict:
+    return {"VW": 16, "TM": tm, "INT_DOT": dot, "INT_VNNI": vnni(dev, dot)}
+
+
 def _pairs_packed(w_kn: np.ndarray, rq, lanes: int):
     """Weights [K, N] (exact integers) as int16 pairs per panel of 2 x lanes channels,
     [panels, K2, PANEL, 2] (zeros beyond K and N); the panels' epilogue rows: a convolution's
@@ -439,7 +458,7 @@ def build_fc(node, g) -> None:
     g.launch("gemm_int", "gemm_integer", gsize, lsize,
              [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(depth), i32(units),
               i32(per_item), np.float32(rq.lo), np.float32(rq.hi)],
-             {"VW": 16, "TM": tm, "INT_DOT": dot})
+             _defines(g.dev, dot, tm))
 
 
 def gemm_int_plan(node, g):
@@ -494,7 +513,7 @@ def build_conv(node, g) -> None:
     i32 = np.int32
     g.launch("gemm_int", "gemm_integer", gsize, lsize,
              [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(per_item),
-              np.float32(rq.lo), np.float32(rq.hi)], {"VW": 16, "TM": tm, "INT_DOT": dot})
+              np.float32(rq.lo), np.float32(rq.hi)], _defines(g.dev, dot, tm))
 
 
 # integer builders of their own; the others are the float ones' (with REQUANT epilogues)

@@ -175,6 +175,7 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
     fp16 holds the same integers (|q - zero point| <= 255), checked on the digits CNN and by
     test_gemm_integer_matches_reference (measured on MobileNetV2 too: bit-exact)."""
     from edgelite.delegates.opencl.quant_int import int_dot
+    from edgelite.delegates.opencl.quant_int import vnni as vnni_of
     path = models_dir / "mobilenet_v2_int8.tflite"
     delegate = _delegate(int8="integer")
     it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
@@ -198,6 +199,10 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
         assert cpu == ["SOFTMAX"], cpu
         assert launches == [34 + 1 + 17 + 1 + 10 + 1, None], launches
         assert sum(k.startswith("gemm_integer") for k in kernels) == 35, kernels
+        # on a CPU with VNNI of pmaddwd's width every integer product is one vpdpwssd
+        dev = delegate.device_for(it._runtime)
+        vnni = {dict(d).get("INT_VNNI") for name, d in dev.programs if name == "gemm_int"}
+        assert vnni == {vnni_of(dev)}, vnni
         checked = checked[1:]
     d = it.get_input_details()[0]
     for x in _mobilenet_inputs(models_dir, d["shape"]):
@@ -277,13 +282,14 @@ def _has_device() -> bool:
     return True
 
 
-@pytest.mark.parametrize("dot", [512, 256, 0])
+@pytest.mark.parametrize("dot,vnni", [(512, 0), (512, 1), (256, 0), (256, 1), (0, 0)])
 @pytest.mark.parametrize("half", [False, True])
-def test_gemm_integer_matches_reference(dot, half):
-    """gemm_int.cl's integer product (each INT_DOT: 512- and 256-bit pmaddwd, portable C) with
-    float and half storage against numpy's int64 sums through fixed_point.mbqm: an odd K, a
-    last row tile and a last panel that are partial, a second work-item dimension of panels,
-    the extremes of int8 activations less a zero point (-255 .. 255) and of int8 weights."""
+def test_gemm_integer_matches_reference(dot, vnni, half):
+    """gemm_int.cl's integer product (each INT_DOT: 512- and 256-bit pmaddwd, portable C; with
+    INT_VNNI, vpdpwssd where the CPU has it) with float and half storage against numpy's int64
+    sums through fixed_point.mbqm: an odd K, a last row tile and a last panel that are
+    partial, a second work-item dimension of panels, the extremes of int8 activations less a
+    zero point (-255 .. 255) and of int8 weights."""
     cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
     from edgelite.delegates.opencl import device, quant_int
     from edgelite.interpreter.kernels.fixed_point import mbqm, quantize_multiplier
@@ -291,9 +297,11 @@ def test_gemm_integer_matches_reference(dot, half):
     have = quant_int.int_dot(dev) or 0
     if dot > have:
         pytest.skip(f"INT_DOT {dot}: this device's CPU has pmaddwd up to {have} bits")
+    if vnni and not quant_int.vnni(dev, dot):
+        pytest.skip(f"INT_VNNI with INT_DOT {dot}: this CPU has no {quant_int.VNNI_FLAGS[dot]}")
     tm, lanes = quant_int.GEMM_TM.get(dot, 8), max(dot, 256) // 32
     defines = "#define HALF 1\n" * half + f"#define SUFFIX _0\n#define TM {tm}\n" \
-        f"#define INT_DOT {dot}\n"
+        f"#define INT_DOT {dot}\n#define INT_VNNI {vnni}\n"
     prog = cl.Program(dev.context, dev.target + defines + device._text("common")
                       + device._text("gemm_int")).build()
     rng = np.random.default_rng(dot + half)
