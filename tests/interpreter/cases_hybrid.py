@@ -79,6 +79,24 @@ CASES = [
     hybrid_case("depthwise_conv_2d_valid_dilated", "DEPTHWISE_CONV_2D", (1, 9, 9, 4),
                 (1, 3, 3, 4), conv_options(padding=1, dilation=2, act=1, depth_multiplier=1),
                 axis=3, bias=False),
+    # Batch 1 (hybrid._depthwise_run): the row scale on the weights (tiles smaller than half
+    # the input) or on the integers in the padded buffer; stride 2's column phases, a
+    # multiplier, VALID (no padded buffer: the integers in a buffer of their own), 5x5.
+    hybrid_case("depthwise_conv_2d_scaled_weights_relu6", "DEPTHWISE_CONV_2D", (1, 24, 24, 8),
+                (1, 3, 3, 8), conv_options(act=3, depth_multiplier=1), axis=3, x_shift=0.3),
+    hybrid_case("depthwise_conv_2d_scaled_weights_stride2", "DEPTHWISE_CONV_2D",
+                (1, 32, 30, 4), (1, 3, 3, 4), conv_options(stride=2, depth_multiplier=1),
+                axis=3),
+    hybrid_case("depthwise_conv_2d_scaled_weights_multiplier", "DEPTHWISE_CONV_2D",
+                (1, 40, 12, 3), (1, 3, 3, 6), conv_options(depth_multiplier=2), axis=3),
+    hybrid_case("depthwise_conv_2d_scaled_input_multiplier", "DEPTHWISE_CONV_2D",
+                (1, 20, 20, 3), (1, 3, 3, 6), conv_options(depth_multiplier=2), axis=3),
+    hybrid_case("depthwise_conv_2d_scaled_weights_valid", "DEPTHWISE_CONV_2D", (1, 30, 30, 4),
+                (1, 3, 3, 4), conv_options(padding=1, act=1, depth_multiplier=1), axis=3),
+    hybrid_case("depthwise_conv_2d_5x5_scaled_input", "DEPTHWISE_CONV_2D", (1, 10, 10, 16),
+                (1, 5, 5, 16), conv_options(depth_multiplier=1), axis=3, x_scale=20.0),
+    hybrid_case("depthwise_conv_2d_5x5_stride2_positive", "DEPTHWISE_CONV_2D", (1, 14, 14, 8),
+                (1, 5, 5, 8), conv_options(stride=2, depth_multiplier=1), axis=3, x_shift=4.0),
     # FULLY_CONNECTED: per-tensor and per-channel, symmetric and asymmetric inputs.
     hybrid_case("fully_connected", "FULLY_CONNECTED", (3, 20), (7, 20), fc_options(),
                 per_channel=False),
