@@ -33,6 +33,7 @@ IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 SCALED_WIDTH = 4.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
 OWN_COLUMNS = 16 << 10   # a bound CONV_2D's single block of patches up to this size is its own
 SPEC = "ijnyk,ijk->nyk"  # DEPTHWISE_CONV_2D's sums: taps [kh, taps, n, oh, row] times weights
+ROW_SPEC = "ij,ij->j"    # the same of one output row (n = oh = 1): taps [kh * taps, row]
 # np.einsum without its Python wrapper (what it calls when not optimizing); bound runs look it
 # up here on each call (tests/interpreter/test_quantized_passes.py counts it).
 try:
@@ -145,7 +146,7 @@ def conv_2d(node):
         for dest, src, ones, c, acc, flat in bound[2]:
             np.copyto(dest, src, casting="unsafe")
             ones.fill(1.0)
-            np.matmul(c, wm, out=acc)
+            np.dot(c, wm, acc)
             requant.finish(acc, flat, work, None)
 
     def run(x, w_, b_, out):
@@ -198,7 +199,7 @@ def conv_2d(node):
             if tail is None:
                 return None
             blocks.append((dest, src, ones, c, acc, tail))
-        copyto = raw(np.copyto)
+        copyto, dot = raw(np.copyto), raw(np.dot)
         if len(blocks) == 1 and blocks[0][3].nbytes <= OWN_COLUMNS:
             # One small block: patches of its own, the ones column set here once (the shared
             # buffer is another kernel's between runs).
@@ -211,7 +212,7 @@ def conv_2d(node):
                 if copy_in is not None:
                     copy_in()
                 copyto(dest, src, casting="unsafe")
-                np.matmul(c, wm, acc)
+                dot(c, wm, acc)
                 tail()
             return one
 
@@ -221,7 +222,7 @@ def conv_2d(node):
             for dest, src, ones, c, acc, tail in blocks:
                 copyto(dest, src, casting="unsafe")
                 ones.fill(1.0)
-                np.matmul(c, wm, acc)
+                dot(c, wm, acc)
                 tail()
         return many
 
@@ -363,9 +364,20 @@ def depthwise_conv_2d(node):
         for b, first, step, weights in tap_groups:
             base = planes[b].reshape(n, need_h, -1)[:, :, first * cout:]
             s0, s1, _ = base.strides
-            view = as_strided(base, (kh, weights.shape[1], n, oh, row),
-                              (dh * s1, step * cout * item, s0, sh * s1, item), writeable=False)
-            groups.append((view, weights))
+            taps = weights.shape[1]
+            tap_stride = step * cout * item
+            if n * oh == 1 and (taps == 1 or kh == 1 or dh * s1 == taps * tap_stride):
+                # One output row: the taps as a plain (taps, row) matrix, a 2-d einsum
+                # (numpy's 5-d one costs 0.3 µs a call more)
+                view = as_strided(base, (kh * taps, row), (tap_stride if taps > 1 else
+                                                           dh * s1, item), writeable=False)
+                groups.append((ROW_SPEC, view, weights.reshape(kh * taps, row)))
+                continue
+            view = as_strided(base, (kh, taps, n, oh, row),
+                              (dh * s1, tap_stride, s0, sh * s1, item), writeable=False)
+            groups.append((SPEC, view, weights))
+        if n * oh == 1:
+            acc, part = acc.reshape(row), part.reshape(row)   # (either shape fits both specs)
         bound.extend([planes, groups, acc, part, acc.reshape(n * oh * ow, cout), work])
 
     def exact_acc(x, near):
@@ -387,10 +399,10 @@ def depthwise_conv_2d(node):
         planes, groups, acc, part, acc2, work = bound
         for phase, plane in zip(phases, planes):
             phase.fill(plane, x, zx)
-        view, weights = groups[0]
-        np.einsum(SPEC, view, weights, out=acc)
-        for view, weights in groups[1:]:
-            np.einsum(SPEC, view, weights, out=part)
+        spec, view, weights = groups[0]
+        np.einsum(spec, view, weights, out=acc)
+        for spec, view, weights in groups[1:]:
+            np.einsum(spec, view, weights, out=part)
             np.add(acc, part, out=acc)
         if scaled:
             requant.scaled(acc2, out.reshape(acc2.shape), work, lambda near: exact_acc(x, near))
@@ -410,22 +422,22 @@ def depthwise_conv_2d(node):
         if tail is None:
             return None
         fills = [phase.bind_fill(plane, x, zx) for phase, plane in zip(phases, planes)]
-        (view, weights), rest = groups[0], groups[1:]
+        (spec, view, weights), rest = groups[0], groups[1:]
         if len(fills) == 1 and not rest:
             fill = fills[0]
 
             def one():
                 fill()
-                einsum(SPEC, view, weights, out=acc)
+                einsum(spec, view, weights, out=acc)
                 tail()
             return one
 
         def many():
             for fill in fills:
                 fill()
-            einsum(SPEC, view, weights, out=acc)
-            for v, w in rest:
-                einsum(SPEC, v, w, out=part)
+            einsum(spec, view, weights, out=acc)
+            for sp, v, w in rest:
+                einsum(sp, v, w, out=part)
                 np.add(acc, part, acc)
             tail()
         return many

@@ -146,7 +146,7 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
 
     def run(x, w_, *rest):
         np.copyto(xf[:, :depth], x.reshape(batch, depth), casting="unsafe")
-        np.matmul(xf, wmat, out=acc)
+        np.dot(xf, wmat, acc)
         np.floor(acc, out=acc)
         clip(acc, *bounds, out=rest[-1].reshape(batch, units), casting="unsafe")
 
@@ -155,11 +155,11 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
         the same passes."""
         head, rows, out = xf[:, :depth], x.reshape(batch, depth), rest[-1].reshape(batch, units)
         lo, hi = (np.array(b, np.float32) for b in bounds)
-        copyto = raw(np.copyto)
+        copyto, dot = raw(np.copyto), raw(np.dot)
 
         def fixed():
             copyto(head, rows, casting="unsafe")
-            np.matmul(xf, wmat, acc)
+            dot(xf, wmat, acc)
             np.floor(acc, acc)
             clip(acc, lo, hi, acc)          # in place, then the cast: cheaper than clip's cast
             copyto(out, acc, casting="unsafe")

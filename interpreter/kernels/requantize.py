@@ -18,6 +18,7 @@ SIGN_PASSES = 2 ** -7  # 2 delta from which negative sums get their own passes (
 
 
 ROW_VALUES = 1 << 16   # the most values in a row of per-channel vectors tiled along pixels
+FLAT_VALUES = 1 << 12  # outputs up to this many: bound passes on vectors tiled over them all
 
 
 def _row_pixels(tile: int, channels: int) -> int:
@@ -97,7 +98,7 @@ class Requantizer:
         size = int(np.prod(shape))
         self.rmask = (right > 0).astype(np.int64)
         self.tile = _row_pixels(int(tile), channels)
-        self.signed = False
+        self.signed = self.sign_copy = False
         self.fast = (acc_bound is not None or scaled_error is not None) and \
             self._prepare_fast(scaled_error)
         # Small outputs: exact in float64 (fewer numpy calls, nothing to redo).
@@ -164,6 +165,18 @@ class Requantizer:
             self.sign_vector = (2 * delta).astype(np.float32)
             self.sign_rows = np.tile(self.sign_vector, self.tile)
             self.sign_below = np.float32(self.zero_point + lift + 0.5)
+        # Not `exact`: the -2 d of negative sums in three passes, not four, and none of them
+        # a bool -> float cast: s' + copysign(d, s' - (below - d)) with s' = s - d (the -d
+        # folded into the offset); the same floor but where s' + d is within a rounding of
+        # `below`, as the flagged band is (within 1 of the reference, as LiteRT's kernels).
+        self.sign_copy = self.signed and not self.rounds_exactly
+        if self.sign_copy:
+            offset = (offset.astype(np.float64) - delta).astype(np.float32)
+            self.copysign_vector = delta.astype(np.float32)
+            self.copysign_rows = np.tile(self.copysign_vector, self.tile)
+            threshold = (self.zero_point + lift + 0.5 - delta).astype(np.float32)
+            self.threshold_vector = threshold
+            self.threshold_rows = np.tile(threshold, self.tile)
         self.real = real.astype(np.float32)
         self.offset = offset
         self.real_rows = np.tile(self.real, self.tile)
@@ -329,10 +342,20 @@ class Requantizer:
         lo, hi = (np.array(b, np.float32) for b in self.bounds)
         lift = np.array(self.lift, np.uint8) if self.lift else None
         signed = self.signed
-        if signed:
-            twice = self.sign_rows if shape[1] != self.channels else self.sign_vector
-            negative, adjust = work[2][:n].reshape(shape), work[3][:n].reshape(shape)
-            below = np.array(self.sign_below, np.float32)
+        if signed:   # (sign_copy: not `exact`, which bound runs are)
+            rows = shape[1] != self.channels
+            half = self.copysign_rows if rows else self.copysign_vector
+            threshold = self.threshold_rows if rows else self.threshold_vector
+            adjust = work[3][:n].reshape(shape)
+        if n <= FLAT_VALUES:
+            # Small outputs: the per-channel vectors tiled over the whole output, every pass
+            # on equal 1-d shapes (a broadcast costs numpy ~0.5 µs a call more than none).
+            whole = n // self.channels
+            s2, offset = s1, np.tile(self.offset, whole)
+            if signed:
+                half, threshold = np.tile(self.copysign_vector, whole), \
+                    np.tile(self.threshold_vector, whole)
+                adjust = work[3][:n]
 
         # (numpy's functions looked up on each call, as tests/interpreter/test_quantized_passes.py
         # counts them; copyto's C function, one frame less)
@@ -342,10 +365,9 @@ class Requantizer:
             if add_offset:
                 np.add(s2, offset, s2)
             if signed:
-                np.less(s2, below, negative)
-                copyto(adjust, negative)
-                np.multiply(adjust, twice, adjust)
-                np.subtract(s2, adjust, s2)
+                np.subtract(s2, threshold, adjust)
+                np.copysign(half, adjust, adjust)
+                np.add(s2, adjust, s2)
             clip(s1, lo, hi, s1)        # in place, then the cast: cheaper than clip's cast
             copyto(raw, s1, casting="unsafe")
             if lift is not None:
@@ -363,7 +385,15 @@ class Requantizer:
         n = s.size
         below = work[1][:n]
         flags = work[2]
-        if self.signed:
+        if self.sign_copy:
+            shape, _, _ = self._rows(n)
+            s2, adjust = s.reshape(shape), work[3][:n].reshape(shape)
+            rows = shape[1] != self.channels
+            np.subtract(s2, self.threshold_rows if rows else self.threshold_vector, out=adjust)
+            np.copysign(self.copysign_rows if rows else self.copysign_vector, adjust,
+                        out=adjust)
+            np.add(s2, adjust, out=s2)
+        elif self.signed:
             shape, _, _ = self._rows(n)
             twice = self.sign_rows if shape[1] != self.channels else self.sign_vector
             s2, negative, adjust = s.reshape(shape), flags[:n].reshape(shape), \
