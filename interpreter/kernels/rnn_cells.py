@@ -118,14 +118,11 @@ class StackedLstm:
     [5n] (a GEMV v_t m); a batch keeps them gate-major, v [steps + 1, width, batch] and z
     [5n, batch] (the product m^T v_t): every gate a contiguous block for every batch row (the
     batch-major [batch, 5n] would make each gate a strided view, ~3x a contiguous ufunc's call
-    cost). `dequantize` (hybrid.dequantize_row, batch 1): h is quantized and dequantized into
-    v's next row, as the default resolver's hybrid product (x's rows given dequantized too),
-    else h goes there as it is."""
+    cost). `own_h`: h's rows apart from v's, whose h a subclass fills otherwise (_start,
+    _steps: hybrid_lstm.QuantizedStackedLstm quantizes and dequantizes it there)."""
 
     def __init__(self, m: np.ndarray, n_cell: int, steps: int, cell_clip: float,
-                 dequantize=None, asymmetric: bool = False, batch: int = 1):
-        if dequantize is not None and batch != 1:
-            raise ValueError("StackedLstm quantizes h per step for batch 1 only")
+                 batch: int = 1, own_h: bool = False):
         n = n_cell
         width = m.shape[0]
         lanes = () if batch == 1 else (batch,)   # the trailing batch axis, gate-major
@@ -138,10 +135,8 @@ class StackedLstm:
         self.p = np.zeros((2 * n,) + lanes, np.float32)
         self.tc = np.zeros((n,) + lanes, np.float32)
         self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
-        self.dequantize, self.asymmetric = dequantize, asymmetric
-        self.scalars = (np.zeros((), np.float32), np.zeros((), np.float32))   # scale, 1/scale
-        # h's own rows where v's take it quantized; the output takes them in one copy
-        self.h = self.v[1:, :n] if dequantize is None else np.zeros((steps, n), np.float32)
+        # the output takes h's rows in one copy
+        self.h = np.zeros((steps, n) + lanes, np.float32) if own_h else self.v[1:, :n]
         z, p = self.z, self.p
         zg = z[:4 * n]
         if batch == 1:   # (the product's bound method, its operand): v_t . m
@@ -154,7 +149,6 @@ class StackedLstm:
         self.views = (zg, z[:3 * n], z[n:3 * n], z[3 * n:], z[:n], z[4 * n:], p[:n], p[n:])
         self.lanes = _one_lane if batch == 1 else _batch_last
 
-
     def __call__(self, x: np.ndarray, h: np.ndarray, c: np.ndarray, out, h_out=None) -> None:
         """x [steps, batch, n_in] (time-major; dequantized where quantized), the states h (read)
         and c [batch, n] (updated) into out [steps, batch, n] (time-major; None: only the
@@ -163,19 +157,26 @@ class StackedLstm:
             if h_out is not None and h_out is not h:
                 _copyto(h_out, h)
             return
-        n, p, tc, half = self.n, self.p, self.tc, self.half
-        zg, zs, fi, gc, o, cz, p_ig, p_fc = self.views
-        lanes = self.lanes
+        lanes, cz = self.lanes, self.views[5]
         _copyto(self.x, lanes(x))
-        dequantize, asymmetric, scalars = self.dequantize, self.asymmetric, self.scalars
-        h0 = lanes(h)
-        if dequantize is None:
-            _copyto(self.v[0, :n], h0)
-        else:
-            dequantize(h0, self.v[0, :n], asymmetric, h0.min(), h0.max(), scalars)
+        self._start(lanes(h))
         _copyto(cz, lanes(c))
+        self._steps()
+        if out is not None:
+            _copyto(lanes(out), self.h)
+        _copyto(lanes(h if h_out is None else h_out), self.h[-1])
+        _copyto(lanes(c), cz)
+
+    def _start(self, h0: np.ndarray) -> None:
+        """h_{-1} into v's first row."""
+        _copyto(self.v[0, :self.n], h0)
+
+    def _steps(self) -> None:
+        """The recurrence over v, z and the h rows (no frame a step)."""
+        p, tc, half = self.p, self.tc, self.half
+        zg, zs, fi, gc, o, cz, p_ig, p_fc = self.views
         tanh, mul, add, clip = np.tanh, np.multiply, np.add, self.clip
-        for dot, operand, row, v_next in self.loop:
+        for dot, operand, row, _ in self.loop:
             dot(operand, zg)
             tanh(zg, zg)
             mul(zs, half, zs)
@@ -186,13 +187,6 @@ class StackedLstm:
                 _clip(cz, clip[0], clip[1], cz)
             tanh(cz, tc)
             mul(o, tc, row)
-            if dequantize is not None:   # bounds by argmin/argmax: a quarter of min/max's cost
-                dequantize(row, v_next, asymmetric, row.item(row.argmin()),
-                           row.item(row.argmax()), scalars)
-        if out is not None:
-            _copyto(lanes(out), self.h)
-        _copyto(lanes(h if h_out is None else h_out), self.h[-1])
-        _copyto(lanes(c), cz)
 
 
 class StackedGru:
