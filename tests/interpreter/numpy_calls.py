@@ -1,7 +1,7 @@
 """Every numpy call of an invoke, counted (issue 17's timing-free guards): ufunc calls, which
 Python's profiler does not see (a ufunc is no builtin function), through counting wrappers of
-numpy's ufuncs and the kernels' `clip`; builtin calls (np.copyto's and np.dot's C functions,
-c_einsum, reduce methods, dict lookups) as the profiler's C-call events. A tiny model's invoke
+numpy's ufuncs and the kernels' `clip`; numpy's builtin calls (np.copyto's and np.dot's C
+functions, c_einsum, reduce methods) as the profiler's C-call events. A tiny model's invoke
 costs about 0.25 µs a numpy call, so this count is its floor. Marked NUMPY2_DISPATCH where used.
 """
 from __future__ import annotations
@@ -40,6 +40,14 @@ class _Counted:
         return getattr(self.f, attr)
 
 
+def _numpy(function) -> bool:
+    """Whether a builtin is numpy's: its function (np.copyto's, c_einsum) or a method of a
+    ufunc or an array (np.maximum.reduce); not the interpreter's locks and dict lookups."""
+    owner = getattr(function, "__self__", None)
+    return isinstance(owner, (np.ufunc, np.ndarray)) or \
+        str(getattr(function, "__module__", None) or "").startswith("numpy")
+
+
 def numpy_calls(fn, monkeypatch) -> dict:
     """{name: calls} while `fn` runs once: each ufunc by its name, each builtin (C) function
     by its own name (its __qualname__), plus "ufuncs" and "builtins", the two totals, and
@@ -64,7 +72,7 @@ def numpy_calls(fn, monkeypatch) -> dict:
         own = _Counted.__call__.__code__
 
         def profile(frame, event, arg):
-            if event == "c_call" and frame.f_code is not own:
+            if event == "c_call" and frame.f_code is not own and _numpy(arg):
                 name = getattr(arg, "__qualname__", None) or getattr(arg, "__name__", "?")
                 builtins[name] = builtins.get(name, 0) + 1
         sys.setprofile(profile)
