@@ -5,7 +5,8 @@ them. The rules:
 - CONV_2D then the MAX_POOL_2D whose windows tile its output: one matmul and one reduction
   (kernels/conv.py, `max_pool_fusion`).
 - LOGISTIC then the MUL of its input and its output (swish, SiLU: EfficientNet's activation):
-  x * sigmoid(x) in four passes (kernels/unary.py, `swish`).
+  x * sigmoid(x) in four passes (kernels/unary.py, `swish`); in three after the CONV_2D or
+  DEPTHWISE_CONV_2D that feeds it, prepared again to write x / 2.
 - TensorFlow's lowering of LayerNormalization (ten ops: MEAN, SQUARED_DIFFERENCE, MEAN, ADD,
   RSQRT, MULs, ADD), with the FULLY_CONNECTED feeding it when it feeds nothing else
   (kernels/layer_norm.py).
@@ -127,7 +128,9 @@ def _conv_max_pool(ctx, i):
 
 # -- swish: LOGISTIC, then MUL of its input by its output ----------------------------------
 
-def _swish(ctx, i):
+def _swish_pair(ctx, i):
+    """(LOGISTIC link, MUL link, the MUL's clamp or None) when specs[i:i+2] are x * sigmoid(x)
+    of a float32 x (same shapes: no broadcast), the sigmoid read by that MUL only."""
     if i + 2 > len(ctx.specs):
         return None
     sig, mul = ctx.link(i), ctx.link(i + 1)
@@ -145,9 +148,81 @@ def _swish(ctx, i):
            for t in (sig.node.inputs[0], mul.node.inputs[0], mul.node.inputs[1],
                      mul.node.outputs[0])):
         return None
+    return sig, mul, ACTIVATION_BOUNDS[code] if code else None
+
+
+def _swish(ctx, i):
+    pair = _swish_pair(ctx, i)
+    if pair is None:
+        return None
+    sig, mul, clamp = pair
     from .kernels.unary import swish
-    run = swish(mul.node, shape, ACTIVATION_BOUNDS[code] if code else None)
-    return (sig.oi, run, [x], list(mul.outs)), 2
+    run = swish(mul.node, tuple(sig.node.inputs[0].shape), clamp)
+    return (sig.oi, run, [sig.ins[0]], list(mul.outs)), 2
+
+
+SWISH_PRODUCERS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+def _conv_swish(ctx, i):
+    """A convolution (no fused activation) whose output only a swish reads: the convolution
+    prepared again on halved weights and bias writes h = x / 2 exactly (a power of two scales
+    every product and sum without rounding), and the swish runs from h (unary.swish's
+    `halved`: one pass fewer)."""
+    conv = ctx.link(i)
+    if conv is None or conv.node.op not in SWISH_PRODUCERS or len(conv.outs) != 1 \
+            or activation_code(conv.node.options):
+        return None
+    pair = _swish_pair(ctx, i + 1)
+    t = conv.outs[0]
+    if pair is None or pair[0].ins[0] != t or ctx.readers[t] != 2 or t in ctx.kept:
+        return None
+    sig, mul, clamp = pair
+    halved = _halved_conv(conv.node)
+    if halved is None:
+        return None
+    from .kernels.unary import swish
+    shape = tuple(sig.node.inputs[0].shape)
+    finish = swish(mul.node, shape, clamp, halved=True)
+
+    def run(*arrays):
+        out = arrays[-1]
+        halved(*arrays[:-1], out)
+        finish(out, out)
+    return (conv.oi, run, list(conv.ins), list(mul.outs)), 3
+
+
+def _halved_conv(node):
+    """The convolution's kernel prepared again with its weights and bias halved (float32
+    constants, or a hybrid op's int8 weights with halved scales), or None."""
+    import dataclasses
+    from .kernels import registry
+    w, b = node.inputs[1], node.optional_input(2)
+    if w is None or w.data is None or (b is not None and (b.data is None or b.dtype != F32)):
+        return None
+    half = np.float32(0.5)
+    if w.dtype == F32:
+        w2 = dataclasses.replace(w, data=(w.data * half).astype(F32))
+    elif w.type_name == "int8" and w.quantization is not None \
+            and w.quantization.scale.size and node.inputs[0].dtype == F32:
+        q = w.quantization
+        w2 = dataclasses.replace(w, quantization=dataclasses.replace(
+            q, scale=(q.scale * half).astype(np.float32)))
+    else:
+        return None
+    inputs = [node.inputs[0], w2] + ([] if b is None else
+                                     [dataclasses.replace(b, data=(b.data * half).astype(F32))])
+    inputs += node.inputs[3:]
+    again = dataclasses.replace(node, inputs=inputs,
+                                outputs=[dataclasses.replace(t) for t in node.outputs],
+                                state={})
+    prepare = registry.lookup(again)
+    if prepare is None:
+        return None
+    run = prepare(again)
+    if tuple(again.outputs[0].shape) != tuple(node.outputs[0].shape):
+        return None
+    return run
 
 
 # -- layer normalization ---------------------------------------------------------------------
@@ -332,4 +407,5 @@ def _only_reader(ctx, t) -> bool:
 # Rule sets, each run to a fixed point in turn: the chains first, then the FULLY_CONNECTEDs
 # absorbing their producers, innermost first (conv + pool -> FC -> FC: the first FC takes the
 # fused convolution in, then the second FC that step).
-PASSES = [[_conv_max_pool, _swish, _layer_norm], [_fully_connected_with_producer]]
+PASSES = [[_conv_max_pool, _conv_swish, _swish, _layer_norm],
+          [_fully_connected_with_producer]]

@@ -49,12 +49,13 @@ register("ROUND", "float32")(_unary(np.rint))
 register("SIGN", "float32", "float64", "int32")(_unary(np.sign))
 
 
-def swish(node, shape, clamp=None):
+def swish(node, shape, clamp=None, halved=False):
     """run(x, out): x * sigmoid(x) of float32 x of `shape` (EfficientNet's activation, TFLite's
     LOGISTIC then MUL), as h + h * tanh(h) with h = x / 2: four passes instead of the two ops'
     six, and numpy's float32 tanh costs half its exp (within ~1e-6 of the float64 value for
     |x| < 10, where 1 / (1 + exp(-x)) in float32 is as far). x * 0.5 is exact; -inf gives
     NaN, as -inf * LOGISTIC(-inf) = -inf * 0 does. `clamp`: the MUL's fused (lo, hi), or None.
+    `halved`: the input is h already (a convolution on halved weights wrote it): three passes.
     `out` may be x (the arena may give the MUL's output the input's memory): x is read once,
     by the first pass. The tanh goes to a work buffer of the interpreter's Scratch."""
     get = Scratch.of(node).reserve([(tuple(shape), F32)])
@@ -64,7 +65,11 @@ def swish(node, shape, clamp=None):
 
     def run(x, out):
         t = get()[0]
-        multiply(x, half, out)
+        if halved:
+            if out is not x:
+                np.copyto(out, x)
+        else:
+            multiply(x, half, out)
         tanh(out, t)
         multiply(t, out, t)
         add(t, out, out)

@@ -148,3 +148,86 @@ def test_a_fused_swish_makes_four_passes(monkeypatch):
     apart = _ufunc_calls(content, x, monkeypatch, experimental_preserve_all_tensors=True)
     # (clip and the MUL's multiply are bound at import: uncounted)
     assert apart == ["negative", "exp", "add", "reciprocal"], apart
+
+
+# -- the convolution that feeds a swish writes x / 2 ------------------------------------------
+
+def conv_swish_model(op="CONV_2D", hybrid=False, conv_act=0, extra_reader=False,
+                     shape=(1, 9, 8, 6), seed=5) -> bytes:
+    """x -> CONV_2D 3x3 (or DEPTHWISE_CONV_2D 3x3, or a 1x1 projection with `hybrid` int8
+    weights) -> c -> LOGISTIC -> s; MUL(c, s) -> y; `extra_reader`: c is a graph output too."""
+    from edgelite.schema import QuantizationParameters
+    g = Graph(seed)
+    x = g.tensor("x", shape)
+    c_in = shape[3]
+    if op == "CONV_2D":
+        k, o = (1, 4) if hybrid else (3, 5)
+        w_shape = (o, k, k, c_in)
+    else:
+        k, o = 3, c_in
+        w_shape = (1, k, k, c_in)
+    axis = 0 if op == "CONV_2D" else 3
+    if hybrid:
+        w = g.rng.integers(-127, 128, w_shape).astype(np.int8)
+    else:
+        w = g.rng.standard_normal(w_shape).astype(np.float32) * 0.5
+    wt = g.const("w", w)
+    if hybrid:
+        g.sg.tensors[wt].quantization = QuantizationParameters(
+            scale=g.rng.uniform(0.002, 0.02, o).astype(np.float32),
+            zero_point=np.zeros(o, np.int64), quantized_dimension=axis)
+    b = g.const("b", g.rng.standard_normal(o).astype(np.float32))
+    options = dict(padding=0, stride_w=1, stride_h=1, fused_activation_function=conv_act)
+    if op == "DEPTHWISE_CONV_2D":
+        options["depth_multiplier"] = 1
+    c = g.op(op, [x, wt, b], **options)
+    y = g.op("MUL", [c, g.op("LOGISTIC", [c])])
+    return g.save([x], [y, c] if extra_reader else [y])
+
+
+CONV_SWISH = [("CONV_2D", False), ("DEPTHWISE_CONV_2D", False), ("CONV_2D", True),
+              ("DEPTHWISE_CONV_2D", True)]
+
+
+@pytest.mark.parametrize("op,hybrid", CONV_SWISH)
+def test_a_convolution_and_its_swish_run_as_one_step(op, hybrid):
+    shape = (1, 9, 8, 6)
+    content = conv_swish_model(op, hybrid)
+    x = _input(shape, 6)
+    it, fused = _run(content, x)
+    assert [it._main.sg.operators[oi].opcode.name for oi in it._main.run_ops] == [op]
+    _, apart = _run(content, x, experimental_preserve_all_tensors=True)
+    # halving is exact: the same values as the convolution then the fused swish
+    np.testing.assert_allclose(fused[0], apart[0], rtol=2e-6, atol=2e-6 * np.abs(apart[0]).max())
+    theirs = run_litert(content, [x], reference=False)[0]
+    scale = np.abs(theirs).max()
+    tol = 3e-2 if hybrid else 1e-5      # hybrid: LiteRT's integer kernels (test_ops' rules)
+    assert np.abs(fused[0] - theirs).max() <= tol * scale
+
+
+@pytest.mark.parametrize("why,options", [
+    ("the convolution has its own activation", dict(conv_act=1)),
+    ("the convolution's output is a graph output", dict(extra_reader=True)),
+])
+def test_a_convolution_keeps_its_swish_apart(why, options):
+    shape = (1, 9, 8, 6)
+    content = conv_swish_model(**options)
+    x = _input(shape, 7)
+    it, ours = _run(content, x)
+    assert len(it._main.run_ops) == 2, why      # the convolution, the fused swish
+    for a, b in zip(ours, run_litert(content, [x], reference=False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(b).max())
+
+
+@pytest.mark.parametrize("op,hybrid", CONV_SWISH)
+def test_a_swish_after_a_convolution_makes_three_passes(op, hybrid, monkeypatch):
+    """Timing-free guard: the swish of a convolution's output starts from the h = x / 2 the
+    halved convolution wrote: tanh, multiply, add, one pass (x * 0.5) fewer than the fused
+    swish after a convolution it cannot take in (whose output is a graph output)."""
+    shape = (1, 9, 8, 6)
+    x = _input(shape, 8)
+    fused = _ufunc_calls(conv_swish_model(op, hybrid), x, monkeypatch)
+    apart = _ufunc_calls(conv_swish_model(op, hybrid, extra_reader=True), x, monkeypatch)
+    assert fused[-3:] == ["tanh", "multiply", "add"], fused
+    assert apart[-4:] == ["multiply", "tanh", "multiply", "add"], apart
+    assert fused == apart[:-4] + apart[-3:], (fused, apart)
