@@ -274,6 +274,8 @@ def _stacked_tanh(wt, rt, bias, steps: int, batch: int, units: int, time_major: 
     v[..., -1] = 1
     m = np.ascontiguousarray(np.concatenate([rt, wt, bias[None]]), F32)
     xs, hs = v[:steps, :, units:units + n_in], v[1:, :, :units]
+    if not time_major:   # the input's and the output's layout, viewed once
+        xs, hs = xs.transpose(1, 0, 2), hs.transpose(1, 0, 2)
     product = np.zeros((batch, units), F32)
     # per step: v[t]'s bound dot (a method call: half np.dot's dispatch) and the row tanh fills
     loop = [(v[t].dot, v[t + 1, :, :units]) for t in range(steps)]
@@ -282,13 +284,13 @@ def _stacked_tanh(wt, rt, bias, steps: int, batch: int, units: int, time_major: 
     copyto = raw(np.copyto)
 
     def run(a, w, r, b, h, out):
-        copyto(xs, a if time_major else a.transpose(1, 0, 2))
+        copyto(xs, a)
         copyto(h_first, h)
         tanh = np.tanh
         for dot, row in loop:
             dot(m, product)
             tanh(product, row)
-        copyto(out if time_major else out.transpose(1, 0, 2), hs)
+        copyto(out, hs)
         copyto(h, h_last)
     return run
 

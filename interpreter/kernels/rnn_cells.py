@@ -147,7 +147,6 @@ class StackedLstm:
         self.loop = [(dot, operand, self.h[t], self.v[t + 1, :n])
                      for t, (dot, operand) in enumerate(products)]
         self.views = (zg, z[:3 * n], z[n:3 * n], z[3 * n:], z[:n], z[4 * n:], p[:n], p[n:])
-        self.lanes = _one_lane if batch == 1 else _batch_last
 
     def __call__(self, x: np.ndarray, h: np.ndarray, c: np.ndarray, out, h_out=None) -> None:
         """x [steps, batch, n_in] (time-major; dequantized where quantized), the states h (read)
@@ -157,15 +156,21 @@ class StackedLstm:
             if h_out is not None and h_out is not h:
                 _copyto(h_out, h)
             return
-        lanes, cz = self.lanes, self.views[5]
-        _copyto(self.x, lanes(x))
-        self._start(lanes(h))
-        _copyto(cz, lanes(c))
+        cz, h_out = self.views[5], h if h_out is None else h_out
+        if self.batch == 1:   # [..., 1, n] as [..., n]
+            x, h, c, h_out = x[:, 0], h[0], c[0], h_out[0]
+            out = None if out is None else out[:, 0]
+        else:                 # gate-major: the batch last
+            x, h, c, h_out = x.transpose(0, 2, 1), h.T, c.T, h_out.T
+            out = None if out is None else out.transpose(0, 2, 1)
+        _copyto(self.x, x)
+        self._start(h)
+        _copyto(cz, c)
         self._steps()
         if out is not None:
-            _copyto(lanes(out), self.h)
-        _copyto(lanes(h if h_out is None else h_out), self.h[-1])
-        _copyto(lanes(c), cz)
+            _copyto(out, self.h)
+        _copyto(h_out, self.h[-1])
+        _copyto(c, cz)
 
     def _start(self, h0: np.ndarray) -> None:
         """h_{-1} into v's first row."""
@@ -239,17 +244,21 @@ class StackedGru:
                       v[t, n_in + 1:], v[t, n_in + 1 + n:], v[t + 1, n_in + 1:n_in + 1 + n])
                      for t, ((d1, o1), (d2, o2)) in enumerate(zip(first, second))]
         self.views = (y[:3 * n], y[:2 * n], y[2 * n:3 * n], y[3 * n:4 * n], y[4 * n:])
-        self.lanes = _one_lane if batch == 1 else _batch_last
 
     def __call__(self, x: np.ndarray, h: np.ndarray, out, h_out: np.ndarray) -> None:
         """x [steps, batch, n_in] (time-major), h [batch, n] (read) into out [steps, batch, n]
         (time-major; None: only the state) and h_out [batch, n]: any strides."""
-        lanes = self.lanes
         if self.steps == 0:
             _copyto(h_out, h)
             return
-        _copyto(self.x, lanes(x))
-        _copyto(self.v[0, self.n_in + 1:self.n_in + 1 + self.n], lanes(h))
+        if self.batch == 1:   # as StackedLstm's
+            x, h, h_out = x[:, 0], h[0], h_out[0]
+            out = None if out is None else out[:, 0]
+        else:
+            x, h, h_out = x.transpose(0, 2, 1), h.T, h_out.T
+            out = None if out is None else out.transpose(0, 2, 1)
+        _copyto(self.x, x)
+        _copyto(self.v[0, self.n_in + 1:self.n_in + 1 + self.n], h)
         gates, pair, r, hc, xc = self.views
         k, half, r2, n, y = self.k, self.half, self.r2, self.n, self.y
         r2_a, r2_b = r2[:n], r2[n:]
@@ -278,15 +287,5 @@ class StackedGru:
                 mul(pair, hq, r2)           # [z h, (1 - z) c]
                 add(r2_a, r2_b, h_next)
         if out is not None:
-            _copyto(lanes(out), self.h)
-        _copyto(lanes(h_out), self.h[-1])
-
-
-def _one_lane(a: np.ndarray) -> np.ndarray:
-    """[..., 1, n] as [..., n] (a view, whatever the strides)."""
-    return a[..., 0, :]
-
-
-def _batch_last(a: np.ndarray) -> np.ndarray:
-    """[..., batch, n] as [..., n, batch]: StackedLstm's gate-major layout."""
-    return a.swapaxes(-1, -2)
+            _copyto(out, self.h)
+        _copyto(h_out, self.h[-1])

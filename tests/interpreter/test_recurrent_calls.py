@@ -235,6 +235,29 @@ def test_sequence_rnn_step_is_one_product_and_its_tanh():
     assert calls <= 2 and frames == 0, (calls, frames)
 
 
+def per_invoke(make) -> float:
+    """The numpy calls an invoke of make(steps) makes besides its steps' (8 steps' counted
+    less 8 times per_step's)."""
+    (n8, _, _), (n16, _, _) = (_invoke_counts(make(steps)) for steps in (8, 16))
+    return n8 - (n16 - n8)
+
+
+@NUMPY2_DISPATCH
+def test_sequence_rnn_invoke_makes_no_views():
+    """The batch-major TANH sequence RNN (rnn._stacked_tanh) copies its input in, its states
+    and outputs out through views of its buffer made at prepare in the input's and output's
+    layout: no numpy call outside the steps (its copies are np.copyto's C function). Before:
+    two transposes an invoke."""
+    assert per_invoke(_rnn) <= 0
+
+
+@NUMPY2_DISPATCH
+def test_sequence_lstm_invoke_calls():
+    """The batch-major batch-1 float sequence LSTM (StackedLstm) outside its steps: the
+    input's and output's time-major views (two swapaxes); was 6 (the old run's reshapes)."""
+    assert per_invoke(_lstm) <= 2
+
+
 @NUMPY2_DISPATCH
 def test_dynamic_range_sequence_lstm_step():
     """The float step's 8 calls, then h quantized and dequantized for the next product: its
