@@ -310,6 +310,25 @@ def depthwise_conv_2d(node):
         if scaled:
             requant = scaled_requant
     ftype, taps = (np.float32, wc * real) if scaled else (ftype, wc)
+    folded = None
+    if scaled and not exact and n * oh * ow == 1 and mult == 1 and (kh, kw) == (h, wd) \
+            and pad == (0, 0) and (win.dh, win.dw) == (1, 1):
+        # One output pixel of the whole input (a streaming model's step), not `exact`: the
+        # offset as a last row of the weights times a row of ones (no add pass; its roundings
+        # inside the sum, bounded as CONV_2D's ones column), one 2-d einsum over the input's
+        # pixels, into buffers of its own.
+        terms = acc_bound * real + np.abs(bias) * real + abs(zo) + 131
+        error = (kh * kw + 3) * 2.0 ** -24 * (1 + 2.0 ** -20) * terms
+        other = Requantizer(multiplier, shift, zo, lo, hi, (1, cout), bias,
+                            scaled_error=error, exact=False)
+        if other.fast:
+            requant = other
+            k = kh * kw
+            plane = np.empty((k + 1, cout), np.float32)
+            plane[k] = 1.0
+            weights = np.concatenate([taps.reshape(k, cout).astype(np.float32),
+                                      other.offset[None, :]])
+            folded = (plane, plane[:k].reshape(x.shape), weights, np.empty(cout, np.float32))
     sh, sw, dh, dw = win.sh, win.sw, win.dh, win.dw
     if ow == 1:
         sw = 1   # one output column: the stride (past the padding) moves nothing; no phases
@@ -397,6 +416,12 @@ def depthwise_conv_2d(node):
         if not bound:
             bind()
         planes, groups, acc, part, acc2, work = bound
+        if folded is not None:
+            ones_plane, head, weights, acc1 = folded
+            np.copyto(head, x, casting="unsafe")
+            np.einsum(ROW_SPEC, ones_plane, weights, out=acc1)
+            requant.finish(acc1, out, work, None)
+            return
         for phase, plane in zip(phases, planes):
             phase.fill(plane, x, zx)
         spec, view, weights = groups[0]
@@ -418,6 +443,18 @@ def depthwise_conv_2d(node):
         if not bound:
             bind()
         planes, groups, acc, part, acc2, work = bound
+        if folded is not None:
+            ones_plane, head, weights, acc1 = folded
+            finish = requant.bind_finish(acc1, out, work, False)
+            copyto = raw(np.copyto)
+            if finish is None:
+                return None
+
+            def pixel():
+                copyto(head, x, casting="unsafe")
+                einsum(ROW_SPEC, ones_plane, weights, out=acc1)
+                finish()
+            return pixel
         tail = requant.bind_finish(acc2, out.reshape(acc2.shape), work, True)
         if tail is None:
             return None

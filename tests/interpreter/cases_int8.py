@@ -75,6 +75,10 @@ CASES += [
               conv_options(act=3, depth_multiplier=1), key="uint8", w_zp=128),
     conv_case("depthwise_conv_2d_multiplier_near_1", "DEPTHWISE_CONV_2D", (1, 5, 5, 3),
               (1, 3, 3, 3), conv_options(stride=2, depth_multiplier=1), oq=(0.003, 1)),
+    # One output pixel of the whole input, as a streaming wake-word model's steps: the
+    # default resolver's folded offset (conv_int8.depthwise_conv_2d), no activation, lo < zp.
+    conv_case("depthwise_conv_2d_one_pixel", "DEPTHWISE_CONV_2D", (1, 9, 1, 32),
+              (1, 9, 1, 32), conv_options(depth_multiplier=1), oq=(0.05, 9)),
 ]
 
 
