@@ -9,6 +9,8 @@ filter_scale) / output_scale.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .common import clip, clip_, matmul_shape, raw
@@ -156,6 +158,17 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
         head, rows, out = xf[:, :depth], x.reshape(batch, depth), rest[-1].reshape(batch, units)
         lo, hi = (np.array(b, np.float32) for b in bounds)
         copyto, dot = raw(np.copyto), raw(np.dot)
+        if batch * units == 1 and rest[-1].flags.c_contiguous:
+            # One output (a detector's score): floor and clamp as Python numbers (three
+            # numpy calls on one value cost ~1.5 µs more); the same value.
+            value, dest, floor = acc.reshape(-1).item, rest[-1].reshape(-1), math.floor
+            low, high = int(bounds[0]), int(bounds[1])
+
+            def single():
+                copyto(head, rows, casting="unsafe")
+                dot(xf, wmat, acc)
+                dest[0] = min(max(floor(value(0)), low), high)
+            return single
 
         def fixed():
             copyto(head, rows, casting="unsafe")
