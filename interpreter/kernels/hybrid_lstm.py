@@ -309,7 +309,8 @@ class QuantizedStackedLstm(StackedLstm):
             # hybrid.dequantize_row(row, v_next, asymmetric, lo, hi), inline
             lo, hi = row.item(row.argmin()), row.item(row.argmax())
             if asymmetric:
-                rmin, rmax = min(lo, 0.0), max(hi, 0.0)
+                # min(lo, 0.0), max(hi, 0.0), as the builtins take them (a NaN stays)
+                rmin, rmax = 0.0 if 0.0 < lo else lo, 0.0 if 0.0 > hi else hi
                 if rmin == rmax:
                     scale = f_inv = 1.0
                     zp = 0.0
@@ -317,10 +318,10 @@ class QuantizedStackedLstm(StackedLstm):
                     wide = unpack(pack(rmax - rmin))[0] / 255.0
                     scale = unpack(pack(wide))[0]
                     f_inv = 1.0 / scale
-                    # hybrid._zero_point(rmin, rmax, wide)
-                    from_min, from_max = -128.0 - rmin / wide, 127.0 - rmax / wide
-                    zp = from_min if 128.0 + abs(rmin / wide) < 127.0 + abs(rmax / wide) \
-                        else from_max
+                    # hybrid._zero_point(rmin, rmax, wide); |rmin / wide| = -(rmin / wide),
+                    # |rmax / wide| = rmax / wide (rmin <= 0 <= rmax)
+                    a, b = rmin / wide, rmax / wide
+                    zp = -128.0 - a if 128.0 - a < 127.0 + b else 127.0 - b
                     if zp <= -128:
                         zp = -128.0
                     elif zp >= 127:
