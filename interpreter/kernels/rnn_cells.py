@@ -196,17 +196,18 @@ class StackedLstm:
 
 class StackedGru:
     """A Keras GRU (sigmoid gates z and r, tanh candidate c; h' = z h + (1 - z) c) whose step
-    is one product of v_t = [x_t, 1, h_{t-1}] with `m` and eight or nine ufuncs (the fused
-    loop's own steps: 12, and an input projection). m's columns are five blocks of n:
-    [z, z, r, hc, xc], the sigmoid ones scaled by 0.5 (LOGISTIC as 0.5 + 0.5 tanh); hc is h's
-    candidate term (reset_after: h U_c + its bias; reset_before: zero columns, r * h goes
-    there) and xc x's (with the candidate's biases). One tanh, one multiply by [0.5, -0.5,
-    0.5] and one add of 0.5 make [z, 1 - z, r]; the candidate c = tanh(xc + r * hc), or
-    tanh(xc + (r * h) `u`) with reset_before (`u`: U_c, [n, n]), lands in v_t right after
-    h_{t-1}, so one multiply of [z, 1 - z] by [h_{t-1}, c] and one add give h_t, written into
-    v_{t+1}. (A zero block of m still multiplies its inputs: an inf in x makes hc NaN where
-    the unfused loop's would not see it; every other gate sees x too.) Batch 1 keeps v [steps
-    + 1, width] (row-major GEMV), a batch v [steps + 1, width, batch] (gate-major, as
+    is one product of v_t = [x_t, 1, h_{t-1}] with `m` and eight ufuncs (the fused loop's own
+    steps: 12, and an input projection). m's columns are five blocks of n: [z, z, r, hc, xc],
+    the sigmoid ones scaled by 0.5 (LOGISTIC as 0.5 + 0.5 tanh); hc is h's candidate term
+    (reset_after: h U_c + its bias; reset_before: zero columns, r * h goes there) and xc x's
+    (with the candidate's biases). One tanh, one multiply by [0.5, -0.5, 0.5] and one add of
+    0.5 make [z, 1 - z, r]; the candidate c = tanh(xc + r * hc), or with reset_before
+    tanh([r * h, xc] [[U_c], [I]]) (`u`: U_c, [n, n]; xc's sum in the second product), lands
+    in v_t right after h_{t-1}, so one multiply of [z, 1 - z] by [h_{t-1}, c] and one add give
+    h_t, written into v_{t+1}. (A zero block still multiplies its inputs: an inf in x makes hc
+    NaN, and with reset_before one in xc makes every c NaN, where the unfused loop's would
+    keep it to its column; an inf in x reaches every gate's sum there too.) Batch 1 keeps v
+    [steps + 1, width] (row-major GEMV), a batch v [steps + 1, width, batch] (gate-major, as
     StackedLstm)."""
 
     def __init__(self, m: np.ndarray, n: int, steps: int, u=None, batch: int = 1):
@@ -233,11 +234,12 @@ class StackedGru:
         self.reset_before = u is not None
         if u is None:
             second = [(None, None)] * steps
-        elif batch == 1:
-            second = [(y[3 * n:4 * n].dot, np.ascontiguousarray(u, np.float32))] * steps
-        else:
-            second = [(np.ascontiguousarray(np.asarray(u, np.float32).T).dot,
-                       y[3 * n:4 * n])] * steps
+        else:   # [r * h, xc] times [[U_c], [I]]: xc's sum in the product
+            u2 = np.concatenate([np.asarray(u, np.float32), np.eye(n, dtype=np.float32)])
+            if batch == 1:
+                second = [(y[3 * n:].dot, u2)] * steps
+            else:
+                second = [(np.ascontiguousarray(u2.T).dot, y[3 * n:])] * steps
         # per step: the first product, the second (reset_before), h_{t-1}, [h_{t-1}, c], c,
         # where h_t goes
         self.loop = [(d1, o1, d2, o2, v[t, n_in + 1:n_in + 1 + n],
@@ -270,8 +272,7 @@ class StackedGru:
                 mul(gates, k, gates)
                 add(gates, half, gates)     # [z, 1 - z, r]
                 mul(r, h_prev, hc)          # r * h
-                d2(o2, c)                   # (r * h) U_c
-                add(c, xc, c)
+                d2(o2, c)                   # (r * h) U_c + xc
                 tanh(c, c)
                 mul(pair, hq, r2)           # [z h, (1 - z) c]
                 add(r2_a, r2_b, h_next)
