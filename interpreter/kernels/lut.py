@@ -12,6 +12,7 @@ from .fixed_point import f32, round_half_away
 from .quant_params import TYPE_RANGE, quant_params
 
 LO16, HI16 = TYPE_RANGE["int16"]
+TINY_LOOKUP = 4   # outputs up to this many: a bound 8-bit lookup in Python ints
 
 
 def all_values(type_name: str) -> np.ndarray:
@@ -39,6 +40,20 @@ def lookup(table: np.ndarray):
         input's bytes, viewed once (1.3 -> 0.3 µs on a small tensor)."""
         if not (x.flags.c_contiguous and out.flags.c_contiguous) or out.dtype != table.dtype:
             return None
+        if out.size <= TINY_LOOKUP and table.itemsize == 1:
+            # A few values (a detector's score): bytes indexed through memoryviews of the
+            # arrays, Python ints (a numpy call costs ~0.3 µs more); the same bytes.
+            codes, dest = (memoryview(a.reshape(-1).view(np.uint8)) for a in (x, out))
+            entries, k = table.view(np.uint8).tobytes(), out.size
+            if k == 1:
+                def one():
+                    dest[0] = entries[codes[0]]
+                return one
+
+            def few():
+                for i in range(k):
+                    dest[i] = entries[codes[i]]
+            return few
         return partial(table.take, x.view(np.uint8), None, out, "wrap")
     run.bind = bind
     return run

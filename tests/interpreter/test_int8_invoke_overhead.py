@@ -187,3 +187,18 @@ def test_mobilenet_int8_bound_steps_give_their_runs_bits(models_dir):
     in several blocks of rows, stride-2 depthwise layers in two column phases, padding)."""
     it = ready(path=str(models_dir / "mobilenet_v2_int8.tflite"))
     assert assert_steps_match_unbound(it) >= 54
+
+
+def test_wake_word_score_lookups_in_python(models_dir):
+    """mwk_okay_nabu's LOGISTIC and QUANTIZE of its one score: bound lookups in Python ints
+    through memoryviews (lut.TINY_LOOKUP), no numpy call (a bound `table.take` costs 0.3 µs
+    more); their bits are the unbound take's (test_wake_word_bound_steps_give_their_runs_bits)."""
+    import functools
+    it = ready(path=str(models_dir / "mwk_okay_nabu.tflite"))
+    plan = it._main
+    tiny = [bind_step(run, list(args)) for oi, (run, args) in zip(plan.step_ops, plan.steps)
+            if plan.sg.operators[oi].opcode.name in ("LOGISTIC", "QUANTIZE")]
+    assert len(tiny) == 2 and all(f is not None for f in tiny)
+    assert not any(isinstance(f, functools.partial) for f in tiny), tiny
+    python, c = calls(tiny[0])
+    assert python == 1 and c <= 1, (python, c)   # (c: the profiler's own end)
