@@ -14,7 +14,10 @@ step timed alone, CPU time) and what the hybrid files cost over the float ones i
 on-the-fly input quantization (the default resolver's hybrid convolution is the float kernel on
 weights dequantized at prepare and the input quantized and dequantized again). LiteRT's hybrid
 convolutions are int8 GEMMs (faster than its own float ones here); edgelite's run on float32
-BLAS, so the float file's time is their floor.
+BLAS, so the float file's time is their floor. A dynamic-range file also runs as its float
+twin (the same graph with the weights dequantized to float32: tests/delegates/hybrid.py) in
+both, in the same rotation; and the floor column is the arithmetic alone: one BLAS matmul per
+CONV_2D / FULLY_CONNECTED and one einsum per DEPTHWISE_CONV_2D on the model's shapes.
 
 --delegate: the same files through the OpenCL delegate (delegates/opencl; "hybrid":
 "dequantize", its default: hybrid CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED on weights
@@ -64,12 +67,24 @@ def _feed(it, rng, value_range) -> None:
         it.set_tensor(d["index"], rng.uniform(*value_range, tuple(d["shape"])).astype(d["dtype"]))
 
 
-def _loaded(cls, path: Path, **kw):
-    it = cls(model_path=str(path), num_threads=1, **kw)
+def _loaded(cls, path: Path, content: bytes | None = None, **kw):
+    """An interpreter of `path` (or of `content`, fed `path`'s input range), run once."""
+    if content is None:
+        it = cls(model_path=str(path), num_threads=1, **kw)
+    else:
+        it = cls(model_content=content, num_threads=1, **kw)
     it.allocate_tensors()
     _feed(it, np.random.default_rng(0), input_range(path))
     it.invoke()
     return it
+
+
+def float_twin(path: Path) -> bytes:
+    """The dynamic-range file with its int8 weights dequantized to float32 (the same graph:
+    tests/delegates/hybrid.py's float_twin)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "delegates"))
+    from hybrid import float_twin as twin
+    return twin(path.read_bytes())
 
 
 def _block(it) -> float:
@@ -84,19 +99,73 @@ def _block(it) -> float:
 
 
 def compare(path: Path, blocks: int) -> dict:
+    """edgelite and LiteRT on the file, alternating in blocks; for a dynamic-range file also
+    both on its float twin (the same graph, float32 weights), in the same rotation."""
     from ai_edge_litert.interpreter import Interpreter as LiteRT
 
     from edgelite.interpreter import Interpreter
-    ours, theirs = _loaded(Interpreter, path), _loaded(LiteRT, path)
-    times = {"edgelite": [], "litert": []}
+    runners = {"edgelite": _loaded(Interpreter, path), "litert": _loaded(LiteRT, path)}
+    if "dynamic" in path.name:
+        twin = float_twin(path)
+        runners["twin"] = _loaded(Interpreter, path, twin)
+        runners["twin_litert"] = _loaded(LiteRT, path, twin)
+    times = {k: [] for k in runners}
     for _ in range(blocks):
-        times["edgelite"].append(_block(ours))
-        times["litert"].append(_block(theirs))
+        for k, it in runners.items():
+            times[k].append(_block(it))
+    ours, theirs = runners["edgelite"], runners["litert"]
     out = [it.get_tensor(it.get_output_details()[0]["index"]) for it in (ours, theirs)]
-    e, lt = (float(np.median(times[k])) for k in ("edgelite", "litert"))
-    return {"edgelite_ms": e, "litert_ms": lt, "ratio": e / lt,
-            "max_abs_diff": float(np.abs(out[0] - out[1]).max()),
-            "by_op": op_types(ours)}
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    e, lt = med["edgelite"], med["litert"]
+    row = {"edgelite_ms": e, "litert_ms": lt, "ratio": e / lt,
+           "max_abs_diff": float(np.abs(out[0] - out[1]).max()),
+           "by_op": op_types(ours), "floor_ms": floor_ms(ours)}
+    if "twin" in med:
+        row.update(twin_ms=med["twin"], twin_litert_ms=med["twin_litert"])
+    return row
+
+
+def floor_ms(it, runs: int = 5) -> dict:
+    """CPU ms per invoke of the arithmetic alone, each on fresh contiguous float32 arrays of the
+    model's shapes: per CONV_2D and FULLY_CONNECTED one BLAS matmul (P, K) @ (K, O); per
+    DEPTHWISE_CONV_2D numpy's einsum over taps laid out as the kernel lays them (whole output
+    rows, kh x kw views: the stride-1 layout of its output grid). What no numpy kernel of
+    these ops can go below; the rest of an invoke is the passes around them."""
+    from numpy.lib.stride_tricks import as_strided
+    sg = it._runtime.subgraph(0).sg
+    total = {"matmul": 0.0, "einsum": 0.0}
+    rng = np.random.default_rng(0)
+    for op in sg.operators:
+        if op.op not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            continue
+        w, y = sg.tensors[op.inputs[1]], sg.tensors[op.outputs[0]]
+        if op.op == "DEPTHWISE_CONV_2D":
+            _, kh, kw, c = w.shape
+            _, ho, wo, _ = y.shape
+            base = rng.random((ho + kh - 1, wo + kw - 1, c), np.float32)
+            sy, sx, sc = base.strides
+            views = as_strided(base, (kh, kw, 1, ho, wo * c), (sy, sx, 0, sy, sc))
+            taps = rng.random((kh, kw, wo * c), np.float32)
+            dest = np.empty((1, ho, wo * c), np.float32)
+            total["einsum"] += _cpu_ms(np.einsum, runs, "ijnyk,ijk->nyk", views, taps,
+                                       out=dest)
+            continue
+        o = w.shape[0]
+        k = int(np.prod(w.shape[1:]))
+        p = int(np.prod(y.shape)) // o
+        a, b = rng.random((p, k), np.float32), rng.random((k, o), np.float32)
+        dest = np.empty((p, o), np.float32)
+        total["matmul"] += _cpu_ms(np.matmul, runs, a, b, out=dest)
+    return total
+
+
+def _cpu_ms(fn, runs: int, *args, **kwargs) -> float:
+    spent = []
+    for _ in range(runs):
+        t = time.thread_time()
+        fn(*args, **kwargs)
+        spent.append(time.thread_time() - t)
+    return float(np.median(spent)) * 1e3
 
 
 def _clocks(it) -> tuple:
@@ -281,8 +350,9 @@ def main(argv=None) -> int:
             args.json.write_text(json.dumps(rows, indent=1))
         return 0
     print("| model | edgelite ms | LiteRT ms | edgelite/LiteRT | max abs diff | "
-          "CONV_2D ms | CONCATENATION ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          "float twin: edgelite ms, / LiteRT float, / LiteRT this file | floor: GEMM + "
+          "einsum ms, / LiteRT |")
+    print("|---|---:|---:|---:|---:|---|---|")
     rows = {}
     for name in names:
         path = args.corpus / name
@@ -290,10 +360,19 @@ def main(argv=None) -> int:
             print(f"| {name} | not in {args.corpus}: tools/tflite_corpus.py keras | | | | | |")
             continue
         r = rows[name] = compare(path, args.blocks)
-        ops = r["by_op"]
+        twin = "-"
+        if "twin_ms" in r:
+            twin = (f"{r['twin_ms']:.2f}, {r['twin_ms'] / r['twin_litert_ms']:.2f}x, "
+                    f"{r['twin_ms'] / r['litert_ms']:.2f}x")
+        fl = sum(r["floor_ms"].values())
         print(f"| {name} | {r['edgelite_ms']:.2f} | {r['litert_ms']:.2f} | {r['ratio']:.2f}x "
-              f"| {r['max_abs_diff']:.2g} | {ops.get('CONV_2D', 0):.2f} "
-              f"| {ops.get('CONCATENATION', 0):.2f} |", flush=True)
+              f"| {r['max_abs_diff']:.2g} | {twin} | {r['floor_ms']['matmul']:.2f} + "
+              f"{r['floor_ms']['einsum']:.2f}, {fl / r['litert_ms']:.2f}x |", flush=True)
+    print("\nedgelite's CPU ms by op type (each plan step timed alone; a fused step counts as "
+          "its first op: a convolution with the swish it feeds, LOGISTIC with its MUL)\n")
+    for name, r in rows.items():
+        print(f"- {name}: " + ", ".join(f"{op} {ms:.2f}" for op, ms in r["by_op"].items()
+                                         if ms >= 0.01))
     for model in ("densenet121", "efficientnet_b0"):
         f, d = (rows.get(f"keras_{model}.{v}.tflite") for v in ("float32", "dynamic"))
         if f and d:
