@@ -65,13 +65,15 @@ def _added(device) -> bool:
 
 
 def _describe(devices) -> str:
-    return "; ".join(f"{i}: {d.name} ({d.platform.name})" for i, d in enumerate(devices))
+    return "; ".join(f"{i}: {d.name} ({d.platform.name}, {d.platform.version.strip()})"
+                     for i, d in enumerate(devices))
 
 
 def choose(cl, want=None):
     """The device for option `want`: None (PYOPENCL_CTX if set, else a GPU, else the first),
     "gpu" / "cpu", an index into the list of all devices, "platform:device" as PYOPENCL_CTX,
-    or part of a device name."""
+    part of a device name, or else part of a platform's version (two PoCL builds, pip's and a
+    system one, are both "Portable Computing Language": "PoCL 3.1" or "LLVM 15" picks one)."""
     devices = _all_devices(cl)
     if want is None:
         want = os.environ.get("PYOPENCL_CTX") or None
@@ -95,7 +97,9 @@ def choose(cl, want=None):
     elif text.isdigit() and int(text) < len(devices):
         return devices[int(text)]
     else:
-        found = [d for d in devices if text.lower() in d.name.lower()]
+        low = text.lower()
+        found = [d for d in devices if low in d.name.lower()] \
+            or [d for d in devices if low in d.platform.version.lower()]
         if found:
             return found[0]
     raise DelegateError(f"no OpenCL device matches {want!r}; devices: {_describe(devices)}")

@@ -167,6 +167,9 @@ def test_device_choice_and_program_reuse(opencl, monkeypatch):
     kind = "gpu" if dev.type & cl.device_type.GPU else "cpu"
     assert choose(cl, kind) == dev or dev.type & cl.device_type.GPU
     assert choose(cl, dev.name[:5]).name == dev.name
+    # a platform by its version (pip's PoCL and a system one share the platform's name)
+    version = dev.platform.version.split(" Linux")[0].split("OpenCL 3.0 ")[-1]
+    assert choose(cl, version).platform.version == dev.platform.version, version
     monkeypatch.setenv("PYOPENCL_CTX", "0:0")
     # PoCL's "basic" device (device._first_listing adds it for one thread) counts last
     first = sorted(cl.get_platforms()[0].get_devices(), key=_added)[0]
