@@ -533,6 +533,12 @@ def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
     x = node.input(0)
     n = x.shape[0]
     x_rows = int(np.prod(x.shape[1:]))
+    if kind == "conv" and n == 1 and tuple(x.shape[1:3]) == (1, 1) and w.shape[1:3] == (1, 1) \
+            and w.shape[3] == x.shape[3] and tuple(node.outputs[0].shape[1:3]) == (1, 1):
+        # one pixel (squeeze-excite's convolutions): a one-row FULLY_CONNECTED, np.dot
+        code = int(node.options.fused_activation_function or 0)
+        return _dequantized_fc_run(1, w.shape[0], w.shape[3], w.reshape(w.shape[0], -1),
+                                   channel, bias, asymmetric, _activation(node, code, False))
     weights = dequantized_weights(w, channel, 0 if kind == "conv" else 3)
     if kind == "conv" and n == 1 and w.shape[1:3] == (1, 1) and w.shape[3] == x.shape[3] \
             and tuple(node.outputs[0].shape[1:3]) == tuple(x.shape[1:3]) \

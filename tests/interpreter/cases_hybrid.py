@@ -67,6 +67,13 @@ CASES = [
                 conv_options(act=1), per_channel=False),
     hybrid_case("conv_2d_1x1_expansion_per_tensor", "CONV_2D", (1, 3, 5, 4), (12, 1, 1, 4),
                 conv_options(), per_channel=False, x_scale=30.0),
+    # one pixel (squeeze-excite): the one-row FULLY_CONNECTED path
+    hybrid_case("conv_2d_one_pixel_reduce", "CONV_2D", (1, 1, 1, 40), (6, 1, 1, 40),
+                conv_options()),
+    hybrid_case("conv_2d_one_pixel_expand_relu6", "CONV_2D", (1, 1, 1, 6), (40, 1, 1, 6),
+                conv_options(act=3), x_shift=0.5),
+    hybrid_case("conv_2d_one_pixel_per_tensor", "CONV_2D", (1, 1, 1, 12), (12, 1, 1, 12),
+                conv_options(act=1), per_channel=False),
     hybrid_case("conv_2d_deep_1x1_two_groups", "CONV_2D", (1, 4, 4, 1200), (5, 1, 1, 1200),
                 conv_options(), x_shift=0.5),
     hybrid_case("conv_2d_deep_digits", "CONV_2D", (1, 3, 3, 701), (3, 3, 3, 701),

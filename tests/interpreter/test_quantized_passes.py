@@ -105,14 +105,16 @@ def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkey
 
 
 def _is_pointwise_projection(case) -> bool:
-    """A batch-1 1x1 CONV_2D, stride 1, with fewer outputs than inputs (hybrid._pointwise_run)."""
+    """A batch-1 1x1 CONV_2D, stride 1, with fewer outputs than inputs (hybrid._pointwise_run)
+    or on one pixel (a one-row FULLY_CONNECTED): no float kernel."""
     from edgelite.schema import load
     sg = load(case.model).subgraphs[0]
     op = sg.operators[0]
-    x, w, y = (sg.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
-    return op.opcode.name == "CONV_2D" and x.shape[0] == 1 and tuple(w.shape[1:3]) == (1, 1) \
-        and tuple(x.shape[1:3]) == tuple(case.feeds[0].shape[1:3]) and w.shape[0] < w.shape[3] \
-        and op.options.stride_h == op.options.stride_w == 1
+    x, w = (sg.tensors[t] for t in (op.inputs[0], op.inputs[1]))
+    shape = case.feeds[0].shape
+    return op.opcode.name == "CONV_2D" and shape[0] == 1 and tuple(w.shape[1:3]) == (1, 1) \
+        and op.options.stride_h == op.options.stride_w == 1 \
+        and (w.shape[0] < w.shape[3] or tuple(shape[1:3]) == (1, 1))
 
 
 class _Counted:
