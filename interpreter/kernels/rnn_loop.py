@@ -54,8 +54,9 @@ class Sequence:
         self.b_h = np.ascontiguousarray(np.broadcast_to(self.b_h, (batch, len(b_h))))
         self.scale_h_rows = np.ascontiguousarray(np.broadcast_to(self.scale_h, (batch, len(b_h))))
         steps = shapes[c.x][0]
+        x_op = None if self.fc_x is None else self.fc_x[1]
         if self.fc_x is not None:   # the body's own kernel, prepared again for all the steps
-            self.fc_x = _all_steps(body, self.fc_x[1], steps * batch)
+            self.fc_x = _all_steps(body, x_op, steps * batch)
             self.xp_all = np.zeros((steps, batch, len(b_x)), F32)
         self.row_h = None
         if self.fc_h is not None:
@@ -76,6 +77,7 @@ class Sequence:
         self.pair = (np.zeros((batch, units), F32), np.zeros((batch, units), F32))
         g = c.gates
         self.stacked = None   # StackedLstm / StackedGru for the whole sequence, where they fit
+        self.stacked_x = None   # what x goes through before (hybrid: its rows dequantized)
         if c.kind == "rnn":
             self.xp_rows = list(self.xp)
             self.steps = self._rnn_steps
@@ -89,8 +91,9 @@ class Sequence:
             self.lstm_recurrent = self.row_h if self.row_h is not None and not self.has_b_h \
                 else self._recurrent
             self.xp_rows = list(self.xp)
-            self.stacked = self._stacked_lstm(g, steps, batch, units) if hard is None \
-                else None
+            if hard is None:
+                self.stacked = self._stacked_lstm(g, steps, batch, units) or \
+                    self._quantized_stacked_lstm(g, steps, units, body, x_op)
         else:
             self.z = np.zeros((batch, len(b_x)), F32)
             zr_x, zr_h = _span(g["zx"], g["rx"]), _span(g["zh"], g["rh"])
@@ -162,6 +165,37 @@ class Sequence:
                             for a in (self.w_h, scaled_x, bias[None])])
         return StackedLstm(np.ascontiguousarray(m, F32), units, steps, 0.0, batch=batch)
 
+    def _quantized_stacked_lstm(self, g: dict, steps: int, units: int, body, x_op):
+        """hybrid_lstm.QuantizedStackedLstm for a batch-1 dynamic-range LSTM over a narrow
+        input whose projections both fit hybrid_row.RowProduct (the default FULLY_CONNECTED's
+        numbers): its weights dequantized once, x's rows quantized and dequantized at once per
+        invoke as that kernel does (`self.stacked_x`), h's each step; or None."""
+        if self.row_h is None or x_op is None:
+            return None
+        infos = body.infos
+        b_info = infos[x_op.inputs[2]] if len(x_op.inputs) > 2 and x_op.inputs[2] >= 0 \
+            else None
+        row_x = row_product(x_op.options, infos[x_op.inputs[1]], b_info, self.scale_x)
+        if row_x is None or row_x.wt.shape[0] >= units:
+            return None
+        from .hybrid import dequantize_rows
+        from .hybrid_lstm import QuantizedStackedLstm
+        bias = self.b_x * self.scale_x + self.b_h_row[0]
+        for row in (row_x, self.row_h):
+            if row.bias is not None:
+                bias = bias + row.bias[0]
+        cols = [slice(*g[k]) for k in "oifg"]
+        m = np.concatenate([np.concatenate([a[..., k] for k in cols], axis=-1)
+                            for a in (self.row_h.wt, row_x.wt, bias[None])])
+        xq = np.zeros((steps, row_x.wt.shape[0]), F32)
+
+        def stacked_x(x):
+            dequantize_rows(np.ascontiguousarray(x, F32).reshape(xq.shape), xq, row_x.asymmetric)
+            return xq[:, None]
+        self.stacked_x = stacked_x
+        return QuantizedStackedLstm(np.ascontiguousarray(m, F32), units, steps, 0.0,
+                                    self.row_h.asymmetric)
+
     def _stacked_gru(self, g: dict, steps: int, batch: int, units: int):
         """rnn_cells.StackedGru for a float GRU over a narrow input, or None: m's rows [x; 1; h],
         its columns [z, z, r, hc, xc] from both projections (their 0.5 on z and r in), the
@@ -204,6 +238,8 @@ class Sequence:
         if sequence and acc.shape[0] != n:   # rows past the steps keep their values
             np.copyto(acc, values[c.acc], casting="unsafe")
         x, h0 = np.asarray(values[c.x], F32), np.asarray(values[c.h], F32)
+        if self.stacked_x is not None:   # dynamic-range: x's rows dequantized
+            x = self.stacked_x(x)
         if lstm:
             self.stacked(x, h0, outs[c.c], acc[:n] if sequence else None, h)
         else:

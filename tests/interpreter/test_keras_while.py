@@ -31,6 +31,10 @@ CASES = {
     "gru-last": dict(kind="gru", sequences=False),
     "gru-no-bias": dict(kind="gru", bias=False, steps=9),
     "lstm-dynamic-range": dict(kind="lstm", variant="dynamic", batch=2),
+    # batch 1, fewer inputs than units: hybrid_lstm.QuantizedStackedLstm
+    "lstm-dynamic-range-narrow": dict(kind="lstm", variant="dynamic", units=8, n_in=3),
+    "lstm-dynamic-range-narrow-last-no-bias": dict(kind="lstm", variant="dynamic", units=8,
+                                                   n_in=3, sequences=False, bias=False),
     "gru-dynamic-range": dict(kind="gru", variant="dynamic"),
     "gru-reset-before": dict(kind="gru", variant="reset_before", batch=2),
     "gru-reset-before-no-bias": dict(kind="gru", variant="reset_before", bias=False,

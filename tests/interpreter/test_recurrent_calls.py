@@ -216,6 +216,19 @@ def test_keras_narrow_lstm_loop_step_is_one_product_and_seven_ufuncs(batch, sequ
 
 
 @NUMPY2_DISPATCH
+def test_keras_narrow_dynamic_lstm_loop_step():
+    """The fused batch-1 dynamic-range Keras LSTM over fewer inputs than units runs
+    QuantizedStackedLstm: the float step's 8 calls and h's quantize-dequantize inline (4 method
+    calls, 3 ufuncs), no frame but x's row zero point (per invoke, a row a step) and a clamp's
+    now and then. Before: 17 calls and 4 frames a step (RowProduct, dequantize_row, its zero
+    point, LstmSteps' input sum)."""
+    from tests.interpreter.keras_while import keras_while
+    calls, frames = per_step(lambda n: keras_while(kind="lstm", variant="dynamic", units=8,
+                                                   n_in=3, steps=n))
+    assert calls <= 15 and frames <= 1.5, (calls, frames)
+
+
+@NUMPY2_DISPATCH
 @pytest.mark.parametrize("variant,batch", [("", 1), ("", 3), ("reset_before", 1),
                                            ("reset_before", 2)])
 def test_keras_narrow_gru_loop_step(variant, batch):
