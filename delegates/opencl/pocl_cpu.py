@@ -24,6 +24,13 @@ CPU name (a CPU unknown to LLVM 14 is newer than all of these and has their feat
 ever writes over a string that reads "generic" in a PoCL CPU device on x86-64, and only into
 the bytes that malloc gave it. Later PoCL releases read `POCL_LLVM_CPU_NAME`; 3.0 has no such
 switch. `EDGELITE_POCL_CPU` overrides the name for both ("off" disables both).
+
+Debian's PoCL 3.1 (`pocl-opencl-icd`, LLVM 15, a "distro" build) takes the device's CPU name
+from the kernel library it picks by the same feature tests (its device is named
+"pthread-skylake-avx512-<cpu>" on a Zen 5), so there `kernel_cpu` equals the device's CPU and
+`fix_target_cpu` finds no "generic": both are no-ops (measured: needs_fix False, the same
+kernels). Its library variants are the same CPUs as `cpu_name` gives, but sse2's, x86-64 there
+(athlon64 here: a superset, which inlines it).
 """
 from __future__ import annotations
 
