@@ -7,6 +7,8 @@ them. The rules:
 - LOGISTIC then the MUL of its input and its output (swish, SiLU: EfficientNet's activation):
   x * sigmoid(x) in four passes (kernels/unary.py, `swish`); in three after the CONV_2D or
   DEPTHWISE_CONV_2D that feeds it, prepared again to write x / 2.
+- LOGISTIC of a per-channel gate, then the MUL of a tensor by it (squeeze-excite): the product
+  against the gate tiled along a pixel row (kernels/unary.py, `channel_gate`).
 - TensorFlow's lowering of LayerNormalization (ten ops: MEAN, SQUARED_DIFFERENCE, MEAN, ADD,
   RSQRT, MULs, ADD), with the FULLY_CONNECTED feeding it when it feeds nothing else
   (kernels/layer_norm.py).
@@ -159,6 +161,36 @@ def _swish(ctx, i):
     from .kernels.unary import swish
     run = swish(mul.node, tuple(sig.node.inputs[0].shape), clamp)
     return (sig.oi, run, [sig.ins[0]], list(mul.outs)), 2
+
+
+def _channel_gate(ctx, i):
+    """LOGISTIC of a [1, ..., 1, C] gate, then the MUL of a float32 x [..., C] by it
+    (squeeze-excite): one step, the sigmoid by the LOGISTIC's own kernel into a buffer, the
+    product over rows of whole pixel rows against the gate tiled along one row (a broadcast
+    over the channels alone runs C values to an inner loop)."""
+    if i + 2 > len(ctx.specs):
+        return None
+    sig, mul = ctx.link(i), ctx.link(i + 1)
+    if sig is None or mul is None or sig.node.op != "LOGISTIC" or mul.node.op != "MUL" \
+            or len(sig.ins) != 1 or len(sig.outs) != 1 or len(mul.ins) != 2:
+        return None
+    s = sig.outs[0]
+    if s not in mul.ins or mul.ins[0] == mul.ins[1] or not _only_reader(ctx, s):
+        return None
+    k = 1 - mul.ins.index(s)
+    x, gate, out = mul.node.inputs[k], sig.node.outputs[0], mul.node.outputs[0]
+    code = activation_code(mul.node.options)
+    if code and code not in ACTIVATION_BOUNDS:
+        return None
+    shape = tuple(x.shape)
+    if len(shape) < 2 or any(t.dtype != F32 for t in (x, gate, out)) \
+            or tuple(out.shape) != shape or tuple(gate.shape) == shape \
+            or int(np.prod(gate.shape)) != shape[-1] or tuple(gate.shape)[-1:] != shape[-1:]:
+        return None
+    from .kernels.unary import channel_gate
+    run = channel_gate(sig.run, tuple(gate.shape), shape,
+                       ACTIVATION_BOUNDS[code] if code else None)
+    return (sig.oi, run, [sig.ins[0], mul.ins[k]], list(mul.outs)), 2
 
 
 SWISH_PRODUCERS = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -407,5 +439,5 @@ def _only_reader(ctx, t) -> bool:
 # Rule sets, each run to a fixed point in turn: the chains first, then the FULLY_CONNECTEDs
 # absorbing their producers, innermost first (conv + pool -> FC -> FC: the first FC takes the
 # fused convolution in, then the second FC that step).
-PASSES = [[_conv_max_pool, _conv_swish, _swish, _layer_norm],
+PASSES = [[_conv_max_pool, _conv_swish, _swish, _channel_gate, _layer_norm],
           [_fully_connected_with_producer]]

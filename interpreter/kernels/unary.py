@@ -1,7 +1,8 @@
 """Unary math: ABS NEG EXP LOG SQRT RSQRT SQUARE SIN COS FLOOR CEIL ROUND SIGN.
 
 Each is one or two ufunc calls with `out=`; ROUND rounds half to even like TFLite's reference
-kernel (and numpy's rint). `swish` is the fused LOGISTIC + MUL of x and its sigmoid (fusion.py).
+kernel (and numpy's rint). `swish` is the fused LOGISTIC + MUL of x and its sigmoid,
+`channel_gate` that of x and a per-channel sigmoid (fusion.py).
 """
 from __future__ import annotations
 
@@ -75,4 +76,28 @@ def swish(node, shape, clamp=None, halved=False):
         add(t, out, out)
         if lims is not None:
             clip(out, lims[0], lims[1], out)
+    return run
+
+
+def channel_gate(sigmoid, gate_shape, shape, clamp=None):
+    """run(g, x, out): out = x * sigmoid(g) for a gate g of `gate_shape` (ones, then the C of
+    x's last axis) and x of `shape`: `sigmoid` (the LOGISTIC's prepared kernel) into a buffer,
+    copied along one pixel row, then one multiply over [rows, W*C] (the same products as the
+    broadcast). `clamp`: the MUL's fused (lo, hi), or None."""
+    c = shape[-1]
+    width = shape[-2] * c if len(shape) >= 2 else c
+    rows = int(np.prod(shape)) // width
+    gate = np.empty(gate_shape, F32)
+    tile = np.empty(width, F32)
+    tile2, gate2 = tile.reshape(-1, c), gate.reshape(1, c)
+    lims = None if clamp is None else bounds(*clamp)
+    multiply, copyto = np.multiply, np.copyto
+
+    def run(g, x, out):
+        sigmoid(g, gate)
+        copyto(tile2, gate2)
+        o2 = out.reshape(rows, width)
+        multiply(x.reshape(rows, width), tile, o2)
+        if lims is not None:
+            clip(o2, lims[0], lims[1], o2)
     return run

@@ -94,7 +94,8 @@ def test_swish_is_not_fused_where_the_sigmoid_is_seen(why, options):
 
 
 def test_a_broadcast_mul_of_a_sigmoid_is_not_swish():
-    """Squeeze-excite's MUL(x, sigmoid(se)): x is not the sigmoid's input."""
+    """Squeeze-excite's MUL(x, sigmoid(se)): x is not the sigmoid's input (the channel gate
+    below fuses it: one step, the broadcast's values)."""
     g = Graph(4)
     x = g.tensor("x", (1, 4, 4, 3))
     se = g.tensor("se", (1, 1, 1, 3))
@@ -103,7 +104,7 @@ def test_a_broadcast_mul_of_a_sigmoid_is_not_swish():
     it = Interpreter(model_content=content)
     feeds = [_input((1, 4, 4, 3)), _input((1, 1, 1, 3), 2)]
     ours = run_interpreter(it, feeds)
-    assert len(it._main.run_ops) == 2
+    assert len(it._main.run_ops) == 1
     np.testing.assert_allclose(ours[0], run_litert(content, feeds, reference=False)[0],
                                rtol=1e-5, atol=1e-5)
 
@@ -231,3 +232,66 @@ def test_a_swish_after_a_convolution_makes_three_passes(op, hybrid, monkeypatch)
     assert fused[-3:] == ["tanh", "multiply", "add"], fused
     assert apart[-4:] == ["multiply", "tanh", "multiply", "add"], apart
     assert fused == apart[:-4] + apart[-3:], (fused, apart)
+
+
+# -- squeeze-excite's gate: LOGISTIC of [1, 1, 1, C], then a broadcast MUL -------------------
+
+def gate_model(shape=(1, 5, 6, 7), order=("x", "s"), act=0, gate_is_output=False) -> bytes:
+    g = Graph(9)
+    x = g.tensor("x", shape)
+    gate = g.tensor("g", (1, 1, 1, shape[-1]))
+    s = g.op("LOGISTIC", [gate])
+    named = {"x": x, "s": s}
+    y = g.op("MUL", [named[order[0]], named[order[1]]], fused_activation_function=act)
+    return g.save([x, gate], [y, s] if gate_is_output else [y])
+
+
+@pytest.mark.parametrize("order", [("x", "s"), ("s", "x")])
+@pytest.mark.parametrize("act", [0, RELU6])
+@pytest.mark.parametrize("shape", [(1, 5, 6, 7), (2, 3, 4, 1), (1, 1, 9, 16)])
+def test_a_channel_gate_is_one_step_with_the_ops_values(order, act, shape):
+    content = gate_model(shape, order, act)
+    feeds = [_input(shape, 3), _input((1, 1, 1, shape[-1]), 4)]
+    it = Interpreter(model_content=content)
+    fused = run_interpreter(it, feeds)
+    assert [it._main.sg.operators[oi].opcode.name for oi in it._main.run_ops] == ["LOGISTIC"]
+    apart = run_interpreter(Interpreter(model_content=content,
+                                        experimental_preserve_all_tensors=True), feeds)
+    np.testing.assert_array_equal(fused[0], apart[0])     # the same sigmoid, the same products
+    np.testing.assert_allclose(fused[0], run_litert(content, feeds, reference=False)[0],
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_channel_gate_seen_outside_is_not_fused():
+    content = gate_model(gate_is_output=True)
+    feeds = [_input((1, 5, 6, 7), 3), _input((1, 1, 1, 7), 4)]
+    it = Interpreter(model_content=content)
+    ours = run_interpreter(it, feeds)
+    assert len(it._main.run_ops) == 2
+    for a, b in zip(ours, run_litert(content, feeds, reference=False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_channel_gate_multiplies_whole_pixel_rows(monkeypatch):
+    """Timing-free guard: the gate's product is one multiply over [rows, W*C] against the
+    gate tiled along a row (the MUL kernel broadcast a [C] gate: C values an inner loop)."""
+    shape = (1, 5, 6, 7)
+    content = gate_model(shape)
+    feeds = [_input(shape, 3), _input((1, 1, 1, 7), 4)]
+    shapes = []
+    real = np.multiply
+
+    class Spy:
+        def __call__(self, *args, **kw):
+            shapes.append(tuple(np.shape(a) for a in args[:2]))
+            return real(*args, **kw)
+
+        def __getattr__(self, attr):
+            return getattr(real, attr)
+    with monkeypatch.context() as m:
+        m.setattr(np, "multiply", Spy())
+        it = Interpreter(model_content=content)
+        run_interpreter(it, feeds)
+        shapes.clear()
+        it.invoke()
+    assert shapes == [((5, 42), (42,))], shapes
