@@ -67,3 +67,28 @@ def test_the_1x1_projection_matches_the_two_pass_form():
                                        experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
                            case.feeds)[0]
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
+
+
+def test_a_large_hybrid_3x3_conv_copies_no_im2col(monkeypatch):
+    """DenseNet's 3x3 growth layers (56x56x128 -> 32): one GEMM of the padded image by all
+    nine taps' weights and nine adds of shifted views of its product over the output
+    (hybrid._shifted_conv_run); im2col copied nine times the input first. Counted: the
+    elements numpy writes by copyto, by the passes over the output, and the GEMMs' shapes."""
+    h, w, c, o = 30, 28, 8, 5
+    case = hybrid_case("s", "CONV_2D", (1, h, w, c), (o, 3, 3, c), conv_options(act=1))
+    products = []
+    real = np.matmul
+
+    class Spy:
+        def __call__(self, a, b, *args, **kw):
+            products.append((np.shape(a), np.shape(b)))
+            return real(a, b, *args, **kw)
+
+        def __getattr__(self, attr):
+            return getattr(real, attr)
+    monkeypatch.setattr(np, "matmul", Spy())
+    seen = passes(case.model, case.feeds, monkeypatch)
+    copied = sum(n for name, n in seen if name == "copyto")
+    assert copied < h * w * c, seen                  # no im2col (9 x the input)
+    assert products[-1][1] == (c, 9 * o), products   # one GEMM, every tap's weights side by side
+    assert [name for name, n in seen if n == h * w * o].count("add") == 9, seen

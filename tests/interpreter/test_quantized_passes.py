@@ -99,22 +99,25 @@ def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkey
                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)[0]
     built = _built_kernels(monkeypatch)
     got = run_edgelite(case.model, case.feeds)[0]
-    pointwise = _is_pointwise_projection(case)
-    assert len(built) == (0 if pointwise else 1), built
+    assert len(built) == (0 if _no_float_kernel(case) else 1), built
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
 
 
-def _is_pointwise_projection(case) -> bool:
-    """A batch-1 1x1 CONV_2D, stride 1, with fewer outputs than inputs (hybrid._pointwise_run)
-    or on one pixel (a one-row FULLY_CONNECTED): no float kernel."""
+def _no_float_kernel(case) -> bool:
+    """A batch-1, stride-1 CONV_2D that runs its own GEMM: 1x1 with fewer outputs than inputs
+    (hybrid._pointwise_run) or on one pixel (a one-row FULLY_CONNECTED), or kxk, undilated, on
+    at least hybrid.SHIFTED_MIN_PIXELS pixels (hybrid._shifted_conv_run)."""
     from edgelite.schema import load
     sg = load(case.model).subgraphs[0]
     op = sg.operators[0]
-    x, w = (sg.tensors[t] for t in (op.inputs[0], op.inputs[1]))
-    shape = case.feeds[0].shape
-    return op.opcode.name == "CONV_2D" and shape[0] == 1 and tuple(w.shape[1:3]) == (1, 1) \
-        and op.options.stride_h == op.options.stride_w == 1 \
-        and (w.shape[0] < w.shape[3] or tuple(shape[1:3]) == (1, 1))
+    w = sg.tensors[op.inputs[1]]
+    shape, opts = case.feeds[0].shape, op.options
+    if op.opcode.name != "CONV_2D" or shape[0] != 1 or not opts.stride_h == opts.stride_w == 1:
+        return False
+    if tuple(w.shape[1:3]) == (1, 1):
+        return w.shape[0] < w.shape[3] or tuple(shape[1:3]) == (1, 1)
+    return opts.dilation_h_factor == opts.dilation_w_factor == 1 and w.shape[3] == shape[3] \
+        and shape[1] * shape[2] >= hybrid.SHIFTED_MIN_PIXELS
 
 
 class _Counted:
