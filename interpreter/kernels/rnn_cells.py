@@ -1,8 +1,8 @@
 """What the recurrent sequence kernels share (UNIDIRECTIONAL_SEQUENCE_LSTM/RNN in lstm.py and
 rnn.py, the fused Keras loop in rnn_loop.py): the LSTM's steps, one copy (LstmSteps; StackedLstm
-for batch 1 over a narrow input), and the output rows each time step writes its h into. Small
-on purpose: lstm.py and rnn.py import it without loading the Keras-loop matcher or the hybrid
-kernels.
+over a narrow input, any batch), the Keras GRU's over a narrow input (StackedGru), and the
+output rows each time step writes its h into. Small on purpose: lstm.py and rnn.py import it
+without loading the Keras-loop matcher or the hybrid kernels.
 """
 from __future__ import annotations
 

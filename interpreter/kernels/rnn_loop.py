@@ -5,6 +5,10 @@ weights, one call of the body's FULLY_CONNECTED kernel prepared for all the step
 default resolver's, weights dequantized at prepare); per step: one matmul with the recurrent
 weights (dynamic-range: hybrid_row.py's one-row product, the default kernel's numbers bit for
 bit, or the kernel itself for a batch), then the gates in whole-array ufuncs on views made once.
+A float LSTM or GRU over a narrow input (fewer inputs than units) whose loop runs the whole
+sequence takes rnn_cells.StackedLstm / StackedGru instead (both projections and biases stacked:
+one product of [h, x_t, 1] a step, no input projection), and a batch-1 dynamic-range LSTM
+hybrid_lstm.QuantizedStackedLstm (x's rows dequantized once, h's inline a step).
 
 LOGISTIC is 0.5 + 0.5 tanh(x / 2) (an identity; at most ~3e-8 absolute from the LOGISTIC kernel):
 the sigmoid columns of both projections are scaled by 0.5 (exact) before the sum, one tanh covers
