@@ -326,6 +326,8 @@ class QuantizedStackedLstm(StackedLstm):
                         zp = -128.0
                     elif zp >= 127:
                         zp = 127.0
+                    elif zp != zp:   # a NaN in h: NaN out, no exception
+                        zp = 0.0
                     else:
                         whole = float(trunc(zp))
                         zp = whole + (zp - whole >= 0.5) - (zp - whole <= -0.5)

@@ -210,7 +210,8 @@ class StackedGru:
     [steps + 1, width] (row-major GEMV), a batch v [steps + 1, width, batch] (gate-major, as
     StackedLstm)."""
 
-    def __init__(self, m: np.ndarray, n: int, steps: int, u=None, batch: int = 1):
+    def __init__(self, m: np.ndarray, n: int, steps: int, u=None, batch: int = 1,
+                 own_h: bool = False):
         n_in = m.shape[0] - n - 1
         lanes = () if batch == 1 else (batch,)
         self.n, self.n_in, self.steps, self.batch = n, n_in, steps, batch
@@ -223,8 +224,14 @@ class StackedGru:
                                                       (3 * n,) + lanes))
         self.half = np.full((3 * n,) + lanes, 0.5, np.float32)
         self.r2 = np.zeros((2 * n,) + lanes, np.float32)
-        self.h = self.v[1:, n_in + 1:n_in + 1 + n]
         y, v = self.y, self.v
+        h_slot = slice(n_in + 1, n_in + 1 + n)
+        # [h_{t-1}, c_t] rows: v's own, or with `own_h` (v's h taken quantized by a subclass)
+        # a float buffer of their own
+        hc_rows = np.zeros((steps + 1, 2 * n) + lanes, np.float32) if own_h \
+            else v[:, n_in + 1:]
+        self.hc_rows = hc_rows
+        self.h = hc_rows[1:, :n]
         width = n_in + 1 + n
         if batch == 1:
             first = [(v[t, :width].dot, m) for t in range(steps)]
@@ -241,10 +248,11 @@ class StackedGru:
             else:
                 second = [(np.ascontiguousarray(u2.T).dot, y[3 * n:])] * steps
         # per step: the first product, the second (reset_before), h_{t-1}, [h_{t-1}, c], c,
-        # where h_t goes
-        self.loop = [(d1, o1, d2, o2, v[t, n_in + 1:n_in + 1 + n],
-                      v[t, n_in + 1:], v[t, n_in + 1 + n:], v[t + 1, n_in + 1:n_in + 1 + n])
+        # where h_t goes, v's next h
+        self.loop = [(d1, o1, d2, o2, hc_rows[t, :n], hc_rows[t], hc_rows[t, n:],
+                      hc_rows[t + 1, :n], v[t + 1, h_slot])
                      for t, ((d1, o1), (d2, o2)) in enumerate(zip(first, second))]
+        self.h_slot = h_slot
         self.views = (y[:3 * n], y[:2 * n], y[2 * n:3 * n], y[3 * n:4 * n], y[4 * n:])
 
     def __call__(self, x: np.ndarray, h: np.ndarray, out, h_out: np.ndarray) -> None:
@@ -260,13 +268,24 @@ class StackedGru:
             x, h, h_out = x.transpose(0, 2, 1), h.T, h_out.T
             out = None if out is None else out.transpose(0, 2, 1)
         _copyto(self.x, x)
-        _copyto(self.v[0, self.n_in + 1:self.n_in + 1 + self.n], h)
+        self._start(h)
+        self._steps()
+        if out is not None:
+            _copyto(out, self.h)
+        _copyto(h_out, self.h[-1])
+
+    def _start(self, h0: np.ndarray) -> None:
+        """h_{-1} into v's first row."""
+        _copyto(self.v[0, self.h_slot], h0)
+
+    def _steps(self) -> None:
+        """The recurrence over v, y and the [h, c] rows (no frame a step)."""
         gates, pair, r, hc, xc = self.views
         k, half, r2, n, y = self.k, self.half, self.r2, self.n, self.y
         r2_a, r2_b = r2[:n], r2[n:]
         tanh, mul, add = np.tanh, np.multiply, np.add
         if self.reset_before:
-            for d1, o1, d2, o2, h_prev, hq, c, h_next in self.loop:
+            for d1, o1, d2, o2, h_prev, hq, c, h_next, _ in self.loop:
                 d1(o1, y)
                 tanh(gates, gates)
                 mul(gates, k, gates)
@@ -277,7 +296,7 @@ class StackedGru:
                 mul(pair, hq, r2)           # [z h, (1 - z) c]
                 add(r2_a, r2_b, h_next)
         else:
-            for d1, o1, _, _, _, hq, c, h_next in self.loop:
+            for d1, o1, _, _, _, hq, c, h_next, _ in self.loop:
                 d1(o1, y)
                 tanh(gates, gates)
                 mul(gates, k, gates)
@@ -287,6 +306,3 @@ class StackedGru:
                 tanh(c, c)
                 mul(pair, hq, r2)           # [z h, (1 - z) c]
                 add(r2_a, r2_b, h_next)
-        if out is not None:
-            _copyto(out, self.h)
-        _copyto(h_out, self.h[-1])

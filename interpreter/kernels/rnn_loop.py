@@ -119,7 +119,8 @@ class Sequence:
             self.xp_rows = [(tuple(row[:, xl:xh] for (xl, xh), _ in pairs),
                              row[:, slice(*g["hx"])]) for row in self.xp]
             self.steps = self._gru_steps
-            self.stacked = self._stacked_gru(g, steps, batch, units)
+            self.stacked = self._stacked_gru(g, steps, batch, units) or \
+                self._quantized_stacked_gru(g, steps, units, body, x_op)
 
     def run(self, values: list, outs: list) -> bool:
         """The loop from `values` into `outs` (the WHILE's outputs, of the same shapes); False,
@@ -169,11 +170,11 @@ class Sequence:
                             for a in (self.w_h, scaled_x, bias[None])])
         return StackedLstm(np.ascontiguousarray(m, F32), units, steps, 0.0, batch=batch)
 
-    def _quantized_stacked_lstm(self, g: dict, steps: int, units: int, body, x_op):
-        """hybrid_lstm.QuantizedStackedLstm for a batch-1 dynamic-range LSTM over a narrow
-        input whose projections both fit hybrid_row.RowProduct (the default FULLY_CONNECTED's
-        numbers): its weights dequantized once, x's rows quantized and dequantized at once per
-        invoke as that kernel does (`self.stacked_x`), h's each step; or None."""
+    def _row_x(self, units: int, body, x_op):
+        """The input projection's RowProduct (its weights and bias dequantized, the column
+        scale in) for a batch-1 dynamic-range loop over a narrow input whose recurrent
+        projection is one too, with `self.stacked_x` set to dequantize x's rows as that
+        FULLY_CONNECTED does (all the steps at once); or None."""
         if self.row_h is None or x_op is None:
             return None
         infos = body.infos
@@ -183,6 +184,22 @@ class Sequence:
         if row_x is None or row_x.wt.shape[0] >= units:
             return None
         from .hybrid import dequantize_rows
+        xq = np.zeros((self.shapes[self.cell.x][0], row_x.wt.shape[0]), F32)
+
+        def stacked_x(x):
+            dequantize_rows(np.ascontiguousarray(x, F32).reshape(xq.shape), xq, row_x.asymmetric)
+            return xq[:, None]
+        self.stacked_x = stacked_x
+        return row_x
+
+    def _quantized_stacked_lstm(self, g: dict, steps: int, units: int, body, x_op):
+        """hybrid_lstm.QuantizedStackedLstm for a batch-1 dynamic-range LSTM over a narrow
+        input whose projections both fit hybrid_row.RowProduct (the default FULLY_CONNECTED's
+        numbers): its weights dequantized once, x's rows quantized and dequantized at once per
+        invoke as that kernel does (`self.stacked_x`), h's each step; or None."""
+        row_x = self._row_x(units, body, x_op)
+        if row_x is None:
+            return None
         from .hybrid_lstm import QuantizedStackedLstm
         bias = self.b_x * self.scale_x + self.b_h_row[0]
         for row in (row_x, self.row_h):
@@ -191,42 +208,40 @@ class Sequence:
         cols = [slice(*g[k]) for k in "oifg"]
         m = np.concatenate([np.concatenate([a[..., k] for k in cols], axis=-1)
                             for a in (self.row_h.wt, row_x.wt, bias[None])])
-        xq = np.zeros((steps, row_x.wt.shape[0]), F32)
-
-        def stacked_x(x):
-            dequantize_rows(np.ascontiguousarray(x, F32).reshape(xq.shape), xq, row_x.asymmetric)
-            return xq[:, None]
-        self.stacked_x = stacked_x
         return QuantizedStackedLstm(np.ascontiguousarray(m, F32), units, steps, 0.0,
                                     self.row_h.asymmetric)
 
     def _stacked_gru(self, g: dict, steps: int, batch: int, units: int):
-        """rnn_cells.StackedGru for a float GRU over a narrow input, or None: m's rows [x; 1; h],
-        its columns [z, z, r, hc, xc] from both projections (their 0.5 on z and r in), the
-        biases in its 1 row (reset_before: the candidate's product's too)."""
+        """rnn_cells.StackedGru for a float GRU over a narrow input, or None (reset_before:
+        the candidate's product's bias with x's)."""
         if self.w_x is None or self.w_h is None or self.w_x.shape[0] >= units:
             return None
         c = self.cell
-        n_in = self.w_x.shape[0]
-        w_x, b_x = self.w_x * self.scale_x, self.b_x * self.scale_x
-        w_h, b_h = self.w_h, self.b_h[0]
-        m = np.zeros((n_in + 1 + units, 5 * units), F32)
-        x_rows, one, h_rows = m[:n_in], m[n_in], m[n_in + 1:]
-        for block, (gx, gh) in enumerate([("zx", "zh"), ("zx", "zh"), ("rx", "rh")]):
-            cols, xs, hs = (slice(block * units, (block + 1) * units), slice(*g[gx]),
-                            slice(*g[gh]))
-            x_rows[:, cols], h_rows[:, cols] = w_x[:, xs], w_h[:, hs]
-            one[cols] = b_x[xs] + b_h[hs]
-        hc, xc, hx = slice(3 * units, 4 * units), slice(4 * units, 5 * units), slice(*g["hx"])
-        x_rows[:, xc], one[xc] = w_x[:, hx], b_x[hx]
+        m = _gru_stacked_weights(g, units, self.w_x * self.scale_x, self.b_x * self.scale_x,
+                                 self.w_h, self.b_h[0], c.reset_w is None)
         u = None
-        if c.reset_w is None:   # reset_after: r * (h U_c + b)
-            hh = slice(*g["hh"])
-            h_rows[:, hc], one[hc] = w_h[:, hh], b_h[hh]
-        else:                   # reset_before: (r * h) U_c + b, the bias with x's
+        if c.reset_w is not None:   # reset_before: (r * h) U_c + b
             u = np.asarray(c.reset_w[0], F32).T
-            one[xc] += np.asarray(c.reset_w[1], F32).reshape(-1)
+            m[self.w_x.shape[0], 4 * units:] += np.asarray(c.reset_w[1], F32).reshape(-1)
         return StackedGru(m, units, steps, u, batch=batch)
+
+    def _quantized_stacked_gru(self, g: dict, steps: int, units: int, body, x_op):
+        """hybrid_row.QuantizedStackedGru for a batch-1 dynamic-range GRU (reset_after) over a
+        narrow input whose projections both fit RowProduct, as _quantized_stacked_lstm; or
+        None."""
+        if self.cell.reset_w is not None:
+            return None
+        row_x = self._row_x(units, body, x_op)
+        if row_x is None:
+            return None
+        from .hybrid_row import QuantizedStackedGru
+        b_x, b_h = self.b_x * self.scale_x, self.b_h_row[0]
+        if row_x.bias is not None:
+            b_x = b_x + row_x.bias[0]
+        if self.row_h.bias is not None:
+            b_h = b_h + self.row_h.bias[0]
+        m = _gru_stacked_weights(g, units, row_x.wt, b_x, self.row_h.wt, b_h, True)
+        return QuantizedStackedGru(m, units, steps, self.row_h.asymmetric)
 
     def _run_stacked(self, values: list, outs: list, n: int) -> bool:
         """Every step of the sequence through StackedLstm / StackedGru: outs' h (and an LSTM's
@@ -352,6 +367,26 @@ class Sequence:
             plus(h_next, tmp, h_next)              # c + z (h - c)
             h = h_next
         return h
+
+
+def _gru_stacked_weights(g: dict, units: int, w_x, b_x, w_h, b_h, reset_after: bool):
+    """StackedGru's m, rows [x; 1; h], columns [z, z, r, hc, xc], from both projections'
+    weights [n_in, G] / [units, G] and biases (their 0.5 on z and r in): hc is h's candidate
+    term (reset_after; else zeros), xc x's."""
+    n_in = w_x.shape[0]
+    m = np.zeros((n_in + 1 + units, 5 * units), F32)
+    x_rows, one, h_rows = m[:n_in], m[n_in], m[n_in + 1:]
+    for block, (gx, gh) in enumerate([("zx", "zh"), ("zx", "zh"), ("rx", "rh")]):
+        cols, xs, hs = (slice(block * units, (block + 1) * units), slice(*g[gx]),
+                        slice(*g[gh]))
+        x_rows[:, cols], h_rows[:, cols] = w_x[:, xs], w_h[:, hs]
+        one[cols] = b_x[xs] + b_h[hs]
+    hc, xc, hx = slice(3 * units, 4 * units), slice(4 * units, 5 * units), slice(*g["hx"])
+    x_rows[:, xc], one[xc] = w_x[:, hx], b_x[hx]
+    if reset_after:   # r * (h U_c + b)
+        hh = slice(*g["hh"])
+        h_rows[:, hc], one[hc] = w_h[:, hh], b_h[hh]
+    return m
 
 
 def _hard_gates(hard, g_columns, shape) -> tuple:

@@ -36,6 +36,10 @@ CASES = {
     "lstm-dynamic-range-narrow-last-no-bias": dict(kind="lstm", variant="dynamic", units=8,
                                                    n_in=3, sequences=False, bias=False),
     "gru-dynamic-range": dict(kind="gru", variant="dynamic"),
+    # batch 1, fewer inputs than units: hybrid_row.QuantizedStackedGru
+    "gru-dynamic-range-narrow": dict(kind="gru", variant="dynamic", units=8, n_in=3),
+    "gru-dynamic-range-narrow-last-no-bias": dict(kind="gru", variant="dynamic", units=8,
+                                                  n_in=3, sequences=False, bias=False),
     "gru-reset-before": dict(kind="gru", variant="reset_before", batch=2),
     "gru-reset-before-no-bias": dict(kind="gru", variant="reset_before", bias=False,
                                      sequences=False),

@@ -216,6 +216,17 @@ def test_keras_narrow_lstm_loop_step_is_one_product_and_seven_ufuncs(batch, sequ
 
 
 @NUMPY2_DISPATCH
+def test_keras_narrow_dynamic_gru_loop_step():
+    """The fused batch-1 dynamic-range Keras GRU over fewer inputs than units runs
+    hybrid_row.QuantizedStackedGru: StackedGru's 9 calls and h's quantize-dequantize inline
+    (7), no frame but x's row zero point. Before: 19 calls and 5 frames a step."""
+    from tests.interpreter.keras_while import keras_while
+    calls, frames = per_step(lambda n: keras_while(kind="gru", variant="dynamic", units=8,
+                                                   n_in=3, steps=n))
+    assert calls <= 16 and frames <= 1.5, (calls, frames)
+
+
+@NUMPY2_DISPATCH
 def test_keras_narrow_dynamic_lstm_loop_step():
     """The fused batch-1 dynamic-range Keras LSTM over fewer inputs than units runs
     QuantizedStackedLstm: the float step's 8 calls and h's quantize-dequantize inline (4 method
