@@ -556,18 +556,22 @@ def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
 
 
 SHIFTED_MIN_PIXELS = 28 * 28    # below, im2col's copy costs less than the GEMM's extra rows
+SHIFTED_MIN_CHANNELS = 8
 
 
 def _shifted_applies(node, x_shape, w_shape) -> bool:
     """A batch-1, stride-1, undilated, ungrouped kxk CONV_2D on a large image (DenseNet's 3x3
     growth layers): _shifted_conv_run."""
     o = node.options
-    kh, kw = w_shape[1:3]
-    return (x_shape[0] == 1 and (kh > 1 or kw > 1) and w_shape[3] == x_shape[3]
+    cout, kh, kw, c = w_shape
+    return (x_shape[0] == 1 and (kh > 1 or kw > 1) and c == x_shape[3]
             and int(o.stride_h) == int(o.stride_w) == 1
             and int(getattr(o, "dilation_h_factor", 1) or 1) == 1
             and int(getattr(o, "dilation_w_factor", 1) or 1) == 1
-            and x_shape[1] * x_shape[2] >= SHIFTED_MIN_PIXELS)
+            and x_shape[1] * x_shape[2] >= SHIFTED_MIN_PIXELS
+            # a deep input (the GEMM's depth; a stem's 3 channels keep im2col) and a product
+            # [pixels, kh*kw*O] no larger than twice im2col's [pixels, kh*kw*C]
+            and c >= SHIFTED_MIN_CHANNELS and cout <= 2 * c)
 
 
 def _shifted_conv_run(node, weights, bias, asymmetric: bool):

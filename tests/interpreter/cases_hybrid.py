@@ -67,15 +67,18 @@ CASES = [
                 conv_options(act=1), per_channel=False),
     hybrid_case("conv_2d_1x1_expansion_per_tensor", "CONV_2D", (1, 3, 5, 4), (12, 1, 1, 4),
                 conv_options(), per_channel=False, x_scale=30.0),
-    # kxk at batch 1, stride 1, on at least 28x28 pixels (hybrid._shifted_conv_run: one GEMM
-    # of the padded rows by every tap's weights, then shifted adds): SAME and VALID, 3x3, 5x5,
-    # 3x1, per-channel (asymmetric inputs) and per-tensor, a clamp, a wide input.
+    # kxk at batch 1, stride 1, on at least 28x28 pixels of 8+ channels (hybrid.
+    # _shifted_conv_run: one GEMM of the padded rows by every tap's weights, then shifted
+    # adds): SAME and VALID, 3x3, 5x5, 3x1, per-channel (asymmetric inputs) and per-tensor, a
+    # clamp, a wide input; 3 channels keep im2col.
     hybrid_case("conv_2d_shifted_3x3_relu6", "CONV_2D", (1, 28, 30, 8), (6, 3, 3, 8),
                 conv_options(act=3), x_shift=0.2),
-    hybrid_case("conv_2d_shifted_valid_5x5_per_tensor", "CONV_2D", (1, 30, 29, 4),
-                (5, 5, 5, 4), conv_options(padding=1), per_channel=False),
-    hybrid_case("conv_2d_shifted_3x1", "CONV_2D", (1, 40, 24, 6), (4, 3, 1, 6),
+    hybrid_case("conv_2d_shifted_valid_5x5_per_tensor", "CONV_2D", (1, 30, 29, 8),
+                (5, 5, 5, 8), conv_options(padding=1), per_channel=False),
+    hybrid_case("conv_2d_shifted_3x1", "CONV_2D", (1, 40, 24, 12), (4, 3, 1, 12),
                 conv_options(act=1), x_shift=1.0),
+    hybrid_case("conv_2d_3x3_narrow_input_im2col", "CONV_2D", (1, 30, 30, 3), (8, 3, 3, 3),
+                conv_options()),
     hybrid_case("conv_2d_shifted_wide_input", "CONV_2D", (1, 28, 28, 16), (8, 3, 3, 16),
                 conv_options(), x_scale=50.0),
     # one pixel (squeeze-excite): the one-row FULLY_CONNECTED path

@@ -105,8 +105,8 @@ def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkey
 
 def _no_float_kernel(case) -> bool:
     """A batch-1, stride-1 CONV_2D that runs its own GEMM: 1x1 with fewer outputs than inputs
-    (hybrid._pointwise_run) or on one pixel (a one-row FULLY_CONNECTED), or kxk, undilated, on
-    at least hybrid.SHIFTED_MIN_PIXELS pixels (hybrid._shifted_conv_run)."""
+    (hybrid._pointwise_run) or on one pixel (a one-row FULLY_CONNECTED), or kxk where
+    hybrid._shifted_applies (hybrid._shifted_conv_run)."""
     from edgelite.schema import load
     sg = load(case.model).subgraphs[0]
     op = sg.operators[0]
@@ -116,8 +116,8 @@ def _no_float_kernel(case) -> bool:
         return False
     if tuple(w.shape[1:3]) == (1, 1):
         return w.shape[0] < w.shape[3] or tuple(shape[1:3]) == (1, 1)
-    return opts.dilation_h_factor == opts.dilation_w_factor == 1 and w.shape[3] == shape[3] \
-        and shape[1] * shape[2] >= hybrid.SHIFTED_MIN_PIXELS
+    from types import SimpleNamespace
+    return hybrid._shifted_applies(SimpleNamespace(options=opts), shape, tuple(w.shape))
 
 
 class _Counted:
