@@ -22,7 +22,10 @@ while every partial sum stays below 2^24, else the weights are split into balanc
 digits, each digit's sums exact, combined in float64 (a CONV_2D first splits its input channels
 into groups whose sums are exact: one grouped convolution). That is BUILTIN_REF's arithmetic;
 under the default resolver a convolution or FULLY_CONNECTED runs the float kernel on weights
-dequantized at prepare and the quantized-then-dequantized input instead (dequantize_rows).
+dequantized at prepare and the quantized-then-dequantized input instead (dequantize_rows),
+and at batch 1 three CONV_2D forms run their own GEMM with the quantization in fewer passes
+(issue 17): a 1x1 projection (_pointwise_run: the row scale on the narrower output), one pixel
+(a one-row FULLY_CONNECTED) and a large stride-1 kxk (_shifted_conv_run: no im2col).
 """
 from __future__ import annotations
 
