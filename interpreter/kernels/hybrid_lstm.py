@@ -23,7 +23,7 @@ from .lstm import (B, C_STATE, H_STATE, LN, P, PROJ_B, PROJ_W, R, STACKED, W, X,
 from .hybrid_row import RowProduct
 from .registry import register
 from .requantize import exact_rounding
-from .rnn_cells import LstmSteps, OutputRows, StackedLstm
+from .rnn_cells import LstmSteps, OutputRows, StackedLstm, narrow
 
 class _RowQuantizedMatmul:
     """Accumulates (q . W^T) * (row_scale * weight_scale) into a float result, for rows
@@ -215,7 +215,7 @@ def _default_sequence(node, gates, w_x, w_h, bias, asymmetric, time_major, batch
     hybrid kernels; BUILTIN_REF runs the exact loop."""
     x = node.input(X).shape
     steps, n_input = (x[0] if time_major else x[1]), x[2]
-    if batch == 1 and len(gates) == 4 and n_input < n_cell:
+    if batch == 1 and len(gates) == 4 and narrow(n_input, n_cell):
         return _stacked(w_x, w_h, bias, asymmetric, steps, n_input, n_cell, cell_clip,
                         time_major)
     half = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, F32) for g in gates])

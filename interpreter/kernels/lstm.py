@@ -11,7 +11,7 @@ import numpy as np
 from .common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGMOID, TANH, clip_, sigmoid_
 from .geometry import batch_major, sequence_input
 from .registry import register
-from .rnn_cells import LstmSteps, OutputRows, StackedLstm
+from .rnn_cells import LstmSteps, OutputRows, StackedLstm, narrow
 
 # Input positions of the op (the format's fixed layout).
 X = 0
@@ -160,7 +160,7 @@ def _plain_cell(node, gates, act_code: int, use_ln: bool, has_proj: bool, time_m
     n_cell = node.input(W_F).shape[0]
     x = node.input(X).shape
     batch, steps = (x[1], x[0]) if time_major else (x[0], x[1])
-    if len(gates) == 4 and x[2] < n_cell:
+    if len(gates) == 4 and narrow(x[2], n_cell):
         return _stacked(ins, n_cell, steps, batch, time_major, float(node.options.cell_clip))
     scale = np.concatenate([np.full(n_cell, 1.0 if g == "c" else 0.5, np.float32)
                             for g in gates])
@@ -198,7 +198,7 @@ def stacked_weights(w: dict, r: dict, b: dict, n_cell: int) -> np.ndarray:
 
 
 def _stacked(ins, n_cell: int, steps: int, batch: int, time_major: bool, cell_clip: float):
-    """The plain LSTM with a narrow input (n_input < n_cell: a product of [h, x, 1] costs less
+    """The plain LSTM with a narrow input (rnn_cells.narrow: a product of [h, x, 1] costs less
     than the input projection's GEMM and a sum a step): rnn_cells.StackedLstm (any batch)."""
     def data(t):
         return None if t is None else np.asarray(t.data, np.float32)

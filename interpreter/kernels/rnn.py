@@ -20,7 +20,7 @@ from .fixed_point import mbqm, quantize_multiplier, wrap32
 from .geometry import batch_major, sequence_input
 from .registry import register
 from .requantize import exact_rounding
-from .rnn_cells import OutputRows
+from .rnn_cells import OutputRows, narrow
 
 F32 = np.float32
 
@@ -239,7 +239,7 @@ def unidirectional_sequence_rnn(node):
 def _constant_float_sequence(node, x, time_major, batch, units, act, out_rows):
     """UNIDIRECTIONAL_SEQUENCE_RNN with constant float32 weights and bias, prepared once: the
     weights transposed, the input product of every step in one GEMM into a buffer made here.
-    The default resolver's TANH over a narrow input (fewer inputs than units: a GEMV over
+    The default resolver's TANH over a narrow input (rnn_cells.narrow: a GEMV over
     [h, x, 1] costs less than the GEMM and a sum a step) takes two numpy calls a step
     (_stacked_tanh); otherwise
     (BUILTIN_REF, other activations) per step np.dot into one buffer, the sum into the step's
@@ -251,7 +251,7 @@ def _constant_float_sequence(node, x, time_major, batch, units, act, out_rows):
     wt, rt = (np.ascontiguousarray(np.asarray(t.data, F32).T) for t in ws[:2])
     bias = np.asarray(ws[2].data, F32)
     steps = x.shape[0] if time_major else x.shape[1]
-    if act is _tanh and not exact_rounding(node) and wt.shape[0] < units:
+    if act is _tanh and not exact_rounding(node) and narrow(wt.shape[0], units):
         return _stacked_tanh(wt, rt, bias, steps, batch, units, time_major)
     z = np.zeros((batch, steps, units), F32)
     z_rows = [z[:, t] for t in range(steps)]

@@ -5,7 +5,7 @@ weights, one call of the body's FULLY_CONNECTED kernel prepared for all the step
 default resolver's, weights dequantized at prepare); per step: one matmul with the recurrent
 weights (dynamic-range: hybrid_row.py's one-row product, the default kernel's numbers bit for
 bit, or the kernel itself for a batch), then the gates in whole-array ufuncs on views made once.
-A float LSTM or GRU over a narrow input (fewer inputs than units) whose loop runs the whole
+A float LSTM or GRU over a narrow input (rnn_cells.narrow) whose loop runs the whole
 sequence takes rnn_cells.StackedLstm / StackedGru instead (both projections and biases stacked:
 one product of [h, x_t, 1] a step, no input projection), and a batch-1 dynamic-range LSTM
 hybrid_lstm.QuantizedStackedLstm (x's rows dequantized once, h's inline a step).
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hybrid_row import row_product
-from .rnn_cells import LstmSteps, StackedGru, StackedLstm
+from .rnn_cells import LstmSteps, StackedGru, StackedLstm, narrow
 
 F32 = np.float32
 
@@ -158,10 +158,10 @@ class Sequence:
         return True
 
     def _stacked_lstm(self, g: dict, steps: int, batch: int, units: int):
-        """rnn_cells.StackedLstm for a float LSTM over a narrow input (fewer inputs than units:
+        """rnn_cells.StackedLstm for a float LSTM over a narrow input (rnn_cells.narrow:
         one product of [h, x_t, 1] a step, no input projection), or None: m's columns are
         the gates o, i, f, g of both projections, with the bias of both."""
-        if self.w_x is None or self.w_h is None or self.w_x.shape[0] >= units:
+        if self.w_x is None or self.w_h is None or not narrow(self.w_x.shape[0], units):
             return None
         cols = [slice(*g[k]) for k in "oifg"]
         scaled_x = self.w_x * self.scale_x
@@ -181,7 +181,7 @@ class Sequence:
         b_info = infos[x_op.inputs[2]] if len(x_op.inputs) > 2 and x_op.inputs[2] >= 0 \
             else None
         row_x = row_product(x_op.options, infos[x_op.inputs[1]], b_info, self.scale_x)
-        if row_x is None or row_x.wt.shape[0] >= units:
+        if row_x is None or not narrow(row_x.wt.shape[0], units):
             return None
         from .hybrid import dequantize_rows
         xq = np.zeros((self.shapes[self.cell.x][0], row_x.wt.shape[0]), F32)
@@ -214,7 +214,7 @@ class Sequence:
     def _stacked_gru(self, g: dict, steps: int, batch: int, units: int):
         """rnn_cells.StackedGru for a float GRU over a narrow input, or None (reset_before:
         the candidate's product's bias with x's)."""
-        if self.w_x is None or self.w_h is None or self.w_x.shape[0] >= units:
+        if self.w_x is None or self.w_h is None or not narrow(self.w_x.shape[0], units):
             return None
         c = self.cell
         m = _gru_stacked_weights(g, units, self.w_x * self.scale_x, self.b_x * self.scale_x,

@@ -24,6 +24,14 @@ CASES = {
     "lstm-sequences": dict(kind="lstm"),
     "lstm-batch2-last": dict(kind="lstm", batch=2, sequences=False),
     "lstm-no-bias": dict(kind="lstm", bias=False, units=8, n_in=3),
+    # wider than rnn_cells.narrow (the other cases here are at most twice their units): the
+    # input projection in one GEMM, the loop's own steps
+    "lstm-wide-input": dict(kind="lstm", n_in=12),
+    "gru-wide-input-batch2": dict(kind="gru", n_in=12, batch=2),
+    "gru-reset-before-wide-input": dict(kind="gru", variant="reset_before", n_in=12),
+    "lstm-dynamic-range-wide-input": dict(kind="lstm", variant="dynamic", n_in=12),
+    "gru-dynamic-range-wide-input": dict(kind="gru", variant="dynamic", n_in=12),
+    "rnn-wide-input": dict(kind="rnn", n_in=12),
     # fewer inputs than units: rnn_cells.StackedLstm (batch 1 row-major, a batch gate-major)
     "lstm-narrow-batch3": dict(kind="lstm", batch=3, units=8, n_in=3),
     "lstm-narrow-batch4-last": dict(kind="lstm", batch=4, units=8, n_in=3, sequences=False),

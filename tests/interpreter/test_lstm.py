@@ -130,6 +130,23 @@ def test_batched_narrow_input_lstm_matches_litert(kwargs, batch):
     assert not np.allclose(ours[0], ours[1])
 
 
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_wide_input_lstm_matches_litert(batch, dynamic):
+    """More than twice as many inputs as cells (past rnn_cells.narrow): the input projection
+    of every step in one GEMM, then LstmSteps (float and default dynamic-range)."""
+    from edgelite.converter.quantize import quantize
+    from edgelite.schema import load
+    content = _lstm_model(batch=batch, steps=5, n_in=12, n_cell=4, n_out=4)
+    if dynamic:
+        content = save(quantize(load(content), "dynamic", min_weight_elements=0).model)
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((batch, 5, 12)).astype(np.float32) for _ in range(3)]
+    ours, theirs = _run(edgelite_interpreter, content, xs), _run(litert, content, xs)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(ours[0], ours[1])
+
+
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_batch_one_narrow_input_lstm_of_no_steps(dynamic):
     """An empty sequence through StackedLstm: an empty output and the states kept, as LiteRT."""

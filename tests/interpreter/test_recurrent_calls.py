@@ -205,13 +205,14 @@ def test_batched_narrow_sequence_lstm_step_is_one_product_and_seven_ufuncs(batch
 
 
 @NUMPY2_DISPATCH
-@pytest.mark.parametrize("batch,sequences", [(1, True), (4, False)])
-def test_keras_narrow_lstm_loop_step_is_one_product_and_seven_ufuncs(batch, sequences):
-    """The fused Keras LSTM over fewer inputs than units runs StackedLstm (both projections'
-    weights and biases stacked): 8 calls a step, was 10 (LstmSteps)."""
+@pytest.mark.parametrize("batch,sequences,n_in", [(1, True, 3), (4, False, 3), (1, True, 14)])
+def test_keras_narrow_lstm_loop_step_is_one_product_and_seven_ufuncs(batch, sequences, n_in):
+    """The fused Keras LSTM over at most twice as many inputs as units (rnn_cells.narrow) runs
+    StackedLstm (both projections' weights and biases stacked): 8 calls a step, was 10
+    (LstmSteps; 14 inputs for 8 units took it until the bound was measured)."""
     from tests.interpreter.keras_while import keras_while
-    calls, frames = per_step(lambda n: keras_while(kind="lstm", batch=batch, units=8, n_in=3,
-                                                   steps=n, sequences=sequences))
+    calls, frames = per_step(lambda n: keras_while(kind="lstm", batch=batch, units=8,
+                                                   n_in=n_in, steps=n, sequences=sequences))
     assert calls <= 8 and frames == 0, (calls, frames)
 
 
@@ -240,9 +241,9 @@ def test_keras_narrow_dynamic_lstm_loop_step():
 
 
 @NUMPY2_DISPATCH
-@pytest.mark.parametrize("variant,batch", [("", 1), ("", 3), ("reset_before", 1),
-                                           ("reset_before", 2)])
-def test_keras_narrow_gru_loop_step(variant, batch):
+@pytest.mark.parametrize("variant,batch,n_in", [("", 1, 3), ("", 3, 3), ("reset_before", 1, 3),
+                                                ("reset_before", 2, 3), ("", 1, 14)])
+def test_keras_narrow_gru_loop_step(variant, batch, n_in):
     """The fused Keras GRU over fewer inputs than units runs StackedGru: one product of [x, 1,
     h], one tanh, multiply and add for [z, 1 - z, r], the candidate in three calls (reset_after:
     r * hc, + xc, tanh; reset_before: r * h, its product with xc's sum in, tanh), [z h,
@@ -251,7 +252,7 @@ def test_keras_narrow_gru_loop_step(variant, batch):
     calls = 9
     from tests.interpreter.keras_while import keras_while
     got = per_step(lambda n: keras_while(kind="gru", variant=variant, batch=batch, units=8,
-                                         n_in=3, steps=n))
+                                         n_in=n_in, steps=n))
     assert got[0] <= calls and got[1] == 0, got
 
 
@@ -308,7 +309,8 @@ def test_keras_loop_step(kind, variant, calls, frames):
     step (its step, the recurrent product, lstm_cell, np.dot's dispatcher), dynamic (15, 11),
     GRU (13, 3), dynamic GRU (18, 10), reset_before (15, 4), SimpleRNN (3, 3)."""
     from tests.interpreter.keras_while import keras_while
-    got = per_step(lambda n: keras_while(kind=kind, variant=variant, steps=n))
+    # 12 inputs, 4 units: wider than rnn_cells.narrow (the stacked cells' guards are below)
+    got = per_step(lambda n: keras_while(kind=kind, variant=variant, steps=n, n_in=12))
     assert got[0] <= calls and got[1] <= frames, got
 
 

@@ -188,11 +188,12 @@ def test_default_hybrid_conv_quantizes_its_input_in_three_passes(asymmetric_scal
 
 
 def _sequence_lstm(steps: int, dynamic: bool) -> bytes:
-    """UNIDIRECTIONAL_SEQUENCE_LSTM, batch 1, 48 inputs, 32 cells (test_lstm's builder; an
-    input narrower than the cells takes rnn_cells.StackedLstm, test_recurrent_calls' guard);
-    with `dynamic` its weights int8 by edgelite's dynamic-range quantizer."""
+    """UNIDIRECTIONAL_SEQUENCE_LSTM, batch 1, 80 inputs, 32 cells (test_lstm's builder; an
+    input at most twice the cells, rnn_cells.narrow, takes rnn_cells.StackedLstm,
+    test_recurrent_calls' guard); with `dynamic` its weights int8 by edgelite's dynamic-range
+    quantizer."""
     from tests.interpreter.test_lstm import _lstm_model
-    content = _lstm_model(batch=1, steps=steps, n_in=48, n_cell=32, n_out=32)
+    content = _lstm_model(batch=1, steps=steps, n_in=80, n_cell=32, n_out=32)
     if dynamic:
         from edgelite.converter.quantize import quantize
         q = quantize(load(content), "dynamic", min_weight_elements=0)
@@ -237,7 +238,7 @@ def test_keras_dynamic_range_loop_step_numpy_calls(kind, monkeypatch):
     (h's quantization 3, the product, the gates' sum, lstm_cell's 8), 16 for the GRU (the
     quantization and product 4, the recurrent bias, the gates 11); the exact row the loop ran
     before (hybrid_row's LiteRT rounding, the offset correction in float64) made 10 alone."""
-    short, per_step, long = _per_step(
-        lambda n: keras_while(kind=kind, variant="dynamic", steps=n), monkeypatch)
+    short, per_step, long = _per_step(   # wider than rnn_cells.narrow: not stacked
+        lambda n: keras_while(kind=kind, variant="dynamic", steps=n, n_in=12), monkeypatch)
     assert (short, long) == (1 + 8, 1 + 16)
     assert per_step <= (13 if kind == "lstm" else 16), per_step
