@@ -8,6 +8,7 @@ arrays are allocated in `prepare`.
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
@@ -328,19 +329,32 @@ def _softmax_floats(n: int, beta: float):
     overflow); a NaN or an inf anywhere makes the sum NaN and every output NaN, as the array
     form does."""
     exp = math.exp
+    floats = struct.Struct(f"{n}f")   # read and written through the arrays' buffers (0.35 µs
+    read, write = floats.unpack_from, floats.pack_into   # less than tolist and a slice)
 
     def bind(x, out):
         x1, o1 = fixed_view(x, (n,)), fixed_view(out, (n,))
         if x1 is None or o1 is None:
             return None
-        row = x1.tolist
+        if not (x1.flags.c_contiguous and o1.flags.c_contiguous):
+            row = x1.tolist
+
+            def bound():
+                v = row()
+                top = max(v)
+                e = [exp((a - top) * beta) for a in v] if beta != 1.0 else \
+                    [exp(a - top) for a in v]
+                scale = 1.0 / sum(e)
+                o1[:] = [a * scale for a in e]
+            return bound
+        src, dst = memoryview(x1).cast("B"), memoryview(o1).cast("B")
 
         def bound():
-            v = row()
+            v = read(src)
             top = max(v)
             e = [exp((a - top) * beta) for a in v] if beta != 1.0 else [exp(a - top) for a in v]
             scale = 1.0 / sum(e)
-            o1[:] = [a * scale for a in e]
+            write(dst, 0, *[a * scale for a in e])
         return bound
 
     def run(x, out):
