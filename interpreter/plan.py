@@ -294,9 +294,9 @@ class _DynamicStep:
 
 
 try:  # numpy's error state is a context variable: set it as np.errstate does (0.15 vs 0.8 µs)
-    from numpy._core._ufunc_config import _extobj_contextvar as _errors
+    from numpy._core._ufunc_config import _extobj_contextvar as ERRORS
     with np.errstate(all="ignore"):
-        _IGNORE_ERRORS = _errors.get()
+        IGNORE_ERRORS = ERRORS.get()
 except ImportError:  # numpy < 2
     class _Errors:
         @staticmethod
@@ -308,7 +308,8 @@ except ImportError:  # numpy < 2
         @staticmethod
         def reset(state):
             state.__exit__(None, None, None)
-    _errors, _IGNORE_ERRORS = _Errors(), None
+    ERRORS, IGNORE_ERRORS = _Errors(), None
+
 
 def _view_step() -> None:
     """The step of an op whose output is a view of its input (_aliases): nothing to do."""
@@ -631,25 +632,29 @@ class SubgraphPlan:
     # -- running -----------------------------------------------------------------------------
 
     def invoke(self) -> None:
+        """Run the steps (Interpreter.invoke runs these lines itself: one frame less)."""
         if not self.ready:
             self.prepare()
-        try:
-            token = _errors.set(_IGNORE_ERRORS)   # np.errstate(all="ignore"), without its frames
-            try:                                 # as LiteRT: no warnings for inf/nan arithmetic
-                self.run_steps()
-            finally:
-                _errors.reset(token)
-        except KernelError as e:
+        token = ERRORS.set(IGNORE_ERRORS)   # np.errstate(all="ignore"), without its frames: as
+        try:                                # LiteRT, no warnings for inf/nan arithmetic
+            self.run_steps()
+        except Exception as e:
+            self.raise_named(e)
+        finally:
+            ERRORS.reset(token)
+
+    def raise_named(self, e: Exception):
+        """Raise `e`, which a step of run_steps raised, naming the operator of that step."""
+        if isinstance(e, KernelError):
             if str(e).startswith("subgraph "):
-                raise
+                raise e
             oi = self.run_ops[failed_step(e, self.run_steps)]
             raise type(e)(f"subgraph {self.index} operator {oi} ({self.sg.operators[oi].op}): "
                           f"{e}") from None
-        except Exception as e:
-            oi = self.run_ops[failed_step(e, self.run_steps)]
-            raise RuntimeError(f"subgraph {self.index} operator {oi} "
-                               f"({self.sg.operators[oi].op}) failed: {type(e).__name__}: {e}") \
-                from e
+        oi = self.run_ops[failed_step(e, self.run_steps)]
+        raise RuntimeError(f"subgraph {self.index} operator {oi} "
+                           f"({self.sg.operators[oi].op}) failed: {type(e).__name__}: {e}") \
+            from e
 
     def call(self, inputs: list) -> list:
         """Run this subgraph on `inputs` (control flow): re-plans when their shapes change and

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 
 # Python functions an invoke runs besides its kernels: Interpreter.invoke, threads.enter and
-# leave, SubgraphPlan.invoke, the generated run_steps (the BLAS thread lock and numpy's error
-# state are entered with no Python frame).
-INVOKE_FRAMES = 5
+# leave, the generated run_steps (the BLAS thread lock and numpy's error state are entered with
+# no Python frame; Interpreter.invoke runs SubgraphPlan.invoke's lines itself: was 5).
+INVOKE_FRAMES = 4
 
 
 def calls(fn) -> tuple:
