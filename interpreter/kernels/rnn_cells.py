@@ -116,6 +116,46 @@ class LstmSteps:
         return prev
 
 
+class StackedRnn:
+    """A simple RNN, h_t = act(h_{t-1} R + x_t W + b) with TANH or RELU (the Keras SimpleRNN
+    loop; UNIDIRECTIONAL_SEQUENCE_RNN has rnn._stacked_tanh, views in its op's layouts): row t
+    of v [steps + 1, batch, width] is [h_{t-1}, x_t, 1], one product with `m` = [[R], [W],
+    [b]] and the activation into v's next row: two calls a step (the loop's own: three)."""
+
+    def __init__(self, m: np.ndarray, n: int, steps: int, relu: bool, batch: int = 1):
+        width = m.shape[0]
+        self.n, self.steps, self.m, self.relu = n, steps, m, relu
+        self.v = np.zeros((steps + 1, batch, width), np.float32)
+        self.v[..., -1] = 1
+        self.x, self.h = self.v[:steps, :, n:width - 1], self.v[1:, :, :n]
+        self.product = np.zeros((batch, n), np.float32)
+        self.zero = np.zeros((), np.float32)
+        self.loop = [(self.v[t].dot, self.v[t + 1, :, :n]) for t in range(steps)]
+
+    def __call__(self, x: np.ndarray, h: np.ndarray, out, h_out: np.ndarray) -> None:
+        """x [steps, batch, n_in] (time-major), h [batch, n] (read) into out [steps, batch, n]
+        (None: only the state) and h_out."""
+        if self.steps == 0:
+            _copyto(h_out, h)
+            return
+        _copyto(self.x, x)
+        _copyto(self.v[0, :, :self.n], h)
+        m, product = self.m, self.product
+        if self.relu:
+            maximum, zero = np.maximum, self.zero
+            for dot, row in self.loop:
+                dot(m, product)
+                maximum(product, zero, out=row)   # (positional out: deprecated for maximum)
+        else:
+            tanh = np.tanh
+            for dot, row in self.loop:
+                dot(m, product)
+                tanh(product, row)
+        if out is not None:
+            _copyto(out, self.h)
+        _copyto(h_out, self.h[-1])
+
+
 class StackedLstm:
     """A sequence LSTM (no CIFG, projection or peepholes; TANH) whose step is one product and
     seven ufuncs (LstmSteps: nine besides the product and the input projection's sum). Row t

@@ -5,10 +5,11 @@ weights, one call of the body's FULLY_CONNECTED kernel prepared for all the step
 default resolver's, weights dequantized at prepare); per step: one matmul with the recurrent
 weights (dynamic-range: hybrid_row.py's one-row product, the default kernel's numbers bit for
 bit, or the kernel itself for a batch), then the gates in whole-array ufuncs on views made once.
-A float LSTM or GRU over a narrow input (rnn_cells.narrow) whose loop runs the whole
-sequence takes rnn_cells.StackedLstm / StackedGru instead (both projections and biases stacked:
-one product of [h, x_t, 1] a step, no input projection), and a batch-1 dynamic-range LSTM
-hybrid_lstm.QuantizedStackedLstm (x's rows dequantized once, h's inline a step).
+A float LSTM, GRU or SimpleRNN over a narrow input (rnn_cells.narrow) whose loop runs the
+whole sequence takes rnn_cells.StackedLstm / StackedGru / StackedRnn instead (both projections
+and biases stacked: one product of [h, x_t, 1] a step, no input projection), a batch-1
+dynamic-range LSTM or GRU hybrid_lstm.QuantizedStackedLstm / hybrid_row.QuantizedStackedGru
+(x's rows dequantized once, h's inline a step).
 
 LOGISTIC is 0.5 + 0.5 tanh(x / 2) (an identity; at most ~3e-8 absolute from the LOGISTIC kernel):
 the sigmoid columns of both projections are scaled by 0.5 (exact) before the sum, one tanh covers
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hybrid_row import row_product
-from .rnn_cells import LstmSteps, StackedGru, StackedLstm, narrow
+from .rnn_cells import LstmSteps, StackedGru, StackedLstm, StackedRnn, narrow
 
 F32 = np.float32
 
@@ -85,6 +86,11 @@ class Sequence:
         if c.kind == "rnn":
             self.xp_rows = list(self.xp)
             self.steps = self._rnn_steps
+            if self.w_x is not None and self.w_h is not None and \
+                    narrow(self.w_x.shape[0], units):   # [h, x_t, 1] times [[R], [W], [b]]
+                m = np.concatenate([self.w_h, self.w_x, (self.b_x + self.b_h[0])[None]])
+                self.stacked = StackedRnn(np.ascontiguousarray(m, F32), units, steps,
+                                          c.activation != "TANH", batch)
         elif c.kind == "lstm":   # rnn_cells.LstmSteps, its z the sum of both projections
             self.lstm = LstmSteps({k: g[k] for k in "ifgo"}, batch, self.scale_x,
                                   hard=None if hard is None else

@@ -60,7 +60,7 @@ CASES = {
                                            n_in=3, batch=2),
     "gru-reset-before-narrow-last-no-bias": dict(kind="gru", variant="reset_before", units=8,
                                                  n_in=3, sequences=False, bias=False),
-    "rnn-sequences-batch2": dict(kind="rnn", batch=2),
+    "rnn-sequences-batch2": dict(kind="rnn", batch=2),   # narrow: rnn_cells.StackedRnn
     "rnn-last-no-bias": dict(kind="rnn", sequences=False, bias=False),
     "lstm-relu-cell": dict(kind="lstm", variant="relu"),
     "lstm-hard-sigmoid": dict(kind="lstm", variant="hard_sigmoid"),

@@ -217,6 +217,17 @@ def test_keras_narrow_lstm_loop_step_is_one_product_and_seven_ufuncs(batch, sequ
 
 
 @NUMPY2_DISPATCH
+@pytest.mark.parametrize("variant,batch", [("", 1), ("relu_fused", 1), ("relu", 2)])
+def test_keras_narrow_simple_rnn_loop_step_is_one_product_and_its_activation(variant, batch):
+    """The fused Keras SimpleRNN over a narrow input runs rnn_cells.StackedRnn: one product of
+    [h, x_t, 1] and the activation (tanh, or maximum with 0) a step; the loop's own: 3 (the
+    recurrent product, the input projection's sum, the activation)."""
+    from tests.interpreter.keras_while import keras_while
+    got = per_step(lambda n: keras_while(kind="rnn", variant=variant, batch=batch, steps=n))
+    assert got[0] <= 2 and got[1] == 0, got
+
+
+@NUMPY2_DISPATCH
 def test_keras_narrow_dynamic_gru_loop_step():
     """The fused batch-1 dynamic-range Keras GRU over fewer inputs than units runs
     hybrid_row.QuantizedStackedGru: StackedGru's 9 calls and h's quantize-dequantize inline
