@@ -23,7 +23,8 @@ _CODES: dict = {}    # .cl file name -> {prefix: {op: code}} (define_codes)
 # or an instance sets, forgotten after each instance.
 GLOBAL = frozenset({"HALF", "WEIGHTS_FLOAT"})
 RESET = frozenset({"SUFFIX", "VW", "TM", "NV", "DM", "TW", "IS_MAX", "KH", "KW", "SH", "SW",
-                   "DH", "DW", "IN_F32", "REQUANT", "INT_DOT", "INT_VNNI"})
+                   "DH", "DW", "IN_F32", "REQUANT", "INT_DOT", "INT_VNNI", "EXPAND",
+                   "NVE"})
 WARNING_COUNT = r"\d+ warnings? generated\."   # clang's summary line (PoCL prints it)
 
 

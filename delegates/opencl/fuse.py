@@ -10,6 +10,10 @@ streams a tensor through the caches, so small elementwise kernels cost more than
   convolution reads the unpadded tensor with its padding offsets grown (taps outside it add 0).
 - On a CPU device, a DEPTHWISE_CONV_2D (depth multiplier 1) folds into the 1x1 CONV_2D that
   reads its output (MobileNet's and BlazeFace's blocks): the depthwise tensor stays in L1.
+- On a CPU device, the 1x1 CONV_2D that expands a block's input folds in too, where that
+  depthwise is 3x3 (stride 1 or 2, dilation 1) and the expanded tensor is large (EXPAND_MIN
+  elements): the whole inverted-residual block is one launch, the expanded tensor never in
+  memory (gemm.cl's expand_depthwise_then_conv_2d).
 
 A node is fused only when nothing else reads the tensor that disappears, it is not needed
 outside the partition, and every tensor the epilogue reads is written before the conv runs.
@@ -45,6 +49,7 @@ class Fusion:
     output: dict = field(default_factory=dict)     # conv node -> the tensor it writes instead
     input_pad: dict = field(default_factory=dict)  # conv node -> (unpadded input, top, left)
     depthwise: dict = field(default_factory=dict)  # 1x1 conv node -> depthwise node before it
+    expand: dict = field(default_factory=dict)     # such a 1x1 conv -> the 1x1 conv expanding
 
 
 class _Graph:
@@ -81,6 +86,7 @@ def plan(nodes: list, outputs: list, cpu: bool = False, integer=frozenset()) -> 
     _spatial_pads(nodes, graph, f)
     if cpu:
         _depthwise_into_pointwise(nodes, graph, f)
+        _expand_into_block(graph, f, integer)
     return f
 
 
@@ -187,3 +193,30 @@ def _depthwise_into_pointwise(nodes, graph, f) -> None:
             continue
         f.depthwise[conv.index] = dw
         f.skipped.add(dw.index)
+
+
+# The smallest expanded tensor (elements a batch) whose block becomes one launch. Measured on
+# PoCL (Zen 5, 1 thread, fp32, benchmarks/ab_opencl_block_fusion.py, fused / two launches):
+# MobileNetV2's 112x112x96 (stride 2) 0.83, 56x56x144 0.87 and (stride 2) 0.91, 28x28x192
+# 0.96 / 1.08 (stride 2), 14x14x384 1.02 and smaller 1.07-1.5 (the halo's recomputed
+# expansion outweighs the tensor saved).
+EXPAND_MIN = 56 * 56 * 144
+
+
+def _expand_into_block(graph, f, integer) -> None:
+    for conv, dw in list(f.depthwise.items()):
+        o = dw.options
+        x = dw.inputs[0]
+        ex = graph.producer.get(x.index)
+        stride = int(o.stride_h or 1)
+        if ex is None or not _pointwise(ex) or conv in integer or ex.index in integer \
+                or dw.index in integer or tuple(dw.inputs[1].shape[1:3]) != (3, 3) \
+                or stride not in (1, 2) or int(o.stride_w or 1) != stride \
+                or int(o.dilation_h_factor or 1) != 1 or int(o.dilation_w_factor or 1) != 1 \
+                or dw.index in f.input_pad or ex.index in f.input_pad \
+                or ex.index in f.residual or ex.index in f.depthwise \
+                or len(ex.outputs) != 1 or not graph.only_reader(x, dw) \
+                or int(np.prod(x.shape[1:])) < EXPAND_MIN:
+            continue
+        f.expand[conv] = ex
+        f.skipped.add(ex.index)

@@ -203,7 +203,7 @@ __kernel void KERNEL(conv_2d)(__global const TI* restrict in, __global const TW_
     ACC_STORE(acc, sb + SBN * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
 }
 
-#ifdef KH
+#if defined(KH) && !defined(EXPAND)
 // DEPTHWISE_CONV_2D (depth multiplier 1) and the 1x1 CONV_2D that reads its output, in one
 // pass: a work-item computes the depthwise output of TM neighbouring pixels of one row, all C
 // channels (16 a vector, clamped), into its scratch in local memory (L1-sized), then every
@@ -293,4 +293,105 @@ __kernel void KERNEL(depthwise_conv_2d_then_conv_2d)(
         ACC_STORE(acc, sb + SBN * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
     }
 }
+#endif
+
+#if defined(KH) && defined(EXPAND)
+// A whole inverted-residual block (fuse.py's `expand`): a 1x1 CONV_2D C -> E, the
+// DEPTHWISE_CONV_2D 3x3 (dilation 1, stride S both ways) reading it, and the 1x1 CONV_2D
+// reading that (+ its residual), in one pass: neither the expanded nor the depthwise tensor
+// reaches memory. A work-item owns a strip of TM output columns of one image, all its rows,
+// and keeps in local memory a ring of the three expanded input rows the row needs (P pixels:
+// the strip and its halo, EP channels, NVE vectors of 16 at a time), computing only the rows
+// it lacks (1 a row at stride 1, 2 at stride 2), then the depthwise of its TM pixels (into
+// `tile`, CP channels) and every panel of the projection as depthwise_conv_2d_then_conv_2d.
+// Expanded values of pixels outside the image are 0 (the depthwise's zero padding).
+// Expand weights [C, EP] over their scales, sbe [2, EP] scales and biases (zeros beyond E);
+// the depthwise's as depthwise_conv_2d_then_conv_2d's, the projection's in panels of K = E.
+#define P_ ((TM - 1) * EXPAND + 3)
+__kernel void KERNEL(expand_depthwise_then_conv_2d)(
+    __global const T* restrict in, __global const TW_* restrict we,
+    __global const float* restrict sbe, __global const TW_* restrict wd,
+    __global const float* restrict sbd, __global const TW_* restrict w,
+    __global const float* restrict sb, __global T* restrict out, __local float* restrict scratch,
+    int H, int W, int C, int E, int EP, int CP, int Ho, int Wo, int pt, int pl, float elo,
+    float ehi, float dlo, float dhi, int N, float lo, float hi, __global const T* restrict res,
+    int rc)
+{
+    const int ox0 = get_global_id(0) * TM, b = get_global_id(1);
+    if (ox0 >= Wo) return;
+    const int ix0 = ox0 * EXPAND - pl;
+    __local float* ring = scratch + (get_local_id(1) * get_local_size(0) + get_local_id(0))
+                                    * (3 * P_ * EP + TM * CP);
+    __local float* tile = ring + 3 * P_ * EP;
+    __global const T* img = in + (size_t)b * H * W * C;
+    for (int oy = 0; oy < Ho; oy++) {
+        const int top = oy * EXPAND - pt;  // the first input row of the window
+        for (int iy = oy == 0 ? top : top + 3 - EXPAND; iy <= top + 2; iy++) {
+            __local float* er = ring + ((iy % 3 + 3) % 3) * P_ * EP;
+            if (iy < 0 || iy >= H) {
+                for (int i = 0; i < P_ * EP; i += 16) vstore16((float16)(0.0f), 0, er + i);
+                continue;
+            }
+            __global const T* xr = img + (size_t)iy * W * C;
+            for (int e0 = 0; e0 < EP; e0 += 16 * NVE) {
+                float16 acc[P_][NVE];
+                _Pragma("unroll") for (int p = 0; p < P_; p++)
+                    _Pragma("unroll") for (int j = 0; j < NVE; j++) acc[p][j] = (float16)(0.0f);
+                __global const TW_* wk = we + e0;
+                for (int k = 0; k < C; k++, wk += EP) {
+                    float16 wv[NVE];
+                    _Pragma("unroll") for (int j = 0; j < NVE; j++) wv[j] = LDW16(wk, 16 * j);
+                    _Pragma("unroll") for (int p = 0; p < P_; p++) {
+                        const float16 xv = (float16)(LD(xr, clamp(ix0 + p, 0, W - 1) * C + k));
+                        _Pragma("unroll") for (int j = 0; j < NVE; j++)
+                            acc[p][j] = fma(xv, wv[j], acc[p][j]);
+                    }
+                }
+                _Pragma("unroll") for (int j = 0; j < NVE; j++) {
+                    const float16 es = vload16(0, sbe + e0 + 16 * j),
+                                  eb = vload16(0, sbe + EP + e0 + 16 * j);
+                    _Pragma("unroll") for (int p = 0; p < P_; p++) {
+                        const bool off = ix0 + p < 0 || ix0 + p >= W;
+                        vstore16(off ? (float16)(0.0f) : CLAMP(fma(acc[p][j], es, eb), elo, ehi),
+                                 0, er + p * EP + e0 + 16 * j);
+                    }
+                }
+            }
+        }
+        for (int c0 = 0; c0 < CP; c0 += 16) {
+            float16 d[TM];
+            _Pragma("unroll") for (int t = 0; t < TM; t++) d[t] = (float16)(0.0f);
+            _Pragma("unroll") for (int ky = 0; ky < 3; ky++) {
+                __local const float* er = ring + (((top + ky) % 3 + 3) % 3) * P_ * EP + c0;
+                float16 r[P_];
+                _Pragma("unroll") for (int p = 0; p < P_; p++) r[p] = vload16(0, er + p * EP);
+                _Pragma("unroll") for (int kx = 0; kx < 3; kx++) {
+                    const float16 wv = LDW16(wd, (ky * 3 + kx) * CP + c0);
+                    _Pragma("unroll") for (int t = 0; t < TM; t++)
+                        d[t] = fma(r[t * EXPAND + kx], wv, d[t]);
+                }
+            }
+            const float16 ds = vload16(0, sbd + c0), db = vload16(0, sbd + CP + c0);
+            _Pragma("unroll") for (int t = 0; t < TM; t++)
+                vstore16(CLAMP(fma(d[t], ds, db), dlo, dhi), 0, tile + t * CP + c0);
+        }
+        const int row = b * Ho + oy;
+        for (int n0 = 0; n0 < N; n0 += PANEL) {
+            floatV acc[TM][NV];
+            ACC_INIT(acc);
+            __global const TW_* wk = w + (size_t)n0 * E;
+            for (int k = 0; k < E; k++, wk += PANEL) {
+                floatV b_[NV];
+                _Pragma("unroll") for (int j = 0; j < NV; j++) b_[j] = LDWV(wk, j * VW);
+                _Pragma("unroll") for (int i = 0; i < TM; i++) {
+                    floatV x_ = (floatV)(tile[i * CP + k]);
+                    _Pragma("unroll") for (int j = 0; j < NV; j++)
+                        acc[i][j] = fma(x_, b_[j], acc[i][j]);
+                }
+            }
+            ACC_STORE(acc, sb + SBN * n0, out, row * Wo + ox0, Wo - ox0, n0, N);
+        }
+    }
+}
+#undef P_
 #endif

@@ -206,9 +206,10 @@ def test_importing_the_interpreter_loads_no_opencl():
 
 
 # Kernel launches per invoke on PoCL's CPU device (fuse.py folds depthwise convolutions, ReLUs,
-# residual ADDs and zero PADs into the convolutions): each launch is a command PoCL's workers
-# take up and finish, on every invoke. More than these is a lost fusion.
-LAUNCHES = {"mobilenet_v2": 38, "mp_face_detection": 28, "mp_hand_landmark": 40}
+# residual ADDs and zero PADs into the convolutions, and the large inverted-residual blocks
+# into one launch each: MobileNetV2's 3, hand landmarks' 1): each launch is a command PoCL's
+# workers take up and finish, on every invoke. More than these is a lost fusion.
+LAUNCHES = {"mobilenet_v2": 35, "mp_face_detection": 28, "mp_hand_landmark": 39}
 
 
 @pytest.mark.opencl

@@ -126,3 +126,58 @@ def test_channel_counts_off_the_vector_width(channels, opencl):
              filter_width=2)
     g.output(_conv(g, y, channels, channels, k=3, stride_h=2, stride_w=2))
     _check(g.save(), (1, 7, 5, channels), opencl("fp32"), launches=3)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("c, e, n, stride, padding, act, shape", [
+    (16, 96, 24, 2, 0, 3, (1, 13, 12)),   # stride 2, odd height: SAME pads top 1
+    (24, 144, 24, 1, 0, 3, (2, 9, 11)),   # the residual ADD, 2 images, a partial strip
+    (20, 40, 28, 1, 1, 1, (1, 6, 7)),     # VALID, RELU, E not a multiple of 32 (NVE 2)
+    (12, 16, 12, 2, 1, 0, (1, 9, 10)),    # VALID stride 2, no activation, E 16 (NVE 1)
+    (24, 72, 32, 2, 0, 3, (1, 4, 3)),     # fewer columns than a strip, 1 output column
+])
+def test_inverted_residual_block_in_one_launch(c, e, n, stride, padding, act, shape, precision,
+                                               opencl, monkeypatch):
+    """1x1 CONV_2D (expand) -> DEPTHWISE_CONV_2D 3x3 -> 1x1 CONV_2D (+ residual) as one launch
+    on a CPU device (fuse.py's `expand`, here for any size), against the numpy interpreter."""
+    from edgelite.delegates.opencl import fuse
+    monkeypatch.setattr(fuse, "EXPAND_MIN", 0)
+    delegate = opencl(precision)
+    g = Graph()
+    x = g.input(shape + (c,))
+    y = _conv(g, x, c, e, fused_activation_function=act)
+    y = _depthwise(g, y, e, stride_h=stride, stride_w=stride, padding=padding,
+                   fused_activation_function=act)
+    y = _conv(g, y, e, n)
+    residual = stride == 1 and n == c and padding == 0
+    if residual:
+        y = g.op("ADD", [y, x])
+    g.output(y)
+    content = g.save()
+    xv = RNG.standard_normal(shape + (c,)).astype(np.float32)
+    outs = []
+    for delegates in ([], [delegate]):
+        it = Interpreter(model_content=content, experimental_delegates=delegates)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], xv)
+        it.invoke()
+        outs.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
+    assert all(p["where"] == delegate.name for p in placement(it) if p["where"] != "folded")
+    assert_matches(outs[1], outs[0], TOLERANCE[precision])
+    assert _launches(it) == (1 if delegate.dev.is_cpu else 3)
+    if delegate.dev.is_cpu:
+        kernels = [k for run, _ in it._runtime.plans[0].steps for _, k, _ in
+                   getattr(run, "labels", ())]
+        assert kernels == ["expand_depthwise_then_conv_2d"], kernels
+
+
+def test_small_blocks_stay_two_launches(opencl):
+    """Below fuse.EXPAND_MIN (measured: the halo's recomputed expansion outweighs the tensor
+    saved) the expand stays its own launch."""
+    delegate = opencl("fp32")
+    g = Graph()
+    x = g.input((1, 14, 14, 64))
+    y = _conv(g, x, 64, 384, fused_activation_function=3)
+    y = _depthwise(g, y, 384, fused_activation_function=3)
+    g.output(g.op("ADD", [_conv(g, y, 384, 64), x]))
+    _check(g.save(), (1, 14, 14, 64), delegate, launches=2 if delegate.dev.is_cpu else 3)
