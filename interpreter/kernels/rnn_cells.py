@@ -171,7 +171,7 @@ class StackedLstm:
     _steps: hybrid_lstm.QuantizedStackedLstm quantizes and dequantizes it there)."""
 
     def __init__(self, m: np.ndarray, n_cell: int, steps: int, cell_clip: float,
-                 batch: int = 1, own_h: bool = False):
+                 batch: int = 1, own_h: bool = False, hard=None):
         n = n_cell
         width = m.shape[0]
         lanes = () if batch == 1 else (batch,)   # the trailing batch axis, gate-major
@@ -184,6 +184,9 @@ class StackedLstm:
         self.p = np.zeros((2 * n,) + lanes, np.float32)
         self.tc = np.zeros((n,) + lanes, np.float32)
         self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
+        # Keras's hard_sigmoid gates, relu6(z + shift) * scale, as clip(z, 0, 6 scale) of m's
+        # sigmoid columns * scale with shift * scale in their bias (the caller's): its bounds
+        self.hard = None if hard is None else (np.float32(hard[0]), np.float32(hard[1]))
         # the output takes h's rows in one copy
         self.h = np.zeros((steps, n) + lanes, np.float32) if own_h else self.v[1:, :n]
         z, p = self.z, self.p
@@ -229,12 +232,17 @@ class StackedLstm:
         """The recurrence over v, z and the h rows (no frame a step)."""
         p, tc, half = self.p, self.tc, self.half
         zg, zs, fi, gc, o, cz, p_ig, p_fc = self.views
-        tanh, mul, add, clip = np.tanh, np.multiply, np.add, self.clip
+        tanh, mul, add, clip, hard = np.tanh, np.multiply, np.add, self.clip, self.hard
+        g = zg[3 * self.n:]
         for dot, operand, row, _ in self.loop:
             dot(operand, zg)
-            tanh(zg, zg)
-            mul(zs, half, zs)
-            add(zs, half, zs)
+            if hard is None:   # LOGISTIC as 0.5 + 0.5 tanh: one tanh for every gate
+                tanh(zg, zg)
+                mul(zs, half, zs)
+                add(zs, half, zs)
+            else:              # hard_sigmoid: one clamp of the sigmoid gates, tanh(g)
+                _clip(zs, hard[0], hard[1], zs)
+                tanh(g, g)
             mul(fi, gc, p)           # [i * g, f * c]
             add(p_ig, p_fc, cz)      # c = f * c + i * g
             if clip is not None:

@@ -104,6 +104,8 @@ class Sequence:
             if hard is None:
                 self.stacked = self._stacked_lstm(g, steps, batch, units) or \
                     self._quantized_stacked_lstm(g, steps, units, body, x_op)
+            elif hard[1] > 0:   # clip(z + shift, 0, 6) * scale = clip(z scale + shift scale, ..)
+                self.stacked = self._stacked_lstm(g, steps, batch, units, hard)
         else:
             self.z = np.zeros((batch, len(b_x)), F32)
             zr_x, zr_h = _span(g["zx"], g["rx"]), _span(g["zh"], g["rh"])
@@ -163,7 +165,7 @@ class Sequence:
             outs[c.acc].reshape(h.shape)[...] = h
         return True
 
-    def _stacked_lstm(self, g: dict, steps: int, batch: int, units: int):
+    def _stacked_lstm(self, g: dict, steps: int, batch: int, units: int, hard=None):
         """rnn_cells.StackedLstm for a float LSTM over a narrow input (rnn_cells.narrow:
         one product of [h, x_t, 1] a step, no input projection), or None: m's columns are
         the gates o, i, f, g of both projections, with the bias of both."""
@@ -174,7 +176,14 @@ class Sequence:
         bias = self.b_x * self.scale_x + self.b_h[0]
         m = np.concatenate([np.concatenate([a[..., k] for k in cols], axis=-1)
                             for a in (self.w_h, scaled_x, bias[None])])
-        return StackedLstm(np.ascontiguousarray(m, F32), units, steps, 0.0, batch=batch)
+        bounds = None
+        if hard is not None:   # (scale_x is 1 here) the sigmoid gates o, i, f: 3 units
+            shift, scale = hard
+            m[:, :3 * units] *= F32(scale)
+            m[-1, :3 * units] += F32(shift * scale)
+            bounds = (0.0, 6.0 * scale)
+        return StackedLstm(np.ascontiguousarray(m, F32), units, steps, 0.0, batch=batch,
+                           hard=bounds)
 
     def _row_x(self, units: int, body, x_op):
         """The input projection's RowProduct (its weights and bias dequantized, the column
