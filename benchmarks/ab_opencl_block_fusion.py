@@ -3,7 +3,7 @@
     python benchmarks/ab_opencl_block_fusion.py [--blocks 112x16x96x24s2,56x24x144,...]
                                                 [--seconds 2] [--tm 8]
     python benchmarks/ab_opencl_block_fusion.py --models mobilenet_v2,mp_hand_landmark
-                                                [--precision fp32]
+                                                [--precision fp32] [--threads 1]
 
 The second form: whole models through the delegate without (A) and with (B) fuse.py's block
 fusion (gemm.cl's expand_depthwise_then_conv_2d, which the prototype below led to), one
@@ -218,9 +218,10 @@ def main(argv=None) -> None:
     # whole models through the delegate, without and with fuse.py's block fusion, instead
     ap.add_argument("--models", default="")
     ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--threads", type=int, default=1)  # --models: the delegate's and LiteRT's
     args = ap.parse_args(argv)
     if args.models:
-        models_ab(args.models, args.seconds, args.precision)
+        models_ab(args.models, args.seconds, args.precision, args.threads)
         return
     for item in filter(None, args.project.split(",")):
         n, vwp, nvp = (int(v) for v in item.split(":"))
@@ -303,9 +304,10 @@ def main(argv=None) -> None:
               flush=True)
 
 
-def models_ab(names: str, seconds: float, precision: str) -> None:
+def models_ab(names: str, seconds: float, precision: str, threads: int = 1) -> None:
     """Whole models: the delegate without the block fusion (A: fuse.EXPAND_MIN past every
-    tensor) against with it (B), and LiteRT, one process, alternating (bench_opencl.latency)."""
+    tensor) against with it (B), and LiteRT, one process, alternating (bench_opencl.latency);
+    A2, a second interpreter without it, gives the noise of the same runs (A2 / A)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import bench_opencl as bo
     from ai_edge_litert.interpreter import Interpreter as LiteRT
@@ -313,27 +315,27 @@ def models_ab(names: str, seconds: float, precision: str) -> None:
     from edgelite.delegates import load_delegate
     from edgelite.delegates.opencl import fuse
     from edgelite.interpreter import Interpreter
-    print(f"### The delegate without (A) and with (B) the block fusion; {precision}, 1 thread, "
-          f"{bo.machine()}\n")
-    print("| model | load | A | B | LiteRT | launches A / B | B / A CPU | A / LiteRT CPU | "
-          "B / LiteRT CPU | max abs A - B |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"### The delegate without (A) and with (B) the block fusion; {precision}, {threads} "
+          f"thread(s), {bo.machine()}\n")
+    print("| model | load | A | B | LiteRT | launches A / B | B / A CPU | A2 / A CPU (noise) | "
+          "A / LiteRT CPU | B / LiteRT CPU | max abs A - B |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     default = fuse.EXPAND_MIN
     for name in names.split(","):
         path = bo.models_dir(None) / f"{name}.tflite"
         x = bo._input(path)
         runners, launches = {}, {}
-        for key, least in (("A", 1 << 62), ("B", default)):
+        for key, least in (("A", 1 << 62), ("B", default), ("A2", 1 << 62)):
             fuse.EXPAND_MIN = least
             try:
-                d = load_delegate("opencl", {"precision": precision})
+                d = load_delegate("opencl", {"precision": precision, "threads": threads})
                 runners[key] = bo._prepared(Interpreter(model_path=str(path),
                                                         experimental_delegates=[d]), x)
             finally:
                 fuse.EXPAND_MIN = default
             launches[key] = sum(len(getattr(r, "calls", ()) or ())
                                 for r, _ in runners[key]._runtime.plans[0].steps)
-        runners["LiteRT"] = bo._prepared(LiteRT(model_path=str(path), num_threads=1), x)
+        runners["LiteRT"] = bo._prepared(LiteRT(model_path=str(path), num_threads=threads), x)
         diff = max(float(np.max(np.abs(a - b))) for a, b in
                    zip(bo._outputs(runners["A"]), bo._outputs(runners["B"])))
         wall, cpu = bo.latency(runners, seconds)
@@ -342,7 +344,7 @@ def models_ab(names: str, seconds: float, precision: str) -> None:
         load = open("/proc/loadavg").read().split()[0]
         cells = " | ".join(f"{w[k]:.2f} / {c[k]:.2f} ms" for k in ("A", "B", "LiteRT"))
         print(f"| {name} | {load} | {cells} | {launches['A']} / {launches['B']} | "
-              f"{c['B'] / c['A']:.3f} | {c['A'] / c['LiteRT']:.3f} | "
+              f"{c['B'] / c['A']:.3f} | {c['A2'] / c['A']:.3f} | {c['A'] / c['LiteRT']:.3f} | "
               f"{c['B'] / c['LiteRT']:.3f} | {diff:.1e} |", flush=True)
     print("\nEach cell: median wall / median CPU time of the process per invoke.")
 
