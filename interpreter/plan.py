@@ -507,6 +507,7 @@ class SubgraphPlan:
             own.update(range(len(infos)))
         all_specs = specs
         specs, alias = self._aliases(specs, own)
+        heads = dict(alias)   # reshapes: views of their root from its first value on
         specs, alias, views = plan_views(self, specs, own, alias)   # slices, concat parts
         # Lifetimes of the tensors the steps write or read (a view's uses are its root's).
         first: dict = {}
@@ -523,6 +524,7 @@ class SubgraphPlan:
                     last[t] = s
         needed = (set(first) | own) - self.dynamic
         self._check_has_data(rooted, first)
+        tails = self._tails(specs, alias, heads)
         total = 0
         lifetimes = []
         for t in sorted(needed):
@@ -532,7 +534,7 @@ class SubgraphPlan:
                 continue
             nbytes = budget.nbytes(info.shape, info.dtype)
             total += nbytes
-            if info.is_variable or t in own or first.get(t, -1) < 0:
+            if info.is_variable or t in own or t in tails or first.get(t, -1) < 0:
                 continue
             lifetimes.append(arena.Lifetime(t, nbytes, first[t], last[t]))
         offsets, size = arena.plan(lifetimes)
@@ -547,7 +549,7 @@ class SubgraphPlan:
                 .view(info.dtype).reshape(info.shape)
         for t in sorted(needed):
             if arrays[t] is None:
-                arrays[t] = self._own_array(t, infos[t])
+                arrays[t] = self._own_array(t, infos[t], tails.get(t))
         views.make(arrays)   # a reshape's, a slice's output, a concat's input: views, no step
         self.arena_bytes = size
         self.live_bytes = arena.live_lower_bound(lifetimes)
@@ -608,14 +610,39 @@ class SubgraphPlan:
                     f"{tensor.buffer} is empty, no operator writes it and it is no input of the "
                     "subgraph")
 
-    def _own_array(self, t: int, info: TensorInfo) -> np.ndarray:
+    def _own_array(self, t: int, info: TensorInfo, tail=None) -> np.ndarray:
         if info.is_variable:
             key = (self.index, t)
             value = self.runtime.variables.get(key)
             if value is None or value.shape != info.shape:
                 value = self.runtime.variables[key] = self._variable_initial(t, info)
             return value
+        if tail is not None:   # the head of a buffer ending in `tail` (_tails)
+            size = int(np.prod(info.shape, dtype=np.int64))
+            buffer = np.zeros(size + tail.size, info.dtype)
+            buffer[size:] = tail
+            return buffer[:size].reshape(info.shape)
         return np.zeros(info.shape, info.dtype)
+
+    def _tails(self, specs: list, alias: dict, heads: dict) -> dict:
+        """{tensor: values}: the tensors a kernel reads from the head of a buffer ending in
+        those values (its `run.input_tail`, (input position, values): a gathering CONV_2D
+        takes its im2col matrix from [x..., 0, 1] and so copies nothing in). Such a tensor is
+        allocated on its own, outside the arena; the first kernel asking for it decides."""
+        tails: dict = {}
+        for _, run, ins, _ in specs:
+            want = getattr(run, "input_tail", None)
+            if want is None or want[0] >= len(ins) or ins[want[0]] < 0:
+                continue
+            x = ins[want[0]]
+            t = alias.get(x, x)
+            if x in alias and heads.get(x) != t:   # a view from elsewhere in its root
+                continue
+            info = self.infos[t]
+            if t not in tails and info.data is None and not info.is_variable \
+                    and t not in self.dynamic and info.dtype == want[1].dtype:
+                tails[t] = want[1]
+        return tails
 
     def _variable_initial(self, t: int, info: TensorInfo) -> np.ndarray:
         """A variable tensor starts from its buffer's data when it has some, else zeros."""

@@ -42,7 +42,7 @@ def conv_2d(node):
         run = _conv_im2col(node, win, groups, cg, o, kh, kw, act)
     adapted = with_optional_inputs(node, run, 3)
     if hasattr(run, "gather"):
-        adapted.gather = run.gather
+        adapted.gather, adapted.input_tail = run.gather, run.input_tail
     return adapted
 
 
@@ -199,6 +199,7 @@ def _conv_im2col(node, win, groups, cg, o, kh, kw, act):
     run.bind = fixed
     if const and groups == 1 and p * (k + 1) <= TAKE_ELEMENTS:   # what fusion.py may fuse
         run.gather = win, kh, kw, cg, wg_const[0], act
+        run.input_tail = 0, gather_tail(cg)   # x allocated before its 0 and 1 (plan._tails)
     return run
 
 
@@ -216,6 +217,26 @@ def gather_item(cg: int) -> int:
     return 4 if cg % 4 == 0 else 2 if cg % 2 == 0 else 1
 
 
+def gather_tail(cg: int) -> np.ndarray:
+    """What a gathering convolution's source holds after x: a zero item, a one item."""
+    q = gather_item(cg)
+    tail = np.zeros(2 * q, F32)
+    tail[q] = 1.0
+    return tail
+
+
+def _take_in_place(x, cg):
+    """The take of x's own buffer, items of gather_item(cg) floats, when the plan allocated x
+    before its gather_tail (plan._tails): the source with nothing to copy in; else None."""
+    tail, base = gather_tail(cg), x.base
+    if base is None or base.dtype != F32 or base.ndim != 1 or not x.flags.c_contiguous \
+            or base.size < x.size + tail.size or base.ctypes.data != x.ctypes.data \
+            or not np.array_equal(base[x.size:x.size + tail.size], tail):
+        return None
+    q = gather_item(cg)
+    return base[:x.size + tail.size].view(np.dtype((np.void, 4 * q)) if q > 1 else F32).take
+
+
 def _gather_table(shape, win, kh, kw, cg, weights, order=None):
     """A gathering convolution's tables on input `shape`, its im2col rows `order`'s rows of
     the output pixels (None: in order), `weights` [K + 1, O] (the bias the last row):
@@ -227,8 +248,7 @@ def _gather_table(shape, win, kh, kw, cg, weights, order=None):
     if order is not None:
         index = np.ascontiguousarray(order(index))
     size = int(np.prod(shape))
-    source = np.zeros(size + 2 * q, F32)
-    source[size + q] = 1.0
+    source = np.concatenate([np.zeros(size, F32), gather_tail(cg)])
     width = index.shape[1] * q
     padded = np.zeros((width, weights.shape[1]), F32)
     padded[:weights.shape[0]] = weights      # the filter rows, the bias row, q - 1 zero rows
@@ -266,6 +286,7 @@ def _gather_run(x, win, kh, kw, cg, weights, out, out_rows, act):
     copyto, dot = raw(np.copyto), raw(np.dot)
     flat = x.reshape(-1)
     lo, hi = (None, None) if act is None else act.bounds
+    in_place = _take_in_place(x, cg)
 
     def run():
         copyto(head, flat)
@@ -273,8 +294,16 @@ def _gather_run(x, win, kh, kw, cg, weights, out, out_rows, act):
         dot(cols, weights, out)
         if lo is not None:
             clip(out_rows, lo, hi, out_rows)
-    run.taken = index.size    # items its take moves an invoke (tests/.../test_conv_gather.py)
-    return run
+
+    def run_in_place():
+        in_place(index, out=items, mode="wrap")
+        dot(cols, weights, out)
+        if lo is not None:
+            clip(out_rows, lo, hi, out_rows)
+    step = run if in_place is None else run_in_place
+    step.taken = index.size    # items its take moves an invoke (tests/.../test_conv_gather.py)
+    step.copies = in_place is None    # whether it copies x into its source first
+    return step
 
 
 def max_pool_fusion(conv, pool) -> object | None:
@@ -317,6 +346,8 @@ def max_pool_fusion(conv, pool) -> object | None:
         if flat is None or pooled is None:
             return None
 
+        in_place = _take_in_place(x, cg)
+
         def run():
             copyto(head, flat)
             take(index, out=items, mode="wrap")
@@ -324,9 +355,19 @@ def max_pool_fusion(conv, pool) -> object | None:
             fold(by_tap, 0, None, pooled, False, initial)
             if lo is not None:
                 clip(pooled, lo, hi, pooled)
-        run.taken = index.size
-        return run
-    return bound_on_call(bind, "the fused CONV_2D+MAX_POOL_2D")
+
+        def run_in_place():
+            in_place(index, out=items, mode="wrap")
+            dot(cols, weights, product)
+            fold(by_tap, 0, None, pooled, False, initial)
+            if lo is not None:
+                clip(pooled, lo, hi, pooled)
+        step = run if in_place is None else run_in_place
+        step.taken, step.copies = index.size, in_place is None
+        return step
+    fused = bound_on_call(bind, "the fused CONV_2D+MAX_POOL_2D")
+    fused.input_tail = 0, gather_tail(cg)
+    return fused
 
 
 def _im2col_run(copy_in, x, dst, src, ones, cols, weights, out, out_rows, act):

@@ -131,5 +131,8 @@ def with_producer(producer, shape, node):
             if lo is not None:
                 clip(o1, lo, hi, o1)
         run.taken = getattr(produce, "taken", None)   # a gathering producer's (conv.py)
+        run.copies = getattr(produce, "copies", None)
         return run
-    return bound_on_call(bind, "the fused FULLY_CONNECTED")
+    fused = bound_on_call(bind, "the fused FULLY_CONNECTED")
+    fused.input_tail = getattr(producer, "input_tail", None)   # the producer's inputs' (plan)
+    return fused
