@@ -227,9 +227,12 @@ def findings(r: dict) -> list:
     api, plan = p["edgelite Interpreter.invoke"], p["edgelite SubgraphPlan.invoke"]
     generated, loop = p[GENERATED], p[BARE_LOOP]
     return [
-        f"- Per invoke, outside the steps: Interpreter.invoke (lock, BLAS thread limit) "
-        f"{(api - plan) * n:+.1f} µs, SubgraphPlan.invoke (numpy's error state, the handler "
-        f"that names a failed step) {(plan - generated) * n:+.1f} µs.",
+        f"- Per invoke, outside the steps: Interpreter.invoke (its lock, the BLAS thread limit, "
+        f"numpy's error state; it runs SubgraphPlan.invoke's lines itself) "
+        f"{(api - generated) * n:+.1f} µs over the bare run_steps; SubgraphPlan.invoke (what "
+        f"control flow calls) {(plan - generated) * n:+.1f} µs. (The bare run_steps runs under "
+        "numpy's default error state, whose checks after each ufunc an invoke skips: either "
+        "may come out negative.)",
         f"- The generated run_steps: {generated:.2f} µs/op, against {loop:.2f} µs/op for a loop "
         "over the plan's (kernel, arrays) tuples (what invoke ran before).",
         f"- The ufunc call itself: {p[UFUNC_POSITIONAL]:.2f} µs with `out` positional, "
