@@ -1,7 +1,7 @@
 """Recurrent and control-flow models: edgelite against LiteRT (issue 17, goal 6).
 
     python benchmarks/bench_recurrent.py [--corpus DIR] [--blocks 15] [--steps 1000000]
-                                         [--only SUBSTRING ...] [--json OUT]
+                                         [--only SUBSTRING ...] [--json OUT] [--before TREE]
 
 The models:
 
@@ -20,6 +20,11 @@ Times are the calling thread's CPU time (`time.thread_time`: a 1-thread invoke r
 thread, and other processes on a busy machine do not count), edgelite and LiteRT (1 thread, its
 defaults: XNNPACK) alternating in blocks of ~20 ms in one process, the median over blocks of the
 time per invoke. Every model's outputs are compared with LiteRT's on the same input.
+
+`--before TREE`: also an older edgelite, alternating in the same blocks: TREE is a checkout in a
+directory named edgelite (`git worktree add /tmp/wt/edgelite <commit>`); its interpreters are
+built first, with its modules, which then leave sys.modules for this tree's. Each row gains the
+old tree's time, its ratio to LiteRT and the largest difference between the two trees' outputs.
 """
 from __future__ import annotations
 
@@ -177,26 +182,66 @@ def _block(it, calls: int) -> float:
     return (time.thread_time() - t) / calls
 
 
-def compare(content: bytes, blocks: int) -> dict:
-    """Median CPU time per invoke of both runtimes, alternating, and their largest difference."""
+def _largest_difference(a_it, b_it) -> float:
+    return max((float(np.max(np.abs(a.astype(np.float64) - b))) if a.size else 0.0)
+               for a, b in zip(_outputs(a_it), _outputs(b_it)))
+
+
+def compare(content: bytes, blocks: int, before=None) -> dict:
+    """Median CPU time per invoke of both runtimes (and of `before`, an older tree's loaded
+    interpreter, where given), alternating, and their largest differences."""
     from ai_edge_litert import interpreter as litert
 
     from edgelite import interpreter as edgelite
     ours, feeds = _loaded(edgelite, content)
     theirs, _ = _loaded(litert, content, feeds)
-    diff = max((float(np.max(np.abs(a.astype(np.float64) - b))) if a.size else 0.0)
-               for a, b in zip(_outputs(ours), _outputs(theirs)))
+    runs = [("edgelite", ours), ("litert", theirs)]
+    # the differences after one invoke each: a state kept across invokes parts them later
+    diffs = {"max_abs_diff": _largest_difference(ours, theirs)}
+    if before is not None:
+        runs.append(("before", before))
+        diffs["before_diff"] = _largest_difference(ours, before)
     calls = {}
-    for name, it in (("edgelite", ours), ("litert", theirs)):
+    for name, it in runs:
         once = max(_block(it, 3), 1e-7)
         calls[name] = max(1, int(BLOCK_S / once))
-    times = {"edgelite": [], "litert": []}
+    times = {name: [] for name, _ in runs}
     for _ in range(blocks):
-        for name, it in (("edgelite", ours), ("litert", theirs)):
+        for name, it in runs:
             time.sleep(PAUSE_S)
             times[name].append(_block(it, calls[name]))
-    e, r = float(np.median(times["edgelite"])), float(np.median(times["litert"]))
-    return {"edgelite_ms": e * 1e3, "litert_ms": r * 1e3, "ratio": e / r, "max_abs_diff": diff}
+    m = {name: float(np.median(v)) for name, v in times.items()}
+    row = {"edgelite_ms": m["edgelite"] * 1e3, "litert_ms": m["litert"] * 1e3,
+           "ratio": m["edgelite"] / m["litert"], **diffs}
+    if before is not None:
+        row.update(before_ms=m["before"] * 1e3, before_ratio=m["before"] / m["litert"])
+    return row
+
+
+def _edgelite_modules() -> list:
+    return [n for n in sys.modules if n == "edgelite" or n.startswith("edgelite.")]
+
+
+def before_interpreters(tree: Path, models: dict) -> dict:
+    """An interpreter of the older checkout `tree` for each model, loaded and fed as compare
+    feeds this tree's (the same inputs), built with the old tree's modules, which leave
+    sys.modules afterwards (as this tree's do before): the next import is this tree's."""
+    tree = tree.resolve()
+    if tree.name != "edgelite" or not (tree / "interpreter" / "__init__.py").is_file():
+        raise SystemExit(f"--before {tree}: not an edgelite checkout in a directory named "
+                         "edgelite (git worktree add /tmp/wt/edgelite <commit>)")
+    for name in _edgelite_modules():
+        del sys.modules[name]
+    sys.path.insert(0, str(tree.parent))
+    try:
+        from edgelite import interpreter as old
+        if tree not in Path(old.__file__).resolve().parents:
+            raise SystemExit(f"--before {tree}: edgelite came from {old.__file__}")
+        return {name: _loaded(old, content)[0] for name, content in models.items()}
+    finally:
+        sys.path.remove(str(tree.parent))
+        for name in _edgelite_modules():
+            del sys.modules[name]
 
 
 def counter(steps: int) -> dict:
@@ -252,6 +297,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=10 ** 6, help="counter loop iterations (0: skip)")
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--json", type=Path)
+    p.add_argument("--before", type=Path, help="an older checkout, named edgelite, to time "
+                   "alongside (git worktree add /tmp/wt/edgelite <commit>)")
     args = p.parse_args(argv)
     models = {"UNIDIRECTIONAL_SEQUENCE_LSTM (20x16->32)": sequence_lstm(),
               "UNIDIRECTIONAL_SEQUENCE_RNN (20x16->32)": sequence_rnn(),
@@ -267,14 +314,26 @@ def main(argv=None) -> int:
         models[path.name] = path.read_bytes()
     if args.only:
         models = {k: v for k, v in models.items() if any(s in k for s in args.only)}
+    old = None if args.before is None else before_interpreters(args.before, models)
     print(machine())
-    print("\n| model | edgelite ms | LiteRT ms | edgelite/LiteRT | max abs diff |")
-    print("|---|---:|---:|---:|---:|")
+    if old is None:
+        print("\n| model | edgelite ms | LiteRT ms | edgelite/LiteRT | max abs diff |")
+        print("|---|---:|---:|---:|---:|")
+    else:
+        print(f"\nbefore: {args.before}")
+        print("\n| model | before ms | edgelite ms | LiteRT ms | before/LiteRT | edgelite/LiteRT "
+              "| max abs diff | before - edgelite |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = {}
     for name, content in models.items():
-        r = rows[name] = compare(content, args.blocks)
-        print(f"| {name} | {r['edgelite_ms']:.3f} | {r['litert_ms']:.3f} | {r['ratio']:.2f}x "
-              f"| {r['max_abs_diff']:.2g} |", flush=True)
+        r = rows[name] = compare(content, args.blocks, None if old is None else old[name])
+        if old is None:
+            print(f"| {name} | {r['edgelite_ms']:.3f} | {r['litert_ms']:.3f} | "
+                  f"{r['ratio']:.2f}x | {r['max_abs_diff']:.2g} |", flush=True)
+        else:
+            print(f"| {name} | {r['before_ms']:.4f} | {r['edgelite_ms']:.4f} | "
+                  f"{r['litert_ms']:.4f} | {r['before_ratio']:.2f}x | {r['ratio']:.2f}x | "
+                  f"{r['max_abs_diff']:.2g} | {r['before_diff']:.2g} |", flush=True)
     if missing:
         print(f"\nnot in {args.corpus} (tools/tflite_corpus.py keras): {', '.join(missing)}")
     if args.steps and not args.only:
