@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .common import raw, with_optional_inputs
+from .common import clip, raw, with_optional_inputs
 from .conv_integer import PaddedSource, RowBlocks, conv_setup, integer_bias
 from .fixed_point import EXACT_F32, exact_float_type
 from .registry import register
@@ -207,6 +207,16 @@ def conv_2d(node):
             c = np.empty(c.shape, c.dtype)
             c[:, patch] = 1.0
             dest = c[:, :patch] if plain else c[:, :patch].reshape(dest.shape)
+            if tail.passes is not None and copy_in is None:
+                s1, lo_, hi_, raw_out, lift = tail.passes
+
+                def inline():       # `one` with the requantizer's passes inline
+                    copyto(dest, src, casting="unsafe")
+                    dot(c, wm, acc)
+                    clip(s1, lo_, hi_, s1)
+                    copyto(raw_out, s1, casting="unsafe")
+                    np.bitwise_xor(raw_out, lift, raw_out)
+                return inline
 
             def one():
                 if copy_in is not None:
@@ -449,6 +459,17 @@ def depthwise_conv_2d(node):
             copyto = raw(np.copyto)
             if finish is None:
                 return None
+
+            if finish.passes is not None:
+                s1, lo_, hi_, raw_out, lift = finish.passes
+
+                def inline():       # `pixel` with the requantizer's passes inline
+                    copyto(head, x, casting="unsafe")
+                    einsum(ROW_SPEC, ones_plane, weights, out=acc1)
+                    clip(s1, lo_, hi_, s1)
+                    copyto(raw_out, s1, casting="unsafe")
+                    np.bitwise_xor(raw_out, lift, raw_out)
+                return inline
 
             def pixel():
                 copyto(head, x, casting="unsafe")

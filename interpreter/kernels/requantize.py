@@ -372,6 +372,9 @@ class Requantizer:
             copyto(raw, s1, casting="unsafe")
             if lift is not None:
                 np.bitwise_xor(raw, lift, raw)
+        # Its three passes' arrays, for a caller that runs them inline (a frame less):
+        # clip(s, lo, hi, s), copyto(raw, s, casting="unsafe"), bitwise_xor(raw, lift, raw).
+        run.passes = None if add_offset or signed or lift is None else (s1, lo, hi, raw, lift)
         return run
 
     def _finish(self, s, out, work, exact_acc) -> None:
