@@ -187,7 +187,7 @@ def conv_2d(node):
         """`fast_run` on the plan's fixed arrays (plan.bind_step): the same copies, matmuls
         and requantization passes, their views and the requantizer's constants made once."""
         bind(x, out)                # (which made source's padded buffer and its interior)
-        copy_in = None
+        copy_in = interior = inner = None
         if not source.direct:       # source(x) on fixed arrays: the input into the padded one
             interior, inner, copy = source.interior, x[:, :source.rows, :source.cols], \
                 raw(np.copyto)
@@ -207,10 +207,12 @@ def conv_2d(node):
             c = np.empty(c.shape, c.dtype)
             c[:, patch] = 1.0
             dest = c[:, :patch] if plain else c[:, :patch].reshape(dest.shape)
-            if tail.passes is not None and copy_in is None:
+            if tail.passes is not None:
                 s1, lo_, hi_, raw_out, lift = tail.passes
 
-                def inline():       # `one` with the requantizer's passes inline
+                def inline():       # `one` with copy_in and the requantizer's passes inline
+                    if interior is not None:
+                        copyto(interior, inner, casting="unsafe")
                     copyto(dest, src, casting="unsafe")
                     dot(c, wm, acc)
                     clip(s1, lo_, hi_, s1)
