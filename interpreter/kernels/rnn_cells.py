@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip as _clip, raw
+from .common import bounds, clip as _clip, raw
 from .geometry import batch_major
 
 _copyto = raw(np.copyto)   # no dispatcher frame
@@ -67,7 +67,8 @@ class LstmSteps:
         self.z = np.zeros((batch, width), np.float32)
         self.views = tuple(None if columns.get(g) is None else self.z[:, slice(*columns[g])]
                            for g in "ifgo")
-        self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
+        # clamps' bounds as 0-d arrays: half a numpy scalar's call cost (common.bounds)
+        self.clip = None if cell_clip <= 0 else bounds(-cell_clip, cell_clip)
         self.hard = hard
 
     @classmethod
@@ -168,7 +169,9 @@ class StackedLstm:
     [5n, batch] (the product m^T v_t): every gate a contiguous block for every batch row (the
     batch-major [batch, 5n] would make each gate a strided view, ~3x a contiguous ufunc's call
     cost). `own_h`: h's rows apart from v's, whose h a subclass fills otherwise (_start,
-    _steps: hybrid_lstm.QuantizedStackedLstm quantizes and dequantizes it there)."""
+    _steps: hybrid_lstm.QuantizedStackedLstm quantizes and dequantizes it there). `hard`: the
+    sigmoid gates are Keras's hard_sigmoid, one clamp of their columns to these bounds (m's
+    columns scaled and shifted by the caller), tanh on g alone: six ufuncs a step."""
 
     def __init__(self, m: np.ndarray, n_cell: int, steps: int, cell_clip: float,
                  batch: int = 1, own_h: bool = False, hard=None):
@@ -183,10 +186,10 @@ class StackedLstm:
         self.half = np.full((3 * n,) + lanes, 0.5, np.float32)
         self.p = np.zeros((2 * n,) + lanes, np.float32)
         self.tc = np.zeros((n,) + lanes, np.float32)
-        self.clip = None if cell_clip <= 0 else (np.float32(-cell_clip), np.float32(cell_clip))
+        self.clip = None if cell_clip <= 0 else bounds(-cell_clip, cell_clip)
         # Keras's hard_sigmoid gates, relu6(z + shift) * scale, as clip(z, 0, 6 scale) of m's
         # sigmoid columns * scale with shift * scale in their bias (the caller's): its bounds
-        self.hard = None if hard is None else (np.float32(hard[0]), np.float32(hard[1]))
+        self.hard = None if hard is None else bounds(*hard)
         # the output takes h's rows in one copy
         self.h = np.zeros((steps, n) + lanes, np.float32) if own_h else self.v[1:, :n]
         z, p = self.z, self.p
