@@ -56,7 +56,7 @@ CASES = [
     hybrid_case("conv_2d_deep", "CONV_2D", (1, 3, 3, 700), (3, 3, 3, 700), conv_options()),
     hybrid_case("conv_2d_deep_two_groups", "CONV_2D", (1, 5, 4, 128), (6, 3, 3, 128),
                 conv_options()),
-    # 1x1 at batch 1 (the default resolver's own GEMM, hybrid._pointwise_run; "1x1" in the
+    # 1x1 at batch 1 (the default resolver's own GEMM, hybrid_conv.pointwise_run; "1x1" in the
     # id): a projection (fewer outputs than inputs: the row scale on the output), an
     # expansion (on the input), symmetric or asymmetric, with or without a clamp.
     hybrid_case("conv_2d_1x1_projection_relu6", "CONV_2D", (1, 5, 6, 24), (8, 1, 1, 24),

@@ -47,7 +47,7 @@ def passes(content, feeds, monkeypatch) -> list:
 def test_a_hybrid_1x1_projection_makes_two_passes_over_its_input(per_channel, monkeypatch):
     """A 1x1 CONV_2D with fewer outputs than inputs (EfficientNet's and DenseNet's projections):
     q = round(x * inv) in two passes over the input, the row scale and the bias on the output
-    (hybrid._pointwise_run); dequantize_rows then the float kernel made three over the input."""
+    (hybrid_conv.pointwise_run); dequantize_rows then the float kernel made three over the input."""
     case = hybrid_case("p", "CONV_2D", (1, 12, 10, 48), (8, 1, 1, 48), conv_options(act=3),
                        per_channel=per_channel)
     size_in, size_out = 12 * 10 * 48, 12 * 10 * 8
@@ -72,7 +72,7 @@ def test_the_1x1_projection_matches_the_two_pass_form():
 def test_a_large_hybrid_3x3_conv_copies_no_im2col(monkeypatch):
     """DenseNet's 3x3 growth layers (56x56x128 -> 32): one GEMM of the padded image by all
     nine taps' weights and nine adds of shifted views of its product over the output
-    (hybrid._shifted_conv_run); im2col copied nine times the input first. Counted: the
+    (hybrid_conv.shifted_conv_run); im2col copied nine times the input first. Counted: the
     elements numpy writes by copyto, by the passes over the output, and the GEMMs' shapes."""
     h, w, c, o = 30, 28, 8, 5
     case = hybrid_case("s", "CONV_2D", (1, h, w, c), (o, 3, 3, c), conv_options(act=1))

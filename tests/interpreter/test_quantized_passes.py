@@ -91,7 +91,7 @@ def test_hybrid_deep_conv_runs_one_grouped_kernel(monkeypatch):
 def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkeypatch):
     """The default resolver's hybrid convolution is one float kernel on dequantized weights
     (bias and activation fused: no pass of its own over the output), or at batch 1 a 1x1
-    projection its own GEMM (hybrid._pointwise_run, no float kernel), within float32 rounding
+    projection its own GEMM (hybrid_conv.pointwise_run, no float kernel), within float32 rounding
     of the exact integer sums of BUILTIN_REF."""
     from edgelite.interpreter import OpResolverType
     from tests.opmodel import run_edgelite
@@ -105,8 +105,8 @@ def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkey
 
 def _no_float_kernel(case) -> bool:
     """A batch-1, stride-1 CONV_2D that runs its own GEMM: 1x1 with fewer outputs than inputs
-    (hybrid._pointwise_run) or on one pixel (a one-row FULLY_CONNECTED), or kxk where
-    hybrid._shifted_applies (hybrid._shifted_conv_run)."""
+    (hybrid_conv.pointwise_run) or on one pixel (a one-row FULLY_CONNECTED), or kxk where
+    hybrid_conv.shifted_applies (hybrid_conv.shifted_conv_run)."""
     from edgelite.schema import load
     sg = load(case.model).subgraphs[0]
     op = sg.operators[0]
@@ -117,7 +117,8 @@ def _no_float_kernel(case) -> bool:
     if tuple(w.shape[1:3]) == (1, 1):
         return w.shape[0] < w.shape[3] or tuple(shape[1:3]) == (1, 1)
     from types import SimpleNamespace
-    return hybrid._shifted_applies(SimpleNamespace(options=opts), shape, tuple(w.shape))
+    from edgelite.interpreter.kernels import hybrid_conv
+    return hybrid_conv.shifted_applies(SimpleNamespace(options=opts), shape, tuple(w.shape))
 
 
 class _Counted:
