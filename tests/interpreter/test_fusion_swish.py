@@ -154,7 +154,7 @@ def test_a_fused_swish_makes_four_passes(monkeypatch):
 # -- the convolution that feeds a swish writes x / 2 ------------------------------------------
 
 def conv_swish_model(op="CONV_2D", hybrid=False, conv_act=0, extra_reader=False,
-                     shape=(1, 9, 8, 6), seed=5) -> bytes:
+                     shape=(1, 9, 8, 6), seed=5, bias=True) -> bytes:
     """x -> CONV_2D 3x3 (or DEPTHWISE_CONV_2D 3x3, or a 1x1 projection with `hybrid` int8
     weights) -> c -> LOGISTIC -> s; MUL(c, s) -> y; `extra_reader`: c is a graph output too."""
     from edgelite.schema import QuantizationParameters
@@ -177,7 +177,7 @@ def conv_swish_model(op="CONV_2D", hybrid=False, conv_act=0, extra_reader=False,
         g.sg.tensors[wt].quantization = QuantizationParameters(
             scale=g.rng.uniform(0.002, 0.02, o).astype(np.float32),
             zero_point=np.zeros(o, np.int64), quantized_dimension=axis)
-    b = g.const("b", g.rng.standard_normal(o).astype(np.float32))
+    b = g.const("b", g.rng.standard_normal(o).astype(np.float32)) if bias else -1
     options = dict(padding=0, stride_w=1, stride_h=1, fused_activation_function=conv_act)
     if op == "DEPTHWISE_CONV_2D":
         options["depth_multiplier"] = 1
@@ -204,6 +204,17 @@ def test_a_convolution_and_its_swish_run_as_one_step(op, hybrid):
     scale = np.abs(theirs).max()
     tol = 3e-2 if hybrid else 1e-5      # hybrid: LiteRT's integer kernels (test_ops' rules)
     assert np.abs(fused[0] - theirs).max() <= tol * scale
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_a_depthwise_without_bias_and_its_swish_run_as_one_step(hybrid):
+    shape = (1, 9, 8, 6)
+    content = conv_swish_model("DEPTHWISE_CONV_2D", hybrid, bias=False)
+    x = _input(shape, 9)
+    it, fused = _run(content, x)
+    assert len(it._main.run_ops) == 1
+    _, apart = _run(content, x, experimental_preserve_all_tensors=True)
+    np.testing.assert_allclose(fused[0], apart[0], rtol=2e-6, atol=2e-6 * np.abs(apart[0]).max())
 
 
 @pytest.mark.parametrize("why,options", [
