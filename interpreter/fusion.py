@@ -3,7 +3,8 @@ a chain whose intermediate tensors nothing else reads runs as one kernel that ne
 them. The rules:
 
 - CONV_2D then the MAX_POOL_2D whose windows tile its output: one matmul and one reduction
-  (kernels/conv.py, `max_pool_fusion`).
+  (kernels/conv.py, `max_pool_fusion`); int8, the default resolver's, the pool on the float
+  sums before the requantization (kernels/conv_int8.py, `max_pool_fusion`).
 - LOGISTIC then the MUL of its input and its output (swish, SiLU: EfficientNet's activation):
   x * sigmoid(x) in four passes (kernels/unary.py, `swish`); in three after the CONV_2D or
   DEPTHWISE_CONV_2D that feeds it, prepared again to write x / 2.
@@ -123,8 +124,8 @@ def _conv_max_pool(ctx, i):
     chain = _chain(ctx, i, ("CONV_2D", "MAX_POOL_2D"))
     if not chain:
         return None
-    from .kernels import conv
-    run = conv.max_pool_fusion(*chain)
+    from .kernels import conv, conv_int8
+    run = conv.max_pool_fusion(*chain) or conv_int8.max_pool_fusion(*chain)
     return None if not run else ((chain[0].oi, run, chain[0].ins, chain[1].outs), 2)
 
 

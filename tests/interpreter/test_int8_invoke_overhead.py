@@ -135,15 +135,17 @@ def test_wake_word_depthwise_rows_are_2d_einsums(models_dir, monkeypatch):
 @NUMPY2_DISPATCH
 def test_digits_int8_gemms_through_dot(models_dir, monkeypatch):
     """The int8 digits CNN: its 4 GEMMs through np.dot's C function (np.matmul costs 0.4 µs
-    a call more at these sizes), no broadcasting pass, at most 25 numpy calls an invoke; its
-    first 2x2 pool (8x8x16) a chain of two maxima over long rows (one reduction over two
-    strided axes runs 64 loops of 16 values: 1 µs more), the second (4x4x32) one reduction."""
+    a call more at these sizes), no broadcasting pass, at most 26 numpy calls an invoke; each
+    2x2 pool two maxima over the halves of its convolution's float sums, the window taps' rows
+    (a maximum.reduce over the first axis of 4 rows costs 1.2 µs, two maxima 0.6; over two
+    strided axes of the int8 output, 64 loops of 16 values, 2.7 µs), and the requantization
+    on the pooled sums only: 4 clips, of 256 and 128 values (of 1024 and 512 unfused)."""
     it = ready(path=str(models_dir / "digits_cnn_int8.tflite"))
     counts = numpy_calls(it.invoke, monkeypatch)
     assert counts.get("matmul", 0) == 0 and counts.get("dot") == 4, counts
     assert counts["broadcasts"] == 0, counts
-    assert counts["ufuncs"] + counts["builtins"] <= 25, counts
-    assert counts.get("maximum") == 2 and counts.get("ufunc.reduce") == 1, counts
+    assert counts["ufuncs"] + counts["builtins"] <= 26, counts
+    assert counts.get("maximum") == 4 and counts.get("ufunc.reduce", 0) == 0, counts
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -156,11 +158,39 @@ def test_wake_word_bound_steps_give_their_runs_bits(models_dir, seed):
 
 
 def test_digits_int8_steps_bound(models_dir):
-    """The int8 digits CNN: every step but RESHAPE (a view) bound, one Python frame each."""
+    """The int8 digits CNN: each CONV_2D and its MAX_POOL_2D one step (conv_int8's
+    max_pool_fusion), the two FULLY_CONNECTED layers: 4 steps (6 before), every one bound, one
+    Python frame each; RESHAPE a view."""
     it = ready(path=str(models_dir / "digits_cnn_int8.tflite"))
-    ops = op_names(it)
-    assert it._main.run_steps.bound == len(ops) - ops.count("RESHAPE")
+    assert len(it._main.run_ops) == 4
+    assert it._main.run_steps.bound == 4
+    assert [kernel for _, kernel, _ in running(it)].count("_pooled_conv") == 2
     assert assert_steps_match_unbound(it) == it._main.run_steps.bound
+
+
+def test_digits_int8_pooled_convolutions_give_the_two_ops_bits(models_dir):
+    """The fused CONV_2D + MAX_POOL_2D steps requantize the pooled float sums (the
+    requantization is monotonic, so it commutes with the maximum): the same bits as the two
+    ops (preserve_all_tensors keeps every op), on 200 random inputs and 100 test images."""
+    path = str(models_dir / "digits_cnn_int8.tflite")
+    fused, plain = Interpreter(model_path=path), \
+        Interpreter(model_path=path, experimental_preserve_all_tensors=True)
+    for it in (fused, plain):
+        it.allocate_tensors()
+    assert len(fused._main.run_ops) < len(plain._main.run_ops)
+    rng = np.random.default_rng(7)
+    images = np.load(models_dir / "digits.npz")["x_test"][:100].transpose(0, 2, 3, 1)
+    scale, zero_point = fused.get_input_details()[0]["quantization"]
+    quantized = np.clip(np.floor(images / scale + 0.5) + zero_point, -128, 127).astype(np.int8)
+    feeds = [rng.integers(-128, 128, (1, 8, 8, 1)).astype(np.int8) for _ in range(200)] + \
+        [quantized[i:i + 1] for i in range(len(quantized))]
+    for k, x in enumerate(feeds):
+        outs = []
+        for it in (fused, plain):
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        np.testing.assert_array_equal(outs[0], outs[1], err_msg=f"input {k}")
 
 
 # The int8 cases whose step keeps its unbound run (grouped or float64 sums, a multiplier near or
@@ -203,3 +233,65 @@ def test_wake_word_score_lookups_in_python(models_dir):
     assert not any(isinstance(f, functools.partial) for f in tiny), tiny
     python, c = calls(tiny[0])
     assert python == 1 and c <= 1, (python, c)   # (c: the profiler's own end)
+
+
+def int8_conv_pool_model(shape, cout, kernel, padding, act, pool, key="int8", seed=0) -> bytes:
+    """x -> CONV_2D (int8 per-channel weights, or uint8 per-tensor; + act) -> MAX_POOL_2D."""
+    from edgelite.schema import Model, Subgraph, Tensor, save
+    from edgelite.schema.model import QuantizationParameters as Q
+    from tests.opmodel import operator
+    rng = np.random.default_rng(seed)
+    model, sg = Model(), Subgraph(name="main")
+    lift = 0 if key == "int8" else 128
+    x = sg.add_tensor(Tensor("x", shape, key, quantization=Q([0.05], [3 + lift])))
+    w_shape = (cout, kernel, kernel, shape[3])
+    if key == "int8":
+        wq = Q(rng.uniform(0.005, 0.02, cout), np.zeros(cout), quantized_dimension=0)
+        w = rng.integers(-127, 128, w_shape).astype(np.int8)
+    else:
+        wq, w = Q([0.01], [120]), rng.integers(0, 256, w_shape).astype(np.uint8)
+    wt = sg.add_tensor(Tensor("w", w_shape, key, model.add_buffer(w), quantization=wq))
+    bq = Q(0.05 * wq.scale.astype(np.float64), np.zeros(wq.scale.size))
+    bt = sg.add_tensor(Tensor("b", (cout,), "int32", model.add_buffer(
+        rng.integers(-3000, 3000, cout).astype(np.int32)), quantization=bq))
+    c = sg.add_tensor(Tensor("conv", (), key, quantization=Q([0.2], [-7 + lift])))
+    y = sg.add_tensor(Tensor("pool", (), key, quantization=Q([0.2], [-7 + lift])))
+    sg.operators.append(operator("CONV_2D", [x, wt, bt], [c], padding=padding, stride_w=1,
+                                 stride_h=1, fused_activation_function=act))
+    sg.operators.append(operator("MAX_POOL_2D", [c], [y], padding=1, stride_w=pool,
+                                 stride_h=pool, filter_width=pool, filter_height=pool))
+    sg.inputs, sg.outputs = [x], [y]
+    model.subgraphs.append(sg)
+    return save(model)
+
+
+@pytest.mark.parametrize("shape,cout,kernel,padding,act,pool,key", [
+    ((1, 8, 8, 1), 16, 3, 0, 1, 2, "int8"),      # the digits CNN's first layer
+    ((1, 7, 7, 3), 8, 3, 0, 0, 2, "int8"),       # no activation (negative sums), a row dropped
+    ((1, 9, 9, 2), 4, 3, 1, 3, 3, "int8"),       # VALID, RELU6, a 3x3 pool (9 taps), a row dropped
+    ((1, 6, 6, 4), 6, 3, 0, 0, 2, "uint8"),      # uint8 (no sign flip)
+])
+def test_int8_conv_max_pool_fused_matches_the_ops_and_litert(shape, cout, kernel, padding, act,
+                                                             pool, key):
+    """The default resolver's fused CONV_2D + MAX_POOL_2D (one step): the bits of the two ops
+    one by one, within 1 of LiteRT's default path (its optimized kernels' contract)."""
+    from tests.opmodel import run_litert
+    content = int8_conv_pool_model(shape, cout, kernel, padding, act, pool, key)
+    fused = Interpreter(model_content=content)
+    plain = Interpreter(model_content=content, experimental_preserve_all_tensors=True)
+    for it in (fused, plain):
+        it.allocate_tensors()
+    assert len(fused._main.run_ops) == 1 and len(plain._main.run_ops) == 2
+    info = np.iinfo(key)
+    rng = np.random.default_rng(3)
+    for k in range(20):
+        x = rng.integers(info.min, info.max + 1, shape).astype(key)
+        outs = []
+        for it in (fused, plain):
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        np.testing.assert_array_equal(outs[0], outs[1], err_msg=f"input {k}")
+        theirs = run_litert(content, [x], reference=False)[0]
+        assert np.abs(outs[0].astype(int) - theirs).max() <= 1, f"input {k}"
+    assert assert_steps_match_unbound(fused) == 1
