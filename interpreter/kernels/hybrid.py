@@ -568,10 +568,11 @@ def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
         return hybrid_conv.pointwise_run(node, weights, bias, asymmetric)
     run_float = _float_kernel(node, weights, bias=bias, fused=True)
     xq = np.empty((n, x_rows), F32)
+    xq_nhwc = xq.reshape(x.shape)   # one view: the float kernels bind to the array they see
 
     def run(x, w_, b_, out):
         dequantize_rows(x.reshape(n, x_rows), xq, asymmetric)
-        run_float(xq.reshape(x.shape), None, out)
+        run_float(xq_nhwc, None, out)
     return run
 
 
