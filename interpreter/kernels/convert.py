@@ -11,6 +11,7 @@ from .common import clip_
 from .fixed_point import mbqm, quantize_multiplier
 from .lut import all_values, lookup
 from .quant_params import TYPE_RANGE, quant_params
+from .requantize import exact_rounding
 from .registry import register
 
 _CAST_TYPES = ("float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32",
@@ -19,7 +20,9 @@ _CAST_TYPES = ("float32", "float16", "float64", "int8", "uint8", "int16", "uint1
 
 @register("CAST", *_CAST_TYPES)
 def cast(node):
-    """C++ static_cast: floats truncate toward zero, nonzero becomes true."""
+    """C++ static_cast: floats truncate toward zero, nonzero becomes true; a float past an
+    integer type's range saturates and NaN becomes its greatest value (as LiteRT's CAST, both
+    resolvers)."""
     node.expect_inputs(1)
     from edgelite.schema.model import TENSOR_TYPES
     for name in ("in_data_type", "out_data_type"):   # LiteRT parses them: a bad code fails
@@ -28,9 +31,27 @@ def cast(node):
             raise node.fail(f"options {name} {code} is not a tensor type code")
     node.outputs[0].shape = node.input(0).shape
     copyto = np.copyto
+    if node.input(0).dtype.kind == "f" and node.outputs[0].dtype.kind in "iu":
+        return _saturating_cast(node.outputs[0].dtype)
 
     def run(x, out):
         copyto(out, x, casting="unsafe")
+    return run
+
+
+def _saturating_cast(dtype):
+    """CAST of floats to an integer type: truncation, saturation past its range, NaN to its
+    greatest value. The bounds are the range's ends +-1 in float64 (powers of two, or exact)."""
+    info = np.iinfo(dtype)
+    below, above = np.float64(info.min) - 1, np.float64(info.max) + 1
+    lo, hi = info.min, info.max
+
+    def run(x, out):
+        with np.errstate(invalid="ignore"):
+            np.copyto(out, x, casting="unsafe")
+            if x.size and not (x.min() > below and x.max() < above):   # NaN fails both
+                out[~(x < above)] = hi
+                out[x <= below] = lo
     return run
 
 
@@ -91,17 +112,33 @@ def quantize(node):
     lo, hi = float(info.min), float(info.max)
     q = np.empty(x.shape, np.float32)
     r = np.empty(x.shape, np.float64)
+    # Past int32 (NaN, inf, |x / scale| >= 2^31): what LiteRT gives. Its reference kernel casts
+    # the rounded value to int32 (x86: INT32_MIN), adds the zero point (wrapping) and clamps;
+    # under the default resolver XNNPACK quantizes per-tensor int8 / uint8, saturating, NaN to
+    # the greatest value.
+    xnnpack = not exact_rounding(node) and y.dtype != np.int16 and np.ndim(scale) == 0
 
     def run(x, out):
         np.divide(x, scale, out=q)
         np.absolute(q, out=r)
         np.add(r, 0.5, out=r)
         np.floor(r, out=r)
+        peak = r.max() if r.size else 0.0
+        bad = None if peak < _INT32_EDGE else ~(r < _INT32_EDGE)    # NaN: not below
         np.copysign(r, q, out=r)
+        if bad is not None and not xnnpack:
+            r[bad] = _INT32_MIN
         np.add(r, zero, out=r)
+        if bad is not None and not xnnpack:
+            np.subtract(np.mod(r + 2.0 ** 31, 2.0 ** 32), 2.0 ** 31, out=r)   # int32 wrap
         clip_(r, lo, hi)
+        if bad is not None and xnnpack:
+            r[np.isnan(r)] = hi
         np.copyto(out, r, casting="unsafe")
     return run
+
+
+_INT32_EDGE, _INT32_MIN = 2.0 ** 31, -2.0 ** 31
 
 
 # Requantization: what each integer input type may become.

@@ -6,7 +6,8 @@ which rounds the same way; math functions (SIN, COS, TANH, LOGISTIC's exp; ATAN2
 are computed as correctly rounded float32 values (here: in float64, rounded to float32) before
 rounding to half. ADD and MUL clamp to the fused activation's range, which without an activation
 is the finite half range (an overflow gives +-65504, not inf), as TFLite's
-CalculateActivationRange.
+CalculateActivationRange; under the default resolver LiteRT runs them in XNNPACK, whose range
+is unbounded above (and below without an activation): an overflow or an inf input gives inf.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from .common import activation_code, broadcast_shape, clip_
 from .registry import register
+from .requantize import exact_rounding
 
 HALF_MAX = float(np.finfo(np.float16).max)
 # Fused activation -> clamp bounds; other codes (TANH, SIGN_BIT, ...) clamp like NONE.
@@ -33,12 +35,28 @@ def _arithmetic(ufunc):
         _binary_shapes(node)
         code = activation_code(node.options)
         lo, hi = _BOUNDS.get(code, (-HALF_MAX, HALF_MAX))
+        if code in (0, 1, 2, 3) and not exact_rounding(node):
+            return _xnnpack_arithmetic(ufunc, -np.inf if code == 0 else lo,
+                                       np.inf if hi == HALF_MAX else hi)
 
         def run(x, y, out):
             ufunc(x, y, out=out)
             clip_(out, lo, hi)
         return run
     return prepare
+
+
+def _xnnpack_arithmetic(ufunc, lo, hi):
+    """ADD / MUL under the default resolver, as XNNPACK (which takes the activations NONE,
+    RELU, RELU_N1_TO_1 and RELU6) computes them: half's range is +-inf, and a clamp takes NaN
+    to its lower bound (max(x, lo) as SSE's maxps orders it, then min(x, hi))."""
+    def run(x, y, out):
+        ufunc(x, y, out=out)
+        if lo != -np.inf:
+            np.fmax(out, lo, out=out)
+        if hi != np.inf:
+            np.minimum(out, hi, out=out)
+    return run
 
 
 def _elementwise(ufunc):

@@ -1,0 +1,87 @@
+"""Non-finite inputs (NaN, +-inf) are legal data: no kernel raises on them, and each gives LiteRT's
+non-finite pattern (the same outputs NaN, +inf, -inf; integers equal). A pinned set of the cases
+tools/nonfinite_sweep.py found differing: CAST of floats to integers (LiteRT saturates, NaN to
+the type's greatest value), QUANTIZE (the reference kernel's int32 cast, XNNPACK's saturation
+under the default resolver), float16 ADD / MUL under the default resolver (XNNPACK: no clamp to
++-65504; a fused clamp takes NaN to its lower bound)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.interpreter.op_cases import all_cases
+from tests.opmodel import run_edgelite, run_litert
+
+pytest.importorskip("ai_edge_litert", reason="LiteRT (ai-edge-litert) is the oracle")
+
+KINDS = ("nan_all", "+inf_all", "-inf_all", "nan_one", "+inf_one", "-inf_one")
+_VALUE = {"nan": np.nan, "+inf": np.inf, "-inf": -np.inf}
+PINNED = ["convert:cast_float32_to_int8", "convert:cast_float32_to_uint8",
+          "convert:cast_float32_to_int32", "convert:cast_float32_to_uint32",
+          "convert:cast_float64_to_int64", "convert:cast_float16_to_uint16",
+          "convert:quantize_int8_zp-7", "convert:quantize_int8_zp0",
+          "convert:quantize_uint8_zp128", "convert:quantize_int16_zp0",
+          "convert:quantize_int8_per_channel_axis0",
+          "float16:add_none", "float16:add_relu", "float16:add_relu_n1_to_1",
+          "float16:add_tanh", "float16:mul_none", "float16:mul_relu6"]
+_CASES = {p.id: p.values[0] for p in all_cases("CASES") if p.id in PINNED}
+
+
+def nonfinite(x: np.ndarray, kind: str) -> np.ndarray:
+    value, where = kind.split("_")
+    if where == "all":
+        return np.full_like(x, _VALUE[value])
+    x = x.copy()
+    x.reshape(-1)[x.size // 2] = _VALUE[value]
+    return x
+
+
+def assert_same_pattern(ours: list, theirs: list) -> None:
+    """Floats: the same elements NaN, +inf and -inf; integers: equal."""
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (k, a.shape, b.shape)
+        if a.dtype.kind == "f":
+            for test in (np.isnan, np.isposinf, np.isneginf):
+                np.testing.assert_array_equal(test(a), test(b), err_msg=f"output {k} {test}")
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"output {k}")
+
+
+def test_pinned_cases_exist():
+    assert sorted(_CASES) == sorted(PINNED)
+
+
+@pytest.mark.parametrize("reference", [False, True], ids=["default", "builtin_ref"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case_id", PINNED)
+def test_nonfinite_input_matches_litert(case_id, kind, reference):
+    from edgelite.interpreter import OpResolverType
+    case = _CASES[case_id]
+    feeds = [np.asarray(f) for f in case.feeds]
+    first = next(k for k, f in enumerate(feeds) if f.dtype.kind == "f")
+    feeds[first] = nonfinite(feeds[first], kind)
+    resolver = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    ours = run_edgelite(case.model, feeds, experimental_op_resolver_type=resolver)
+    assert_same_pattern(ours, run_litert(case.model, feeds, reference))
+
+
+# Finite floats past the integer range too: LiteRT's CAST saturates (truncating in range).
+EDGES = [200.7, -200.7, 127.9, -128.9, -3.7, 3.7, 255.9, 256.5, -0.7, 65535.9, 65536.0,
+         2.0 ** 31, -2.0 ** 31, 2.0 ** 31 - 128, 4e9, -4e9, 2.0 ** 63, -2.0 ** 63, 1e30, -1e30]
+
+
+@pytest.mark.parametrize("case_id", [c for c in PINNED if "cast" in c or "quantize" in c])
+@pytest.mark.parametrize("reference", [False, True], ids=["default", "builtin_ref"])
+def test_out_of_range_floats_convert_as_litert(case_id, reference):
+    from edgelite.interpreter import OpResolverType
+    case = _CASES[case_id]
+    x = np.asarray(case.feeds[0]).copy()
+    with np.errstate(over="ignore"):
+        edges = np.array(EDGES, np.float64).astype(x.dtype)
+    n = min(x.size, edges.size)
+    x.reshape(-1)[:n] = edges[:n]
+    resolver = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    ours = run_edgelite(case.model, [x], experimental_op_resolver_type=resolver)
+    theirs = run_litert(case.model, [x], reference)
+    np.testing.assert_array_equal(ours[0].reshape(-1)[:n], theirs[0].reshape(-1)[:n])
