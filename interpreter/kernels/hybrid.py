@@ -168,9 +168,12 @@ _F32_STRUCT = struct.Struct("f")
 
 def _zero_point(rmin: float, rmax: float, scale: float) -> float:
     """AsymmetricQuantizeFloats' nudged zero point of the range [rmin, rmax] (rmin < rmax),
-    `scale` the float64 one (rmax - rmin in float32, / 255)."""
+    `scale` the float64 one (rmax - rmin in float32, / 255). A row holding NaN or +inf has
+    a NaN zero point (LiteRT casts it to int: undefined), which makes the row's values NaN."""
     from_min, from_max = -128.0 - rmin / scale, 127.0 - rmax / scale
     zp = from_min if 128.0 + abs(rmin / scale) < 127.0 + abs(rmax / scale) else from_max
+    if zp != zp:
+        return zp
     if zp <= -128:
         return -128.0
     if zp >= 127:

@@ -85,3 +85,72 @@ def test_out_of_range_floats_convert_as_litert(case_id, reference):
     ours = run_edgelite(case.model, [x], experimental_op_resolver_type=resolver)
     theirs = run_litert(case.model, [x], reference)
     np.testing.assert_array_equal(ours[0].reshape(-1)[:n], theirs[0].reshape(-1)[:n])
+
+
+# -- hybrid (dynamic-range) kernels ---------------------------------------------------------------
+# LiteRT quantizes a float row holding NaN or inf by casting NaN to int (undefined in C; x86 gives
+# INT32_MIN, clamped to -127): its outputs there are finite garbage, or NaN / inf. Ours are NaN
+# where a quantized row held NaN or inf (the asymmetric zero point raised "cannot convert float
+# NaN to integer" before), and non-finite wherever LiteRT's are.
+
+HYBRID = ["hybrid:fully_connected_asymmetric_relu", "hybrid:fully_connected_per_channel_asymmetric",
+          "hybrid:conv_2d_per_channel", "hybrid:conv_2d_1x1_expansion_relu",
+          "hybrid:conv_2d_one_pixel_reduce", "hybrid:batch_matmul_asymmetric_adj_y",
+          "int4:hybrid_conv_2d"]
+_HYBRID = {p.id: p.values[0] for p in all_cases("CASES") if p.id in HYBRID}
+
+
+def _recurrent_models() -> dict:
+    from edgelite.schema import load, save
+    from tests.interpreter.test_lstm import _lstm_model
+    from tests.interpreter.test_rnn import _Builder
+
+    lstm = load(_lstm_model(hybrid=True))
+    op = lstm.subgraphs[0].operators[0]
+    op.options = op.options.replace(asymmetric_quantize_inputs=True)
+    b = _Builder(4).input((2, 3, 4))
+    b.qconst(5, 4, scale=0.01).qconst(5, 5, scale=0.02).const(5).variable(2, 5)
+    b.qconst(4, 4, scale=0.012).qconst(4, 4, scale=0.02).const(4).variable(2, 4)
+    b.input((2, 3, 4)).qconst(5, 4, scale=0.03).qconst(4, 4, scale=0.01)
+    return {
+        "unidirectional_sequence_lstm": save(lstm),
+        "rnn": _Builder(2).input((3, 6)).qconst(5, 6, scale=0.01).qconst(5, 5, scale=0.015)
+        .const(5).variable(3, 5).build("RNN", [(3, 5)], fused_activation_function=4,
+                                       asymmetric_quantize_inputs=True),
+        "bidirectional_sequence_rnn": b.build(
+            "BIDIRECTIONAL_SEQUENCE_RNN", [(2, 3, 5), (2, 3, 4)], time_major=False,
+            fused_activation_function=4, asymmetric_quantize_inputs=True),
+        "svdf": _Builder(5).input((2, 5)).qconst(6, 5, scale=0.01).qconst(6, 4, scale=0.02)
+        .const(3).variable(2, 24).build("SVDF", [(2, 3)], rank=2, fused_activation_function=1,
+                                        asymmetric_quantize_inputs=True),
+    }
+
+
+def _hybrid_model(name: str) -> tuple:
+    if name in _HYBRID:
+        return _HYBRID[name].model, [np.asarray(f) for f in _HYBRID[name].feeds]
+    from edgelite.interpreter import Interpreter
+    content = _recurrent_models()[name]
+    it = Interpreter(model_content=content)
+    rng = np.random.default_rng(3)
+    return content, [rng.uniform(-1, 1, d["shape"]).astype(np.float32)
+                     for d in it.get_input_details()]
+
+
+@pytest.mark.parametrize("reference", [False, True], ids=["default", "builtin_ref"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", HYBRID + ["unidirectional_sequence_lstm", "rnn",
+                                          "bidirectional_sequence_rnn", "svdf"])
+def test_hybrid_nonfinite_input_is_non_finite_where_litert_is(name, kind, reference):
+    from edgelite.interpreter import OpResolverType
+    content, feeds = _hybrid_model(name)
+    feeds = [nonfinite(f, kind) if f.dtype.kind == "f" else f for f in feeds]
+    resolver = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    ours = run_edgelite(content, feeds, experimental_op_resolver_type=resolver)
+    theirs = run_litert(content, feeds, reference)
+    for a, b in zip(ours, theirs):
+        assert a.shape == b.shape
+        missing = np.isfinite(a) & ~np.isfinite(b)
+        assert not missing.any(), f"{int(missing.sum())} outputs finite where LiteRT's are not"
+        if kind == "nan_all" and not reference:
+            assert np.isnan(a).all()      # every row quantized from NaN: NaN throughout
