@@ -338,7 +338,25 @@ __kernel void KERNEL(expand_depthwise_then_conv_2d)(
                 _Pragma("unroll") for (int p = 0; p < P_; p++)
                     _Pragma("unroll") for (int j = 0; j < NVE; j++) acc[p][j] = (float16)(0.0f);
                 __global const TW_* wk = we + e0;
-                for (int k = 0; k < C; k++, wk += EP) {
+                int k = 0;
+#ifdef HALF
+                // half inputs 8 values of a pixel at a time into a private array (a scalar
+                // vload_half per value: MobileNetV2 fp16 1.38x the two launches)
+                for (; k + 8 <= C; k += 8) {
+                    float x8[P_][8];
+                    _Pragma("unroll") for (int p = 0; p < P_; p++)
+                        vstore8(vload_half8(0, xr + clamp(ix0 + p, 0, W - 1) * C + k), 0, x8[p]);
+                    _Pragma("unroll") for (int u = 0; u < 8; u++, wk += EP) {
+                        float16 wv[NVE];
+                        _Pragma("unroll") for (int j = 0; j < NVE; j++)
+                            wv[j] = LDW16(wk, 16 * j);
+                        _Pragma("unroll") for (int p = 0; p < P_; p++)
+                            _Pragma("unroll") for (int j = 0; j < NVE; j++)
+                                acc[p][j] = fma((float16)(x8[p][u]), wv[j], acc[p][j]);
+                    }
+                }
+#endif
+                for (; k < C; k++, wk += EP) {
                     float16 wv[NVE];
                     _Pragma("unroll") for (int j = 0; j < NVE; j++) wv[j] = LDW16(wk, 16 * j);
                     _Pragma("unroll") for (int p = 0; p < P_; p++) {

@@ -139,8 +139,7 @@ def test_channel_counts_off_the_vector_width(channels, opencl):
 def test_inverted_residual_block_in_one_launch(c, e, n, stride, padding, act, shape, precision,
                                                opencl, monkeypatch):
     """1x1 CONV_2D (expand) -> DEPTHWISE_CONV_2D 3x3 -> 1x1 CONV_2D (+ residual) as one launch
-    on a CPU device (fuse.py's `expand`, here for any size), against the numpy interpreter;
-    fp16 keeps two launches (ops_conv._build_block: slower with half tensors)."""
+    on a CPU device (fuse.py's `expand`, here for any size), against the numpy interpreter."""
     from edgelite.delegates.opencl import fuse
     monkeypatch.setattr(fuse, "EXPAND_MIN", 0)
     delegate = opencl(precision)
@@ -165,7 +164,7 @@ def test_inverted_residual_block_in_one_launch(c, e, n, stride, padding, act, sh
         outs.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
     assert all(p["where"] == delegate.name for p in placement(it) if p["where"] != "folded")
     assert_matches(outs[1], outs[0], TOLERANCE[precision])
-    fused = delegate.dev.is_cpu and precision == "fp32"
+    fused = delegate.dev.is_cpu
     assert _launches(it) == (1 if fused else 2 if delegate.dev.is_cpu else 3)
     kernels = [k for run, _ in it._runtime.plans[0].steps for _, k, _ in
                getattr(run, "labels", ())]
