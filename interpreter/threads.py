@@ -60,7 +60,8 @@ _inside = threading.local()   # this thread's depth of nested blocks (they keep 
 # instead of 1.5 µs an invoke. A block that changes the count sets `_changing`, waits
 # until `_fast` is empty, sets it and counts the change in `_epoch`; a fast block reads `_epoch`,
 # the count, then appends and backs off to the locked path when `_changing` is set or `_epoch`
-# moved: either the changer sees the append or the fast block sees the change.
+# moved: either the changer sees the append or the fast block sees the change. On the locked
+# path, a block at the count running joins `_fast` while a change still waits for it to empty.
 _fast: list = []
 _changing = False
 _epoch = 0                    # changes of the count so far
@@ -222,6 +223,14 @@ def enter(num_threads: int | None) -> int:
     try:
         with _lock:
             while _changing or (_active and _current != want):
+                if _changing and _fast and get() == want:
+                    # A change waits (in _state.wait: not yet made) for fast blocks at the
+                    # count running: join them, as a locked block joins _current. Waiting
+                    # here instead hangs when a fast block waits on this one (a custom op
+                    # handing work to a pool of interpreters at the same count).
+                    _fast.append(get_ident())
+                    _inside.depth = 0
+                    return FAST
                 _waiting += 1
                 try:
                     _state.wait()

@@ -122,3 +122,41 @@ def test_interpreters_at_two_counts_give_their_lone_results(blas):
     for t in workers:
         t.join(60)
     assert not any(t.is_alive() for t in workers) and not bad
+
+
+def test_a_block_at_the_current_count_joins_while_another_waits_to_change_it(blas):
+    """A fast block whose work waits on another thread's block at the same count (a custom op
+    handing work to a pool whose interpreters run at the process's count) while a third thread
+    waits to change the count: the second block joins the count that is running, as a locked
+    one did before the fast path; it waited for the change, which waits for the first block:
+    no thread moved again."""
+    blas[0](1)
+    outer = threads.enter(1)
+    assert outer == threads.FAST
+    changer = threading.Thread(target=lambda: threads.leave(threads.enter(2)), daemon=True)
+    try:
+        changer.start()
+        for _ in range(2000):   # until the changer waits for the fast block to leave
+            if threads._changing:
+                break
+            changer.join(0.001)
+        assert threads._changing, "the block at 2 threads did not start its change"
+        seen = []
+
+        def inner():
+            entered = threads.enter(1)
+            try:
+                seen.append(threads.blas_threads())
+            finally:
+                threads.leave(entered)
+        joiner = threading.Thread(target=inner, daemon=True)
+        joiner.start()
+        joiner.join(5)
+        assert not joiner.is_alive(), "a block at the running count waited for a change " \
+            "that waits for the block it serves"
+        assert seen == [1]
+    finally:
+        threads.leave(outer)
+        changer.join(10)
+    assert not changer.is_alive() and blas[1]() == 1 and threads._fast == []
+    assert threads._active == 0 and not threads._changing
