@@ -132,11 +132,36 @@ def unique(node):
         raise node.fail(f"the index output must be int32 or int64, got "
                         f"{node.outputs[1].type_name}")
     node.dynamic = True
+    floats = x.dtype.kind == "f"
 
     def run(values):
-        _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty(len(order), np.int64)
-        rank[order] = np.arange(len(order))
-        return [values[first[order]], rank[inverse.reshape(-1)].astype(idx_type)]
+        if floats and values.size and np.isnan(values.min()):    # min is NaN if any is
+            return _unique_with_nan(values, idx_type)
+        uniques, idx = _unique(values)
+        return [uniques, idx.astype(idx_type)]
     return run
+
+
+def _unique(values) -> tuple:
+    """(distinct values in order of first appearance, each element's position among them)."""
+    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return values[first[order]], rank[inverse.reshape(-1)]
+
+
+def _unique_with_nan(values, idx_type) -> list:
+    """UNIQUE as LiteRT's std::map<float, int> gives it when NaN is among the values: NaN
+    compares neither less nor greater than anything, so a lookup of NaN finds the least key
+    inserted so far, and a NaN first becomes the only key (every element finds it)."""
+    if np.isnan(values[0]):
+        return [values[:1].copy(), np.zeros(values.size, idx_type)]
+    nan = np.isnan(values)
+    uniques, clean_idx = _unique(values[~nan])
+    idx = np.empty(values.size, np.int64)
+    idx[~nan] = clean_idx
+    least = np.minimum.accumulate(np.where(nan, np.inf, values))   # values[0] is a number
+    order = np.argsort(uniques, kind="stable")
+    idx[nan] = order[np.searchsorted(uniques[order], least[nan])]
+    return [uniques, idx.astype(idx_type)]

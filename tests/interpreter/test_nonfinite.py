@@ -23,7 +23,8 @@ PINNED = ["convert:cast_float32_to_int8", "convert:cast_float32_to_uint8",
           "convert:quantize_uint8_zp128", "convert:quantize_int16_zp0",
           "convert:quantize_int8_per_channel_axis0",
           "float16:add_none", "float16:add_relu", "float16:add_relu_n1_to_1",
-          "float16:add_tanh", "float16:mul_none", "float16:mul_relu6"]
+          "float16:add_tanh", "float16:mul_none", "float16:mul_relu6",
+          "segment:unique_float32_int32", "segment:unique_float32_int64"]
 _CASES = {p.id: p.values[0] for p in all_cases("CASES") if p.id in PINNED}
 
 
@@ -85,6 +86,25 @@ def test_out_of_range_floats_convert_as_litert(case_id, reference):
     ours = run_edgelite(case.model, [x], experimental_op_resolver_type=resolver)
     theirs = run_litert(case.model, [x], reference)
     np.testing.assert_array_equal(ours[0].reshape(-1)[:n], theirs[0].reshape(-1)[:n])
+
+
+# UNIQUE: LiteRT's std::map finds, for NaN, the least key so far (a NaN first: the only key).
+NAN_SEQUENCES = [[3, np.nan, 1, np.nan, -2, np.nan, 5, np.nan, 2],
+                 [np.inf, np.nan, -0.0, 0.0, np.nan, 0.0, 7, 7, 2],
+                 [-np.inf, 2, np.nan, 7, 1, 0, 7, 7, 2],
+                 [np.nan, 1, np.nan, 1, np.inf, np.inf, 7, 7, 2]]
+
+
+@pytest.mark.parametrize("values", NAN_SEQUENCES, ids=["mid", "signed_zeros", "minus_inf",
+                                                       "nan_first"])
+def test_unique_with_nan_matches_litert(values):
+    case = _CASES["segment:unique_float32_int32"]
+    x = np.array(values, np.float32)
+    assert x.shape == np.shape(case.feeds[0])
+    ours = run_edgelite(case.model, [x])
+    theirs = run_litert(case.model, [x], True)
+    np.testing.assert_array_equal(ours[0], theirs[0])    # NaN equal to NaN here
+    np.testing.assert_array_equal(ours[1], theirs[1])
 
 
 # -- hybrid (dynamic-range) kernels ---------------------------------------------------------------
