@@ -94,8 +94,10 @@ def _short(exc: BaseException) -> str:
 def compare(ours: list, theirs: list) -> str:
     """'' where the outputs' non-finite patterns agree (floats: the same elements NaN, +inf,
     -inf; integers: equal), else what differs: "missing" (LiteRT non-finite where ours is
-    finite: wrong), "extra" (ours NaN where LiteRT is finite: LiteRT's C casts of NaN to int
-    are undefined behaviour), "inf/nan" (both non-finite, different kinds), or integers."""
+    finite: wrong), "inf-vs-max" (ours +-inf where LiteRT's reference float kernels clamp to
+    the activation range, +-FLT_MAX without one), "extra" (ours NaN or inf where LiteRT is
+    finite otherwise: its hybrid kernels' C casts of NaN to int, undefined behaviour; max
+    pools that skip NaN), "inf/nan" (both non-finite, different kinds), or integers."""
     diffs = []
     for k, (a, b) in enumerate(zip(ours, theirs)):
         if a.shape != b.shape:
@@ -103,7 +105,14 @@ def compare(ours: list, theirs: list) -> str:
             continue
         if a.dtype.kind in "fc" and b.dtype.kind in "fc":
             fa, fb = np.isfinite(a), np.isfinite(b)
-            missing, extra = int((fa & ~fb).sum()), int((~fa & fb).sum())
+            top = np.finfo(b.dtype).max if b.dtype.kind == "f" else np.inf
+            # LiteRT's reference float kernels clamp to the activation range, +-FLT_MAX
+            # without one: ours +-inf there
+            at_max = np.isinf(a) & (np.abs(b) == top) & (np.sign(a) == np.sign(b))
+            missing = int((fa & ~fb).sum())
+            extra = int((~fa & fb & ~at_max).sum())
+            if at_max.any():
+                diffs.append(f"out{k} inf-vs-max {int(at_max.sum())}/{a.size}")
             kinds = int((~fa & ~fb & ((np.isnan(a) != np.isnan(b)) | (np.sign(a) != np.sign(b))
                                       & ~np.isnan(a))).sum())
             for label, n in (("missing", missing), ("extra", extra), ("inf/nan", kinds)):
