@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_
 from .fixed_point import round_half_away
 from .registry import register
 
@@ -96,8 +95,8 @@ def fake_quant(node):
     inv_scale = np.float32(np.float32(1) / scale)
 
     def run(x, out):
-        np.copyto(out, x)
-        clip_(out, lo, hi)
+        np.fmax(x, lo, out=out)      # std::max(nudged_min, x): NaN becomes the range's floor
+        np.minimum(out, hi, out=out)
         out -= lo
         out *= inv_scale
         out[...] = round_half_away(out)

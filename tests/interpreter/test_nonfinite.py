@@ -3,7 +3,8 @@ non-finite pattern (the same outputs NaN, +inf, -inf; integers equal). A pinned 
 tools/nonfinite_sweep.py found differing: CAST of floats to integers (LiteRT saturates, NaN to
 the type's greatest value), QUANTIZE (the reference kernel's int32 cast, XNNPACK's saturation
 under the default resolver), float16 ADD / MUL under the default resolver (XNNPACK: no clamp to
-+-65504; a fused clamp takes NaN to its lower bound)."""
++-65504; a fused clamp takes NaN to its lower bound), UNIQUE (LiteRT's std::map), FAKE_QUANT (NaN
+to the range's floor, as std::max(nudged_min, x))."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +25,8 @@ PINNED = ["convert:cast_float32_to_int8", "convert:cast_float32_to_uint8",
           "convert:quantize_int8_per_channel_axis0",
           "float16:add_none", "float16:add_relu", "float16:add_relu_n1_to_1",
           "float16:add_tanh", "float16:mul_none", "float16:mul_relu6",
-          "segment:unique_float32_int32", "segment:unique_float32_int64"]
+          "segment:unique_float32_int32", "segment:unique_float32_int64",
+          "misc:fake_quant0", "misc:fake_quant3"]
 _CASES = {p.id: p.values[0] for p in all_cases("CASES") if p.id in PINNED}
 
 
