@@ -111,8 +111,9 @@ def _highest(dtype):
 
 register("UNSORTED_SEGMENT_SUM", "float32", "int32")(_unsorted_segment(np.add, lambda d: 0))
 register("UNSORTED_SEGMENT_PROD", "float32", "int32")(_unsorted_segment(np.multiply, lambda d: 1))
-register("UNSORTED_SEGMENT_MAX", "float32", "int32")(_unsorted_segment(np.maximum, _lowest))
-register("UNSORTED_SEGMENT_MIN", "float32", "int32")(_unsorted_segment(np.minimum, _highest))
+# fmax / fmin: LiteRT's std::max(out, x) / std::min(out, x) keep `out` when x is NaN
+register("UNSORTED_SEGMENT_MAX", "float32", "int32")(_unsorted_segment(np.fmax, _lowest))
+register("UNSORTED_SEGMENT_MIN", "float32", "int32")(_unsorted_segment(np.fmin, _highest))
 
 
 # -- UNIQUE ----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ tools/nonfinite_sweep.py found differing: CAST of floats to integers (LiteRT sat
 the type's greatest value), QUANTIZE (the reference kernel's int32 cast, XNNPACK's saturation
 under the default resolver), float16 ADD / MUL under the default resolver (XNNPACK: no clamp to
 +-65504; a fused clamp takes NaN to its lower bound), UNIQUE (LiteRT's std::map), FAKE_QUANT (NaN
-to the range's floor, as std::max(nudged_min, x))."""
+to the range's floor, as std::max(nudged_min, x)), UNSORTED_SEGMENT_MAX / MIN (NaN skipped)."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,7 +26,8 @@ PINNED = ["convert:cast_float32_to_int8", "convert:cast_float32_to_uint8",
           "float16:add_none", "float16:add_relu", "float16:add_relu_n1_to_1",
           "float16:add_tanh", "float16:mul_none", "float16:mul_relu6",
           "segment:unique_float32_int32", "segment:unique_float32_int64",
-          "misc:fake_quant0", "misc:fake_quant3"]
+          "misc:fake_quant0", "misc:fake_quant3", "segment:unsorted_segment_max_float32",
+          "segment:unsorted_segment_min_2d_ids"]
 _CASES = {p.id: p.values[0] for p in all_cases("CASES") if p.id in PINNED}
 
 
