@@ -367,13 +367,15 @@ class Interpreter:
                                    "allocate_tensors() first (and again after "
                                    "resize_tensor_input)")
             entered = _enter(self._num_threads)
-            token = ERRORS.set(IGNORE_ERRORS)
-            try:
-                plan.run_steps()
-            except Exception as e:
-                plan.raise_named(e)
+            try:   # the block left whatever comes after its entry (a KeyboardInterrupt in
+                token = ERRORS.set(IGNORE_ERRORS)   # ERRORS.set: a fast entry left behind
+                try:                                # makes every change of the count hang)
+                    plan.run_steps()
+                except Exception as e:
+                    plan.raise_named(e)
+                finally:
+                    ERRORS.reset(token)
             finally:
-                ERRORS.reset(token)
                 _leave(entered)
         finally:
             self._busy_with = outer

@@ -160,3 +160,27 @@ def test_a_block_at_the_current_count_joins_while_another_waits_to_change_it(bla
         changer.join(10)
     assert not changer.is_alive() and blas[1]() == 1 and threads._fast == []
     assert threads._active == 0 and not threads._changing
+
+
+class _Interrupted:
+    """Stands in for numpy's error-state variable: a KeyboardInterrupt as it is set."""
+
+    def set(self, _state):
+        raise KeyboardInterrupt
+
+    def reset(self, _token):
+        raise AssertionError("reset without a set")
+
+
+def test_an_interrupt_as_an_invoke_starts_leaves_no_block_behind(blas, monkeypatch):
+    """A KeyboardInterrupt arriving after the invoke entered its BLAS block (here: as numpy's
+    error state is set) leaves the block: a fast entry left in threads._fast makes every later
+    change of the count wait forever."""
+    from edgelite.interpreter import api
+    it = Interpreter(model_content=op_model("RELU", [In((4,))]), num_threads=1)
+    it.allocate_tensors()
+    blas[0](1)
+    monkeypatch.setattr(api, "ERRORS", _Interrupted())
+    with pytest.raises(KeyboardInterrupt):
+        it.invoke()
+    assert threads._fast == [] and threads._active == 0
