@@ -266,9 +266,9 @@ class StackedGru:
     in v_t right after h_{t-1}, so one multiply of [z, 1 - z] by [h_{t-1}, c] and one add give
     h_t, written into v_{t+1}. (A zero block still multiplies its inputs: an inf in x makes hc
     NaN, and with reset_before one in xc makes every c NaN, where the unfused loop's would
-    keep it to its column; an inf in x reaches every gate's sum there too.) Batch 1 keeps v
-    [steps + 1, width] (row-major GEMV), a batch v [steps + 1, width, batch] (gate-major, as
-    StackedLstm)."""
+    keep it to its column; an inf in x reaches every gate's sum there too: rnn_loop.Sequence
+    runs its own steps again when h comes out NaN.) Batch 1 keeps v [steps + 1, width]
+    (row-major GEMV), a batch v [steps + 1, width, batch] (gate-major, as StackedLstm)."""
 
     def __init__(self, m: np.ndarray, n: int, steps: int, u=None, batch: int = 1,
                  own_h: bool = False):

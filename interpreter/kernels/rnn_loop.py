@@ -25,6 +25,7 @@ from .hybrid_row import row_product
 from .rnn_cells import LstmSteps, StackedGru, StackedLstm, StackedRnn, narrow
 
 F32 = np.float32
+_sum = np.add.reduce
 
 
 class Sequence:
@@ -129,6 +130,8 @@ class Sequence:
             self.steps = self._gru_steps
             self.stacked = self._stacked_gru(g, steps, batch, units) or \
                 self._quantized_stacked_gru(g, steps, units, body, x_op)
+        # a float StackedGru's NaN is checked: its zero blocks make one of an inf in x (run)
+        self.zero_blocks = type(self.stacked) is StackedGru
 
     def run(self, values: list, outs: list) -> bool:
         """The loop from `values` into `outs` (the WHILE's outputs, of the same shapes); False,
@@ -143,7 +146,15 @@ class Sequence:
         for k in c.counters:
             outs[k][...] = start[k] + n
         if self.stacked is not None and t0 == 0 and n == self.shapes[c.x][0]:
-            return self._run_stacked(values, outs, n)
+            self._run_stacked(values, outs, n)
+            if not self.zero_blocks:
+                return True
+            last = _sum(outs[c.h], None)
+            if last == last:
+                return True
+            # A NaN in h (one is in every later h): StackedGru's zero blocks multiply x, so
+            # an inf there is NaN throughout, where LiteRT's (and the loop's own) steps keep
+            # it to its gates' columns: again by those steps, from `values`, which hold on.
         for k in c.passed + ([c.c] if c.kind == "lstm" else []) + [c.acc]:
             np.copyto(outs[k], values[k], casting="unsafe")
         h = outs[c.h]

@@ -196,3 +196,29 @@ def test_keras_while_with_preserve_all_tensors_runs_op_by_op():
     body = it._runtime.subgraph(2)
     h_last = body.arrays[body.sg.outputs[3]]   # the last iteration's h, as LiteRT keeps it
     np.testing.assert_allclose(h_last, ours[1], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("kind,variant,batch", [
+    ("gru", "", 1), ("gru", "", 3), ("gru", "reset_before", 1), ("gru", "reset_before", 2),
+    ("lstm", "", 1), ("lstm", "hard_sigmoid", 2), ("rnn", "", 2)])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_keras_while_narrow_nonfinite_input_as_litert(kind, variant, batch, value):
+    """A narrow loop's stacked steps (rnn_cells) with one non-finite input: LiteRT's
+    non-finite pattern and its values elsewhere. StackedGru's zero blocks multiply x's inf
+    (inf * 0: NaN in every h); that loop takes the loop's own steps then."""
+    content = keras_while(kind=kind, variant=variant, batch=batch, units=8, n_in=3)
+    outs = []
+    for module in (edgelite_interpreter, litert):
+        it = module.Interpreter(model_content=content)
+        it.allocate_tensors()
+        feeds = _feeds(it)
+        feeds[0][0, 2, 1] = value
+        for d, f in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], f)
+        it.invoke()
+        outs.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
+    for ours, theirs in zip(*outs):
+        for test in (np.isnan, np.isposinf, np.isneginf):
+            np.testing.assert_array_equal(test(ours), test(theirs))
+        finite = np.isfinite(theirs)
+        np.testing.assert_allclose(ours[finite], theirs[finite], rtol=1e-5, atol=1e-6)
