@@ -240,9 +240,9 @@ def _take_in_place(x, cg):
 def _gather_table(shape, win, kh, kw, cg, weights, order=None):
     """A gathering convolution's tables on input `shape`, its im2col rows `order`'s rows of
     the output pixels (None: in order), `weights` [K + 1, O] (the bias the last row):
-    (index [rows, K/q + 1] of items, source [x..., a zero item, a one item], its head (x's
-    place), cols [rows, (K/q + 1) * q] and its items, the weights with q - 1 zero rows after
-    the bias row, the take over source's items)."""
+    (index [rows, K/q + 1] of items, the head (x's place) of the source [x..., a zero item, a
+    one item], cols [rows, (K/q + 1) * q] and its items, the weights with q - 1 zero rows after
+    the bias row, the take over the source's items)."""
     q = gather_item(cg)
     index = _gather_index(shape, win, kh, kw, cg, q)
     if order is not None:
@@ -254,7 +254,7 @@ def _gather_table(shape, win, kh, kw, cg, weights, order=None):
     padded[:weights.shape[0]] = weights      # the filter rows, the bias row, q - 1 zero rows
     cols = np.empty((index.shape[0], width), F32)
     item = np.dtype((np.void, 4 * q)) if q > 1 else F32
-    return index, source, source[:size], cols, cols.view(item), padded, source.view(item).take
+    return index, source[:size], cols, cols.view(item), padded, source.view(item).take
 
 
 def _gather_index(shape, win, kh, kw, cg, q=1):
@@ -280,8 +280,7 @@ def _gather_index(shape, win, kh, kw, cg, q=1):
 
 def _gather_run(x, win, kh, kw, cg, weights, out, out_rows, act):
     """im2col by one take over an index table made here, then the matmul and the clamp."""
-    index, _, head, cols, items, weights, take = _gather_table(x.shape, win, kh, kw, cg,
-                                                                 weights)
+    index, head, cols, items, weights, take = _gather_table(x.shape, win, kh, kw, cg, weights)
     # np.dot's C function: the same sgemm as np.matmul, 0.5 µs less a call on these sizes
     copyto, dot = raw(np.copyto), raw(np.dot)
     flat = x.reshape(-1)
@@ -330,7 +329,7 @@ def max_pool_fusion(conv, pool) -> object | None:
         index = index.reshape(n, win.ho, win.wo, -1)[:, :g.oh * g.kh, :g.ow * g.kw]
         return index.reshape(n, g.oh, g.kh, g.ow, g.kw, -1).transpose(2, 4, 0, 1, 3, 5) \
             .reshape(taps * n * g.oh * g.ow, -1)
-    index, _, head, cols, items, weights, take = _gather_table(
+    index, head, cols, items, weights, take = _gather_table(
         x_shape, win, kh, kw, cg, weights, by_window_tap)
     product = np.empty((index.shape[0], o), F32)
     by_tap = product.reshape(taps, -1)
