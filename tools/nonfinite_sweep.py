@@ -67,10 +67,10 @@ def feeds_for(details, kind: str, seed: int = 0, base=None) -> list:
     return out
 
 
-def _interpreter(module, content: bytes, resolver: str, base_shapes=None):
+def _interpreter(module, content: bytes, resolver: str, base_shapes=None, **kw):
     kind = module.OpResolverType.BUILTIN_REF if resolver == "builtin_ref" else \
         module.OpResolverType.AUTO
-    it = module.Interpreter(model_content=content, experimental_op_resolver_type=kind)
+    it = module.Interpreter(model_content=content, experimental_op_resolver_type=kind, **kw)
     if base_shapes is not None:
         for d, s in zip(it.get_input_details(), base_shapes):
             if tuple(d["shape"]) != tuple(s):
