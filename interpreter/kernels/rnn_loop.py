@@ -130,8 +130,9 @@ class Sequence:
             self.steps = self._gru_steps
             self.stacked = self._stacked_gru(g, steps, batch, units) or \
                 self._quantized_stacked_gru(g, steps, units, body, x_op)
-        # a float StackedGru's NaN is checked: its zero blocks make one of an inf in x (run)
-        self.zero_blocks = type(self.stacked) is StackedGru
+        # a float StackedGru's NaN is checked (run): its zero blocks make one of an inf in x;
+        # the batch where there is one (1: h's first value tells)
+        self.zero_blocks = batch if type(self.stacked) is StackedGru else 0
 
     def run(self, values: list, outs: list) -> bool:
         """The loop from `values` into `outs` (the WHILE's outputs, of the same shapes); False,
@@ -149,12 +150,13 @@ class Sequence:
             self._run_stacked(values, outs, n)
             if not self.zero_blocks:
                 return True
-            last = _sum(outs[c.h], None)
+            h = outs[c.h]   # a NaN in a row of h is in all of it (every product is dense)
+            last = h.item(0) if self.zero_blocks == 1 else _sum(h, None)
             if last == last:
                 return True
-            # A NaN in h (one is in every later h): StackedGru's zero blocks multiply x, so
-            # an inf there is NaN throughout, where LiteRT's (and the loop's own) steps keep
-            # it to its gates' columns: again by those steps, from `values`, which hold on.
+            # A NaN in h: StackedGru's zero blocks multiply x, so an inf there is NaN
+            # throughout, where LiteRT's (and the loop's own) steps keep it to its gates'
+            # columns: again by those steps, from `values`, which hold on.
         for k in c.passed + ([c.c] if c.kind == "lstm" else []) + [c.acc]:
             np.copyto(outs[k], values[k], casting="unsafe")
         h = outs[c.h]
