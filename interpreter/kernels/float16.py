@@ -68,8 +68,18 @@ def _elementwise(ufunc):
 
 register("ADD", "float16")(_arithmetic(np.add))
 register("MUL", "float16")(_arithmetic(np.multiply))
-register("MAXIMUM", "float16")(_elementwise(np.maximum))
-register("MINIMUM", "float16")(_elementwise(np.minimum))
+def nan_as_litert(ufunc):
+    """MAXIMUM / MINIMUM of floats as TFLite's el1 > el2 ? el1 : el2 (< for MINIMUM): a NaN
+    first operand gives the second, a NaN second operand gives NaN; numpy's propagate both."""
+    def apply(x, y, out):
+        ufunc(x, y, out=out)
+        if out.size and np.isnan(ufunc.reduce(out, axis=None)):
+            np.copyto(out, y, where=np.isnan(x))
+    return apply
+
+
+register("MAXIMUM", "float16")(_elementwise(nan_as_litert(np.maximum)))
+register("MINIMUM", "float16")(_elementwise(nan_as_litert(np.minimum)))
 for _op, _ufunc in (("LESS", np.less), ("LESS_EQUAL", np.less_equal), ("GREATER", np.greater),
                     ("GREATER_EQUAL", np.greater_equal), ("EQUAL", np.equal),
                     ("NOT_EQUAL", np.not_equal)):

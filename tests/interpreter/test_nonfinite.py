@@ -110,6 +110,25 @@ def test_unique_with_nan_matches_litert(values):
     np.testing.assert_array_equal(ours[1], theirs[1])
 
 
+# MAXIMUM / MINIMUM: TFLite's el1 > el2 ? el1 : el2 skips a NaN first operand only.
+MIN_MAX = ["float16:maximum_broadcast", "float16:minimum_broadcast"]
+_MIN_MAX = {p.id: p.values[0] for p in all_cases("CASES") if p.id in MIN_MAX}
+
+
+@pytest.mark.parametrize("reference", [False, True], ids=["default", "builtin_ref"])
+@pytest.mark.parametrize("operand", [0, 1])
+@pytest.mark.parametrize("case_id", MIN_MAX)
+def test_min_max_nan_operand_as_litert(case_id, operand, reference):
+    from edgelite.interpreter import OpResolverType
+    feeds = [np.asarray(f).copy() for f in _MIN_MAX[case_id].feeds]
+    feeds[operand].reshape(-1)[:2] = np.nan
+    resolver = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    ours = run_edgelite(_MIN_MAX[case_id].model, feeds, experimental_op_resolver_type=resolver)
+    theirs = run_litert(_MIN_MAX[case_id].model, feeds, reference)
+    assert np.isnan(theirs[0]).any() == (operand == 1)
+    assert_same_pattern(ours, theirs)
+
+
 # -- hybrid (dynamic-range) kernels ---------------------------------------------------------------
 # LiteRT quantizes a float row holding NaN or inf by casting NaN to int (undefined in C; x86 gives
 # INT32_MIN, clamped to -127): its outputs there are finite garbage, or NaN / inf. Ours are NaN
