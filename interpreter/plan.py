@@ -20,7 +20,6 @@ from edgelite.schema.model import NUMPY_DTYPES, Model
 from . import arena, budget, fusion
 from .kernels import registry
 from .kernels.registry import KernelError, Node, TensorInfo
-from .kernels.sparse import densify_input
 from .partition import delegate_steps
 from .views import plan_views
 
@@ -457,6 +456,7 @@ class SubgraphPlan:
             for k, t in enumerate(op.inputs):  # sparse weights, read by any op
                 if t >= 0 and sg.tensors[t].sparsity is not None and infos[t].data is None \
                         and not infos[t].is_variable and t not in sg.inputs:
+                    from .kernels.sparse import densify_input   # sparse files only: not at import
                     densify_input(node, k, model)
             run = _prepare_node(node)
             if node.dynamic:
