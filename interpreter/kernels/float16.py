@@ -73,9 +73,17 @@ def nan_as_litert(ufunc):
     first operand gives the second, a NaN second operand gives NaN; numpy's propagate both."""
     def apply(x, y, out):
         ufunc(x, y, out=out)
-        if out.size and np.isnan(ufunc.reduce(out, axis=None)):
+        if out.size and _has_nan(out):
             np.copyto(out, y, where=np.isnan(x))
     return apply
+
+
+def _has_nan(a: np.ndarray) -> bool:
+    """Whether `a` holds a NaN; half by its bits (numpy's half reductions are scalar loops:
+    ~10 us vs ~900 us on 150k values)."""
+    if a.dtype == np.float16:
+        return bool((a.view(np.uint16) & 0x7FFF).max() > 0x7C00)
+    return bool(np.isnan(np.maximum.reduce(a, axis=None)))
 
 
 register("MAXIMUM", "float16")(_elementwise(nan_as_litert(np.maximum)))
