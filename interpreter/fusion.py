@@ -173,7 +173,7 @@ def _layer_norm(ctx, i):
                 or w.data is None or (b is not None and b.data is None)
                 or activation_code(fc.node.options)
                 or w.shape[0] != depth or w.dtype != F32):
-            fc = None
+            return None   # the FC stays a step of its own: the layer norm matches from its MEAN
         else:
             weights, bias = centered_weights(w.data, None if b is None else b.data)
     run = layer_norm(rows, depth, eps, gamma, beta, lims, weights, bias)
