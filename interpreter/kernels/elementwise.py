@@ -152,8 +152,23 @@ def binary_run(ufunc, lims, out_info):
 register("ADD", *FLOAT, *INTS)(binary(np.add, fused=True))
 register("SUB", *FLOAT, *INTS)(binary(np.subtract, fused=True))
 register("MUL", *FLOAT, *INTS)(binary(np.multiply, fused=True))
-register("MAXIMUM", *FLOAT, *INTS)(binary(np.maximum))
-register("MINIMUM", *FLOAT, *INTS)(binary(np.minimum))
+register("MAXIMUM", *INTS)(binary(np.maximum))
+register("MINIMUM", *INTS)(binary(np.minimum))
+
+
+def nan_as_litert(ufunc):
+    """MAXIMUM / MINIMUM of floats as TFLite's el1 > el2 ? el1 : el2 (< for MINIMUM): a NaN
+    first operand gives the second, a NaN second operand gives NaN; numpy's propagate both
+    (as float16.nan_as_litert; one reduction more a call)."""
+    def apply(x, y, out):
+        ufunc(x, y, out=out)
+        if out.size and np.isnan(ufunc.reduce(out, axis=None)):
+            np.copyto(out, y, where=np.isnan(x))
+    return apply
+
+
+register("MAXIMUM", *FLOAT)(binary(nan_as_litert(np.maximum)))
+register("MINIMUM", *FLOAT)(binary(nan_as_litert(np.minimum)))
 register("FLOOR_MOD", *FLOAT, *INTS)(binary(np.remainder))
 
 
