@@ -61,11 +61,12 @@ _inside = threading.local()   # this thread's depth of nested blocks (they keep 
 # until `_fast` is empty, sets it and counts the change in `_epoch`; a fast block reads `_epoch`,
 # the count, then appends and backs off to the locked path when `_changing` is set or `_epoch`
 # moved: either the changer sees the append or the fast block sees the change. On the locked
-# path, a block at the count running joins `_fast` while a change still waits for it to empty.
+# path, a block at the count running joins `_fast` after it waited JOIN_S for a change.
 _fast: list = []
 _changing = False
 _epoch = 0                    # changes of the count so far
 FAST = -2                     # what enter returns for a block on the fast path
+JOIN_S = 0.01                 # how long a block at the count running waits for a change
 
 
 def _find():
@@ -222,18 +223,26 @@ def enter(num_threads: int | None) -> int:
     _inside.depth = 1
     try:
         with _lock:
+            join_at = None
             while _changing or (_active and _current != want):
+                timeout = None
                 if _changing and _fast and get() == want:
                     # A change waits (in _state.wait: not yet made) for fast blocks at the
-                    # count running: join them, as a locked block joins _current. Waiting
-                    # here instead hangs when a fast block waits on this one (a custom op
-                    # handing work to a pool of interpreters at the same count).
-                    _fast.append(get_ident())
-                    _inside.depth = 0
-                    return FAST
+                    # count running. Waiting for it hangs when one of them waits on this
+                    # block (a custom op handing work to interpreters in a pool at the same
+                    # count); joining them at once starves the change while blocks overlap
+                    # (389e030's locked joins: forever). So: join after JOIN_S.
+                    now = time.monotonic()
+                    if join_at is None:
+                        join_at = now + JOIN_S
+                    elif now >= join_at:
+                        _fast.append(get_ident())
+                        _inside.depth = 0
+                        return FAST
+                    timeout = join_at - now
                 _waiting += 1
                 try:
-                    _state.wait()
+                    _state.wait(timeout)
                 finally:
                     _waiting -= 1
             if _active == 0:

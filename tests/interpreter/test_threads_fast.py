@@ -184,3 +184,40 @@ def test_an_interrupt_as_an_invoke_starts_leaves_no_block_behind(blas, monkeypat
     with pytest.raises(KeyboardInterrupt):
         it.invoke()
     assert threads._fast == [] and threads._active == 0
+
+
+def test_a_change_of_the_count_is_not_starved_by_overlapping_blocks(blas):
+    """Three threads in back-to-back blocks at the count running (their blocks overlap all
+    the time) and a fourth changing the count twenty times: each change gets through (the
+    blocks joining a pending change only after threads.JOIN_S; at 389e030 the change waited
+    forever)."""
+    blas[0](1)
+    stop = threading.Event()
+    a = np.ones((64, 64), np.float32)
+
+    def busy():
+        while not stop.is_set():
+            entered = threads.enter(1)
+            try:
+                a.dot(a)
+            finally:
+                threads.leave(entered)
+    workers = [threading.Thread(target=busy, daemon=True) for _ in range(3)]
+    done = []
+
+    def change():
+        for _ in range(20):
+            threads.leave(threads.enter(2))
+            done.append(1)
+    changer = threading.Thread(target=change, daemon=True)
+    try:
+        for w in workers:
+            w.start()
+        changer.start()
+        changer.join(30)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(10)
+    assert len(done) == 20, f"{len(done)} of 20 changes got through"
+    assert blas[1]() == 1 and threads._fast == [] and threads._active == 0
