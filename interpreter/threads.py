@@ -66,7 +66,7 @@ _fast: list = []
 _changing = False
 _epoch = 0                    # changes of the count so far
 FAST = -2                     # what enter returns for a block on the fast path
-JOIN_S = 0.01                 # how long a block at the count running waits for a change
+JOIN_S = 0.1                  # how long a block at the count running waits for a change
 
 
 def _find():
