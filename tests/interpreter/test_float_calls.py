@@ -1,0 +1,104 @@
+"""Timing-free guards of issue 17's float-path savings: LOGISTIC as 0.5 + 0.5 tanh(x / 2) (no
+exp, no clamp: 4 numpy calls, were 5) and a small 1x1 convolution's bias added over its whole
+output (equal shapes: no broadcast; MobileNetV2 float 48 -> 40 broadcasts an invoke). Speed
+itself: side by side with LiteRT (issue 17's notes); accuracy against LiteRT in test_ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from edgelite.interpreter import Interpreter
+from tests.interpreter.numpy_calls import numpy_calls
+from tests.numpy_dispatch import NUMPY2_DISPATCH
+from tests.opmodel import In, op_model, run_litert
+
+
+def _ready(content=None, path=None) -> Interpreter:
+    it = Interpreter(model_content=content, model_path=path)
+    it.allocate_tensors()
+    rng = np.random.default_rng(0)
+    for d in it.get_input_details():
+        it.set_tensor(d["index"], rng.standard_normal(d["shape"]).astype(d["dtype"]) * 4)
+    it.invoke()
+    return it
+
+
+def per_invoke(content, monkeypatch) -> dict:
+    """numpy_calls of one invoke of a model built with the counters in place (kernels bind
+    their ufuncs at prepare): two invokes' counts less one's, allocation and all."""
+    def run(invokes):
+        def go():
+            it = _ready(content)
+            for _ in range(invokes - 1):
+                it.invoke()
+        return numpy_calls(go, monkeypatch)
+    _ready(content)     # uncounted first: modules imported lazily bind numpy's own ufuncs
+    one, two = run(1), run(2)
+    return {k: v - one.get(k, 0) for k, v in two.items()}
+
+
+@NUMPY2_DISPATCH
+def test_logistic_is_tanh_form_four_calls(monkeypatch):
+    """LOGISTIC made negative, clip, exp, add, reciprocal; now multiply, tanh, multiply, add."""
+    counts = per_invoke(op_model("LOGISTIC", [In((1, 8, 8, 16))]), monkeypatch)
+    assert counts.get("exp", 0) == 0 and counts.get("clip", 0) == 0, counts
+    calls = {k: counts.get(k, 0) for k in ("multiply", "tanh", "add", "negative", "reciprocal")}
+    assert calls == dict(multiply=2, tanh=1, add=1, negative=0, reciprocal=0), counts
+
+
+def test_logistic_extremes_against_litert():
+    """The tanh form over the whole float32 range (subnormals, huge, +-inf, NaN) within 1.2e-7
+    absolute of both LiteRT resolvers (as the exp form was), 2 ulp where the output >= 1/4."""
+    bits = np.arange(0, 0x7f800000, 4099, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([bits, -bits, np.float32([np.inf, -np.inf, np.nan, -0.0, 1e-45, 88.0,
+                                                 -88.0, -104.0, 16.6, -9.0, -17.4])])
+    # XNNPACK's sigmoid gives NaN past ~4e26 (ours 1, as before; at inf 1 as ours)
+    x = x[(np.abs(x) < 1e26) | np.isinf(x) | np.isnan(x)]
+    content = op_model("LOGISTIC", [In(x.shape)])
+    it = Interpreter(model_content=content)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    ours = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.float64)
+    for reference in (True, False):
+        (theirs,) = run_litert(content, [x], reference=reference)
+        assert np.array_equal(np.isnan(ours), np.isnan(theirs))
+        ok = ~np.isnan(theirs)
+        d = np.abs(ours[ok] - theirs[ok])
+        assert d.max() <= 1.2e-7, (reference, d.max())
+        upper = theirs[ok] >= 0.25
+        assert (d[upper] <= 2 * np.spacing(theirs[ok][upper])).all(), reference
+    assert ours[x == np.inf][0] == 1.0 and ours[x == -np.inf][0] == 0.0
+
+
+def _conv_1x1_model(pixels, channels, out_channels):
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((out_channels, 1, 1, channels)).astype(np.float32)
+    b = rng.standard_normal(out_channels).astype(np.float32)
+    return op_model("CONV_2D", [In((1, pixels, pixels, channels)), w, b],
+                 options=dict(padding=1, stride_w=1, stride_h=1, fused_activation_function=0))
+
+
+@NUMPY2_DISPATCH
+def test_small_1x1_conv_adds_its_bias_without_broadcasting(monkeypatch):
+    """A 1x1 convolution of a small output (14x14x64: 12544 elements) adds its constant bias
+    tiled over the whole output: no broadcasting ufunc call (was one: [14, 896] + [896])."""
+    counts = per_invoke(_conv_1x1_model(14, 32, 64), monkeypatch)
+    assert counts["add"] == 1 and counts["broadcasts"] == 0, counts
+
+
+def test_small_1x1_conv_matches_litert():
+    content = _conv_1x1_model(14, 32, 64)
+    it = _ready(content)
+    x = it.get_tensor(it.get_input_details()[0]["index"])
+    ours = it.get_tensor(it.get_output_details()[0]["index"])
+    for reference in (True, False):
+        (theirs,) = run_litert(content, [x], reference=reference)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_mobilenet_v2_float_broadcasts(models_dir, monkeypatch):
+    """MobileNetV2 float: 48 broadcasting calls an invoke before, 40 after (its small 1x1
+    convolutions; the depthwise ones and the large outputs still add a row-tiled bias)."""
+    it = _ready(path=str(models_dir / "mobilenet_v2.tflite"))
+    counts = numpy_calls(it.invoke, monkeypatch)
+    assert counts["broadcasts"] <= 40, counts
