@@ -60,12 +60,47 @@ def fused_activation(code: int, node=None):
     raise (node.fail(msg) if node is not None else ValueError(msg))
 
 
-def clamp_activation(code, node):
-    """The fused activation of TFLite's float conv, fully-connected and pool kernels: a clamp
-    to the range of RELU, RELU_N1_TO_1 or RELU6; the other codes (TANH, SIGN_BIT, SIGMOID)
-    clamp to the whole float range there, i.e. do nothing."""
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def clamp_activation(code, node, delegated: bool = False):
+    """The fused activation of TFLite's float conv, fully-connected, pool and ADD_N kernels, as
+    CalculateActivationRange: a clamp to RELU's [0, FLT_MAX], RELU_N1_TO_1's or RELU6's range,
+    and for the other codes (NONE, TANH, SIGN_BIT, SIGMOID) to [-FLT_MAX, FLT_MAX]: an inf
+    comes out +-3.4e38, NaN stays NaN (std::min / std::max as numpy's clip).
+
+    `delegated`: the op runs in XNNPACK under LiteRT's default resolver (it takes NONE, RELU,
+    RELU_N1_TO_1 and RELU6), whose range is unbounded: None for NONE, RELU unbounded above."""
     code = int(code or 0)
-    return fused_activation(code, node) if code in ACTIVATION_BOUNDS else None
+    if delegated and code in (NONE, RELU, RELU_N1_TO_1, RELU6):
+        return fused_activation(code, node) if code in ACTIVATION_BOUNDS else None
+    lo, hi = ACTIVATION_BOUNDS.get(code, (-FLT_MAX, FLT_MAX))
+    lo, hi = bounds(lo, min(hi, FLT_MAX))
+
+    def clamp(x):
+        clip(x, lo, hi, out=x)
+    clamp.bounds = lo, hi
+    return clamp
+
+
+def nan_to_low(lo, hi):
+    """An in-place clamp max(x, lo) then min(x, hi) that takes NaN to `lo` (XNNPACK's, and
+    TFLite's max pool, whose max starts at lowest); carries its 0-d `bounds`."""
+    lo, hi = bounds(lo, hi)
+    fmax, minimum, upper = np.fmax, np.minimum, bool(hi != np.inf)
+
+    def clamp(x):
+        fmax(x, lo, out=x)
+        if upper:
+            minimum(x, hi, out=x)
+    clamp.bounds = lo, hi
+    return clamp
+
+
+def reference_resolver(node) -> bool:
+    """Whether `node` runs under OpResolverType.BUILTIN_REF (or outside an interpreter)."""
+    runtime = getattr(node, "runtime", None)
+    return runtime is None or bool(getattr(runtime, "reference", True))
 
 
 def sigmoid_(x: np.ndarray) -> None:

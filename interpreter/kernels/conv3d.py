@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 
-from .common import bias_epilogue, conv_output, fused_activation, int_vector
+from .common import bias_epilogue, clamp_activation, conv_output, int_vector, reference_resolver
 from .geometry import check_padding
 from .registry import DATA_INPUT, register
 
@@ -24,7 +24,19 @@ def _params(node):
     if min(strides) < 1 or min(dilations) < 1:
         raise node.fail(f"strides {list(strides)} and dilations {list(dilations)} must be >= 1")
     return (check_padding(node, int(o.padding)), strides, dilations,
-            fused_activation(o.fused_activation_function, node))
+            clamp_activation(o.fused_activation_function, node))   # both resolvers
+
+
+def _nan_to_high(act):
+    """CONV_3D's clamp under LiteRT's default resolver (the optimized kernel): min then max, so
+    a NaN comes out the upper bound (FLT_MAX, 6 or 1), as LiteRT 2.3.0's does."""
+    lo, hi = act.bounds
+
+    def clamp(x):
+        np.fmin(x, hi, out=x)
+        np.maximum(x, lo, out=x)
+    clamp.bounds = act.bounds
+    return clamp
 
 
 def _bias(node, k: int, channels: int):
@@ -44,6 +56,8 @@ def conv_3d(node):
     if w.shape[3] != x.shape[4]:
         raise node.fail(f"filter takes {w.shape[3]} input channels, the input has {x.shape[4]}")
     padding, strides, dilations, act = _params(node)
+    if not reference_resolver(node):
+        act = _nan_to_high(act)
     bias = _bias(node, 2, w.shape[4])
     sizes, pads = [], []
     for d in range(3):

@@ -11,7 +11,8 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import activation_code, bounds, broadcast_shape, clip, fixed_view, with_activation
+from .common import (FLT_MAX, activation_code, bounds, broadcast_shape, clip, fixed_view,
+                     reference_resolver, with_activation)
 from .registry import register
 
 FLOAT = ("float32",)
@@ -25,8 +26,15 @@ def activation_bounds(node, dtype):
     when there is none).
 
     As TFLite's CalculateActivationRange: RELU, RELU_N1_TO_1 and RELU6 clamp (integers too);
-    TANH, SIGN_BIT and SIGMOID leave the values unchanged in these kernels."""
+    TANH, SIGN_BIT and SIGMOID leave the values unchanged in these kernels. Float32 under
+    BUILTIN_REF: every code clamps, NONE, TANH, SIGN_BIT and SIGMOID to [-FLT_MAX, FLT_MAX], RELU
+    to [0, FLT_MAX] (an inf comes out +-3.4e38); under the default resolver XNNPACK takes NONE,
+    RELU, RELU_N1_TO_1, RELU6 and SIGMOID (unbounded: inf stays inf), the optimized kernels
+    TANH and SIGN_BIT (clamped to +-FLT_MAX)."""
     code = activation_code(node.options)
+    if np.dtype(dtype) == np.float32 and code in (0, 1, 4, 5, 6) \
+            and (code in (4, 5) or reference_resolver(node)):
+        return bounds(0.0 if code == 1 else -FLT_MAX, FLT_MAX, dtype)
     if code in (0, 4, 5, 6):
         return None
     if code not in _INT_BOUNDS:   # the codes of ACTIVATION_BOUNDS too

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .common import (F32, SIGN_BIT, TANH, activation_code, bound_on_call, check_float,
-                     clamp_activation, clip, fixed_view, matmul_shape, raw)
+                     clamp_activation, clip, fixed_view, matmul_shape, raw,
+                     reference_resolver)
 from .geometry import fully_connected_shape
 from .registry import register
 
@@ -23,7 +24,8 @@ def fully_connected(node):
     if code in (TANH, SIGN_BIT):  # as LiteRT: float FULLY_CONNECTED only clamps
         raise node.fail(f"fused activation {code} is not supported (only RELU, RELU_N1_TO_1 "
                         "and RELU6 are)")
-    act = clamp_activation(code, node)
+    # XNNPACK takes a FULLY_CONNECTED of constant weights under LiteRT's default resolver
+    act = clamp_activation(code, node, w.data is not None and not reference_resolver(node))
     const_w = w.data
     # One row: the transposed view (a GEMV, as fast); more: contiguous, which OpenBLAS's AVX-512
     # kernels run up to 2.4x faster. Made on first use: the converter prepares kernels only to
@@ -107,7 +109,7 @@ def with_producer(producer, shape, node):
             or int(np.prod(x.shape)) != w.shape[1] or int(np.prod(shape)) != w.shape[1]:
         return None
     units, depth = w.shape
-    act = clamp_activation(code, node)
+    act = clamp_activation(code, node, not reference_resolver(node))
     lo, hi = (None, None) if act is None else act.bounds
     ext = np.zeros(depth + 1, F32)
     ext[depth] = 1.0

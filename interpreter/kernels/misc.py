@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import FLT_MAX, clip
 from .fixed_point import round_half_away
 from .registry import register
 
 
 @register("ADD_N", "float32", "int32")
 def add_n(node):
-    """The sum of N same-shaped tensors, added in input order (as TFLite's reference loop)."""
+    """The sum of N same-shaped tensors, added in input order (as TFLite's reference loop); a
+    float sum clamps to [-FLT_MAX, FLT_MAX] as LiteRT's (both resolvers): an inf is +-3.4e38."""
     if len(node.inputs) < 2:
         raise node.fail(f"expected at least 2 inputs, got {len(node.inputs)}")
     shape = node.input(0).shape
@@ -21,12 +23,16 @@ def add_n(node):
                             f"{node.inputs[0].type_name} of input 0")
     node.outputs[0].shape = tuple(shape)
     n = len(node.inputs)
+    floats = node.inputs[0].dtype == np.float32
+    lo, hi = np.float32(-FLT_MAX), np.float32(FLT_MAX)
 
     def run(*arrays):
         out = arrays[n]
         np.add(arrays[0], arrays[1], out=out)
         for x in arrays[2:n]:
             np.add(out, x, out=out)
+        if floats:
+            clip(out, lo, hi, out=out)
     return run
 
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from numpy.lib.stride_tricks import as_strided
 
-from .common import F32, check_float, clamp_activation, clip
+from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, check_float, clamp_activation,
+                     nan_to_low, reference_resolver)
 from .geometry import pool_windows
 from .registry import register
 from .taps import Window
@@ -21,8 +22,21 @@ def _window(node):
     x = node.input(0)
     check_float(node, x)
     fill = -np.inf if node.op == "MAX_POOL_2D" else 0.0
-    return Window(node, x.shape, win, fill=fill), \
-        clamp_activation(node.options.fused_activation_function, node)
+    code = int(node.options.fused_activation_function or 0)
+    # XNNPACK takes AVERAGE_POOL_2D and MAX_POOL_2D with these activations under LiteRT's
+    # default resolver: its clamp is max(x, lo) then min(x, hi), a NaN comes out lo (-inf
+    # without an activation); the optimized and reference kernels clamp to the activation's
+    # range or [-FLT_MAX, FLT_MAX] (NaN stays NaN)
+    delegated = node.op != "L2_POOL_2D" and not reference_resolver(node) \
+        and code in (NONE, RELU, RELU_N1_TO_1, RELU6)
+    act = clamp_activation(code, node, delegated)
+    if delegated and node.op == "AVERAGE_POOL_2D":
+        act = nan_to_low(*(act.bounds if act is not None else (-np.inf, np.inf)))
+    elif node.op == "MAX_POOL_2D" and act is not None:
+        # TFLite's max starts at lowest and compares with >: a NaN never wins, a window of
+        # NaN alone gives lowest, then the clamp (XNNPACK's: NaN to lo, the same)
+        act = nan_to_low(*act.bounds)
+    return Window(node, x.shape, win, fill=fill), act
 
 
 def _in_bounds_counts(win, shape):
@@ -92,14 +106,14 @@ def max_pool_2d(node):
     win, act = _window(node)
 
     def run(x, out):
-        o = _reduce_taps(win, x, out, np.maximum)
+        o = _reduce_taps(win, x, out, np.fmax)     # a NaN tap skipped, as TFLite's
         if act is not None:
             act(o)
-    run.bind = lambda x, out: _separable_max(win, x, out, None if act is None else act.bounds)
+    run.bind = lambda x, out: _separable_max(win, x, out, act)
     return run
 
 
-def _separable_max(win, x, out, lims):
+def _separable_max(win, x, out, act):
     """MAX_POOL_2D on the plan's fixed arrays (plan.bind_step): the window's rows folded into a
     scratch [N, Ho, W, C] first, then its columns into `out`: kh + kw - 2 maxima instead of
     kh * kw - 1 (2 instead of 3 for a 2x2 pool, 4 instead of 8 for 3x3), each over contiguous
@@ -127,11 +141,11 @@ def _separable_max(win, x, out, lims):
         steps.append((rows[0], rows[0], out))    # a 1x1 window: a copy
     if cols is not None:
         steps += [(cols[0], cols[1], out)] + [(out, col, out) for col in cols[2:]]
-    maximum, (lo, hi) = np.maximum, lims or (None, None)
+    fmax = np.fmax      # a NaN skipped
 
     def run():
         for a, b, into in steps:
-            maximum(a, b, out=into)
-        if lo is not None:
-            clip(out, lo, hi, out)
+            fmax(a, b, out=into)
+        if act is not None:
+            act(out)
     return run
