@@ -102,3 +102,23 @@ def test_mobilenet_v2_float_broadcasts(models_dir, monkeypatch):
     it = _ready(path=str(models_dir / "mobilenet_v2.tflite"))
     counts = numpy_calls(it.invoke, monkeypatch)
     assert counts["broadcasts"] <= 40, counts
+
+
+@NUMPY2_DISPATCH
+def test_small_1x1_conv_multiplies_through_dot(monkeypatch):
+    """A squeeze-excite's 1x1 convolution (1x1152 by 1152x48, EfficientNet's) and a small one
+    multiply through np.dot's C function (0.4-0.6 us less a call than np.matmul's ufunc);
+    a large one (14x14x64 by 64x384) still through np.matmul (np.dot's is 2.4x slower there)."""
+    for shape, out_channels, dot in (((1, 1152), 48, True), ((4, 32), 64, True),
+                                     ((14, 64), 384, False)):
+        counts = per_invoke(_conv_1x1_model(shape[0], shape[1], out_channels), monkeypatch)
+        assert (counts.get("dot", 0), counts.get("matmul", 0)) == (dot, not dot), (shape, counts)
+
+
+def test_small_1x1_conv_through_dot_matches_litert():
+    content = _conv_1x1_model(1, 1152, 48)
+    it = _ready(content)
+    x = it.get_tensor(it.get_input_details()[0]["index"])
+    ours = it.get_tensor(it.get_output_details()[0]["index"])
+    (theirs,) = run_litert(content, [x], reference=False)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-4)
