@@ -17,6 +17,13 @@ from .registry import register
 from .taps import Window
 
 
+def _delegated(node) -> bool:
+    """Whether LiteRT's default resolver runs this pool in XNNPACK."""
+    code = int(node.options.fused_activation_function or 0)
+    return node.op != "L2_POOL_2D" and not reference_resolver(node) \
+        and code in (NONE, RELU, RELU_N1_TO_1, RELU6)
+
+
 def _window(node):
     win = pool_windows(node)
     x = node.input(0)
@@ -27,8 +34,7 @@ def _window(node):
     # default resolver: its clamp is max(x, lo) then min(x, hi), a NaN comes out lo (-inf
     # without an activation); the optimized and reference kernels clamp to the activation's
     # range or [-FLT_MAX, FLT_MAX] (NaN stays NaN)
-    delegated = node.op != "L2_POOL_2D" and not reference_resolver(node) \
-        and code in (NONE, RELU, RELU_N1_TO_1, RELU6)
+    delegated = _delegated(node)
     act = clamp_activation(code, node, delegated)
     if delegated and node.op == "AVERAGE_POOL_2D":
         act = nan_to_low(*(act.bounds if act is not None else (-np.inf, np.inf)))
@@ -104,16 +110,19 @@ def l2_pool_2d(node):
 @register("MAX_POOL_2D", "float32")
 def max_pool_2d(node):
     win, act = _window(node)
+    # a NaN tap skipped, as TFLite's; XNNPACK's with an activation: the window's max NaN, which
+    # its clamp takes to the lower bound (without one it skips NaN too)
+    fold = np.maximum if act is not None and _delegated(node) else np.fmax
 
     def run(x, out):
-        o = _reduce_taps(win, x, out, np.fmax)     # a NaN tap skipped, as TFLite's
+        o = _reduce_taps(win, x, out, fold)
         if act is not None:
             act(o)
-    run.bind = lambda x, out: _separable_max(win, x, out, act)
+    run.bind = lambda x, out: _separable_max(win, x, out, act, fold)
     return run
 
 
-def _separable_max(win, x, out, act):
+def _separable_max(win, x, out, act, fold):
     """MAX_POOL_2D on the plan's fixed arrays (plan.bind_step): the window's rows folded into a
     scratch [N, Ho, W, C] first, then its columns into `out`: kh + kw - 2 maxima instead of
     kh * kw - 1 (2 instead of 3 for a 2x2 pool, 4 instead of 8 for 3x3), each over contiguous
@@ -141,11 +150,10 @@ def _separable_max(win, x, out, act):
         steps.append((rows[0], rows[0], out))    # a 1x1 window: a copy
     if cols is not None:
         steps += [(cols[0], cols[1], out)] + [(out, col, out) for col in cols[2:]]
-    fmax = np.fmax      # a NaN skipped
 
     def run():
         for a, b, into in steps:
-            fmax(a, b, out=into)
+            fold(a, b, out=into)
         if act is not None:
             act(out)
     return run

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import fixed_view, known_at_run_time
+from .common import fixed_view, known_at_run_time, reference_resolver
 from .registry import register
 
 
@@ -127,6 +127,8 @@ def _reducer(ufunc):
     def prepare(node):
         node.expect_inputs(2)
         dtype = node.outputs[0].dtype
+        if dtype.kind == "f" and ufunc in (np.maximum, np.minimum):
+            return _float_extreme(node, ufunc is np.maximum, dtype)
         if known_at_run_time(node, 1):
             return _at_run_time(node, lambda plan: _reducer_run(ufunc, dtype, plan))
         return _reducer_run(ufunc, dtype, _plan(node))
@@ -155,6 +157,38 @@ def _reducer_run(ufunc, dtype, plan):
     def run(x, _, out):
         reduce(x.reshape(view), axis=axes, dtype=dtype, out=out.reshape(out_view))
     return run
+
+
+def _float_extreme(node, is_max: bool, dtype):
+    """Float REDUCE_MAX / REDUCE_MIN as LiteRT's: a NaN never wins (TFLite compares with > / <);
+    under BUILTIN_REF the reference kernel starts at lowest / max, so an all-NaN or all -inf
+    (+inf) reduction gives -FLT_MAX (FLT_MAX); the default resolver's optimized kernel starts
+    at the data (-inf stays -inf, all NaN gives NaN)."""
+    ufunc = np.fmax if is_max else np.fmin
+    start = None
+    if reference_resolver(node):
+        start = float(np.finfo(dtype).min if is_max else np.finfo(dtype).max)
+
+    def make(plan):
+        if plan is None:     # no axes: a copy, which BUILTIN_REF's start still bounds
+            if start is None:
+                return _copy
+            return lambda x, _, out: ufunc(x, start, out=out.reshape(x.shape))
+        view, axes, out_view = plan
+        initial = start
+        if initial is None and np.prod(view) == 0:
+            initial = float(np.finfo(dtype).min if is_max else np.finfo(dtype).max)
+        reduce = ufunc.reduce
+        if initial is None:
+            def run(x, _, out):
+                reduce(x.reshape(view), axis=axes, out=out.reshape(out_view))
+        else:
+            def run(x, _, out):
+                reduce(x.reshape(view), axis=axes, out=out.reshape(out_view), initial=initial)
+        return run
+    if known_at_run_time(node, 1):
+        return _at_run_time(node, make)
+    return make(_plan(node))
 
 
 _NUMERIC = ("float32", "int32", "int64", "bool")

@@ -50,6 +50,16 @@ _REDUCERS = {1: np.add, 2: np.multiply, 3: np.minimum, 4: np.maximum, 5: np.logi
              6: np.logical_or}
 
 
+def _later_unless_beaten(beats):
+    """A float MAXIMUM / MINIMUM fold as LiteRT's REDUCE_WINDOW (checked against it): each
+    tap x replaces the running value unless x < it (x > it for MINIMUM), so a NaN tap
+    replaces it and the next tap replaces the NaN: a window's NaN comes out only from its last
+    tap (or every tap NaN)."""
+    def fold(acc, x, out):
+        np.copyto(out, x, where=~beats(x, acc))
+    return fold
+
+
 @register("REDUCE_WINDOW", *WINDOW_TYPES)
 def reduce_window(node):
     """init_value combined with every element of each window (window_shape, window_strides,
@@ -73,6 +83,8 @@ def reduce_window(node):
     out_shape = tuple(max((n - e) // s + 1, 0) for n, e, s in zip(x.shape, extent, strides))
     node.outputs[0].shape = out_shape
     ufunc = _REDUCERS[fn]
+    if x.dtype.kind == "f" and fn in (3, 4):
+        ufunc = _later_unless_beaten(np.less if fn == 4 else np.greater)
     # Each tap of the window: a strided view of the input, combined into the output in turn.
     taps = [tuple(slice(o * dil, o * dil + (m - 1) * s + 1, s)
                   for o, dil, m, s in zip(offset, dilations, out_shape, strides))
