@@ -328,7 +328,8 @@ def max_pool_fusion(conv, pool) -> object | None:
     run(x, w, bias, pooled) or None. The im2col rows are gathered in the order (window tap,
     pooled pixel), so the matmul's output is [taps, pooled pixels * O] and the pool is one
     maximum.reduce over its first axis; the convolution's clamp commutes with the maximum, so
-    it runs on the pooled values (a RELU as the reduction's initial 0). The convolution's output
+    it runs on the pooled values (a RELU unbounded above as the reduction's initial 0; RELU's
+    bound is FLT_MAX now: the clip). The convolution's output
     is never written: 4 numpy calls instead of the two kernels' 6."""
     prepared = getattr(conv.run, "gather", None)
     if prepared is None or conv.node.runtime is not None and conv.node.runtime.reference:
@@ -355,7 +356,11 @@ def max_pool_fusion(conv, pool) -> object | None:
     initial = lo if lo is not None and hi == np.inf else None   # a RELU: max(0, taps...)
     if initial is not None:
         lo = None
-    copyto, dot, fold = raw(np.copyto), raw(np.dot), np.maximum.reduce
+    # XNNPACK's pool (the default resolver's; no fusion under BUILTIN_REF) after the
+    # convolution's clamp (which keeps NaN): its clamp takes a NaN max to -inf (a NaN it skips
+    # in some window positions: not followed here, see test_nonfinite_clamp.py)
+    copyto, dot, fold, fmax, nan_low = raw(np.copyto), raw(np.dot), np.maximum.reduce, \
+        np.fmax, np.float32(-np.inf)
 
     def bind(x, _w, _b, out):
         flat, pooled = fixed_view(x, (head.size,)), fixed_view(out, pooled_shape)
@@ -371,6 +376,7 @@ def max_pool_fusion(conv, pool) -> object | None:
             fold(by_tap, 0, None, pooled, False, initial)
             if lo is not None:
                 clip(pooled, lo, hi, pooled)
+            fmax(pooled, nan_low, pooled)
 
         def run_in_place():
             in_place(index, out=items, mode="wrap")
@@ -378,6 +384,7 @@ def max_pool_fusion(conv, pool) -> object | None:
             fold(by_tap, 0, None, pooled, False, initial)
             if lo is not None:
                 clip(pooled, lo, hi, pooled)
+            fmax(pooled, nan_low, pooled)
         step = run if in_place is None else run_in_place
         step.taken, step.copies = index.size, in_place is None
         return step

@@ -10,8 +10,8 @@ import numpy as np
 
 from numpy.lib.stride_tricks import as_strided
 
-from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, check_float, clamp_activation,
-                     nan_to_low, reference_resolver)
+from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, activation_code, check_float,
+                     clamp_activation, nan_to_low, reference_resolver)
 from .geometry import pool_windows
 from .registry import register
 from .taps import Window
@@ -38,7 +38,10 @@ def _window(node):
     act = clamp_activation(code, node, delegated)
     if delegated and node.op == "AVERAGE_POOL_2D":
         act = nan_to_low(*(act.bounds if act is not None else (-np.inf, np.inf)))
-    elif node.op == "MAX_POOL_2D" and act is not None:
+    elif node.op == "MAX_POOL_2D" and act is None:
+        # XNNPACK's: a window of NaN alone gives -inf; a 1x1 pool it copies (NaN stays)
+        act = None if win.kh * win.kw == 1 else nan_to_low(-np.inf, np.inf)
+    elif node.op == "MAX_POOL_2D":
         # TFLite's max starts at lowest and compares with >: a NaN never wins, a window of
         # NaN alone gives lowest, then the clamp (XNNPACK's: NaN to lo, the same)
         act = nan_to_low(*act.bounds)
@@ -112,7 +115,7 @@ def max_pool_2d(node):
     win, act = _window(node)
     # a NaN tap skipped, as TFLite's; XNNPACK's with an activation: the window's max NaN, which
     # its clamp takes to the lower bound (without one it skips NaN too)
-    fold = np.maximum if act is not None and _delegated(node) else np.fmax
+    fold = np.maximum if _delegated(node) and activation_code(node.options) else np.fmax
 
     def run(x, out):
         o = _reduce_taps(win, x, out, fold)
