@@ -10,8 +10,8 @@ import numpy as np
 
 from numpy.lib.stride_tricks import as_strided
 
-from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, activation_code, check_float,
-                     clamp_activation, nan_to_low, reference_resolver)
+from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, check_float, clamp_activation,
+                     nan_to_low, reference_resolver)
 from .geometry import pool_windows
 from .registry import register
 from .taps import Window
@@ -113,9 +113,12 @@ def l2_pool_2d(node):
 @register("MAX_POOL_2D", "float32")
 def max_pool_2d(node):
     win, act = _window(node)
-    # a NaN tap skipped, as TFLite's; XNNPACK's with an activation: the window's max NaN, which
-    # its clamp takes to the lower bound (without one it skips NaN too)
-    fold = np.maximum if _delegated(node) and activation_code(node.options) else np.fmax
+    # a NaN tap skipped, as TFLite's; XNNPACK's (default resolver): the window's max NaN, which
+    # its clamp takes to the lower bound (-inf without an activation). XNNPACK keeps a NaN only
+    # in some tap positions (one per window: its last tap, e.g. a 2x2 window's top left), skips
+    # or half-skips it in others; not followed: a finite max where LiteRT's is -inf would hide
+    # the NaN from the rest of the model (keras_resnet50: all NaN in LiteRT)
+    fold = np.maximum if _delegated(node) else np.fmax
 
     def run(x, out):
         o = _reduce_taps(win, x, out, fold)

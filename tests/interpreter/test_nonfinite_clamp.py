@@ -71,7 +71,8 @@ def test_cases_exist():
 # others NaN (by position: its vector loop and tail differ), no rule to follow.
 PARAMS = [pytest.param(c, k, r, id=f"{c}-{k}-{'builtin_ref' if r else 'default'}")
           for c in CLAMPED for k in KINDS for r in (False, True)
-          if not (c.startswith("conv:depthwise") and k.endswith("_all") and not r)]
+          if not (c.startswith("conv:depthwise") and k.endswith("_all") and not r)
+          and not (c.startswith("pool:max") and k == "nan_one" and not r)]   # see _nan_params
 
 
 @pytest.mark.parametrize("case_id, kind, reference", PARAMS)
@@ -125,8 +126,13 @@ def _nan_params():
         for k in NAN_KINDS:
             for r in (False, True):
                 # not compared: XNNPACK's global MAX_POOL_2D without an activation on NaN
-                # alone (+inf there, -inf in the other windows: no rule found)
+                # alone (+inf there, -inf in the other windows: no rule found), and its
+                # MAX_POOL_2D with one NaN: kept (-inf, the clamp's lower bound) at one tap
+                # position of a window, skipped at others (ours: kept, -inf or the bound)
                 if c == "pool:max_pool_2d_global_valid" and k == "nan_all" and not r:
+                    continue
+                if c.startswith("pool:max") and c != "pool:max_pool_2d_1x1" and k == "nan_one" \
+                        and not r:
                     continue
                 out.append(pytest.param(c, k, r, id=f"{c}-{k}-{'ref' if r else 'default'}"))
     return out
