@@ -1,7 +1,7 @@
-"""Timing-free guards of issue 17's float-path savings: LOGISTIC as 0.5 + 0.5 tanh(x / 2) (no
-exp, no clamp: 4 numpy calls, were 5) and a small 1x1 convolution's bias added over its whole
-output (equal shapes: no broadcast; MobileNetV2 float 48 -> 40 broadcasts an invoke). Speed
-itself: side by side with LiteRT (issue 17's notes); accuracy against LiteRT in test_ops."""
+"""Timing-free guards of issue 17's float-path savings: a small 1x1 convolution's bias added
+over its whole output (equal shapes: no broadcast; MobileNetV2 float 48 -> 40 broadcasts an
+invoke). Speed itself: side by side with LiteRT (issue 17's notes); accuracy against LiteRT in
+test_ops."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,18 +36,11 @@ def per_invoke(content, monkeypatch) -> dict:
     return {k: v - one.get(k, 0) for k, v in two.items()}
 
 
-@NUMPY2_DISPATCH
-def test_logistic_is_tanh_form_four_calls(monkeypatch):
-    """LOGISTIC made negative, clip, exp, add, reciprocal; now multiply, tanh, multiply, add."""
-    counts = per_invoke(op_model("LOGISTIC", [In((1, 8, 8, 16))]), monkeypatch)
-    assert counts.get("exp", 0) == 0 and counts.get("clip", 0) == 0, counts
-    calls = {k: counts.get(k, 0) for k in ("multiply", "tanh", "add", "negative", "reciprocal")}
-    assert calls == dict(multiply=2, tanh=1, add=1, negative=0, reciprocal=0), counts
-
-
 def test_logistic_extremes_against_litert():
-    """The tanh form over the whole float32 range (subnormals, huge, +-inf, NaN) within 1.2e-7
-    absolute of both LiteRT resolvers (as the exp form was), 2 ulp where the output >= 1/4."""
+    """LOGISTIC over the whole float32 range (subnormals, huge, +-inf, NaN): within 1.2e-7
+    absolute of both LiteRT resolvers, and 1e-6 relative to XNNPACK's down its low tail
+    (0.5 + 0.5 tanh(x / 2), half the cost, was 2% off at outputs near 1e-6 and 0 below
+    x = -17.3: kept out for that)."""
     bits = np.arange(0, 0x7f800000, 4099, dtype=np.uint32).view(np.float32)
     x = np.concatenate([bits, -bits, np.float32([np.inf, -np.inf, np.nan, -0.0, 1e-45, 88.0,
                                                  -88.0, -104.0, 16.6, -9.0, -17.4])])
@@ -65,9 +58,10 @@ def test_logistic_extremes_against_litert():
         ok = ~np.isnan(theirs)
         d = np.abs(ours[ok] - theirs[ok])
         assert d.max() <= 1.2e-7, (reference, d.max())
-        upper = theirs[ok] >= 0.25
-        assert (d[upper] <= 2 * np.spacing(theirs[ok][upper])).all(), reference
-    assert ours[x == np.inf][0] == 1.0 and ours[x == -np.inf][0] == 0.0
+        if not reference:   # (TFLite's reference kernel is exp(x) below -9: its own tail)
+            tail = theirs[ok] >= 1e-30
+            assert (d[tail] <= 1e-6 * theirs[ok][tail]).all()
+    assert ours[x == np.inf][0] == 1.0 and ours[x == -np.inf][0] < 1e-38   # (e^-88 cap)
 
 
 def _conv_1x1_model(pixels, channels, out_channels):
