@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from .common import (F32, activation_code, bias_epilogue, bound_on_call, check_float,
-                     clamp_activation, clip, fixed_view, raw, with_optional_inputs)
+                     clamp_activation, clip, fixed_view, raw, reference_resolver,
+                     with_optional_inputs)
 from .geometry import (conv_2d_groups, conv_windows, depthwise_multiplier, pool_windows,
                        transpose_conv_shape)
 from . import reference_order
@@ -35,7 +36,7 @@ def conv_2d(node):
         return with_optional_inputs(node, reference_order.prepare(node, x, w, b, False), 3)
     win = Window(node, x.shape, conv_windows(node, x.shape, kh, kw))
     node.outputs[0].shape = (n, win.ho, win.wo, o)
-    act = clamp_activation(node.options.fused_activation_function, node)
+    act = clamp_activation(node.options.fused_activation_function, node, _xnnpack(node, w))
     if kh == kw == 1 and win.padded is None:
         run = _conv_1x1(node, win, groups, cg, o, b, act)
     else:
@@ -44,6 +45,13 @@ def conv_2d(node):
     if hasattr(run, "gather"):
         adapted.gather, adapted.input_tail = run.gather, run.input_tail
     return adapted
+
+
+def _xnnpack(node, w) -> bool:
+    """Whether LiteRT's default resolver runs this convolution in XNNPACK (constant weights),
+    whose range is unbounded (no +-FLT_MAX clamp): as in whole models (mp_face_detection's inf
+    stays inf there), though a one-op model's convolution comes out clamped."""
+    return w.data is not None and not reference_resolver(node)
 
 
 def _float_inputs(node):
@@ -428,7 +436,7 @@ def depthwise_conv_2d(node):
     grids = TapGrid.bands(node, x.shape, conv_windows(node, x.shape, kh, kw), mult)
     ho, wo = grids[-1].end, grids[0].wo
     node.outputs[0].shape = (n, ho, wo, o)
-    act = clamp_activation(node.options.fused_activation_function, node)
+    act = clamp_activation(node.options.fused_activation_function, node, _xnnpack(node, w))
     tail = bias_epilogue(b, act, (n * ho, wo * o), wo)
     weights = [np.empty((kh, len(cols), wo * o), F32) for cols in grids[0].columns]
     const_w = w.data
@@ -464,7 +472,7 @@ def transpose_conv(node):
     o, kh, kw, _ = w.shape
     _check_bias(node, b, o)
     ho, wo = out_shape[1], out_shape[2]
-    act = clamp_activation(activation_code(node.options), node)
+    act = clamp_activation(activation_code(node.options), node, _xnnpack(node, w))
     tail = bias_epilogue(b, act, (n * ho, wo * o), wo)
     # Every input pixel scatters a kh x kw x O patch into an accumulator that covers all
     # patches; the output is its window at (pt, pl).
