@@ -110,8 +110,11 @@ def test_unique_with_nan_matches_litert(values):
     np.testing.assert_array_equal(ours[1], theirs[1])
 
 
-# MAXIMUM / MINIMUM: TFLite's el1 > el2 ? el1 : el2 skips a NaN first operand only.
-MIN_MAX = ["float16:maximum_broadcast", "float16:minimum_broadcast"]
+# MAXIMUM / MINIMUM (float16 and float32): TFLite's el1 > el2 ? el1 : el2 skips a NaN first
+# operand only (numpy's maximum propagates both).
+MIN_MAX = ["float16:maximum_broadcast", "float16:minimum_broadcast",
+           "elementwise:maximum_broadcast1", "elementwise:minimum_broadcast1",
+           "elementwise:maximum_broadcast4", "elementwise:minimum_broadcast2"]
 _MIN_MAX = {p.id: p.values[0] for p in all_cases("CASES") if p.id in MIN_MAX}
 
 

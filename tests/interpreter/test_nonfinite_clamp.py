@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 
 from tests.interpreter.op_cases import all_cases
+from tests.interpreter.test_nonfinite import nonfinite as feed
 from tests.opmodel import run_edgelite, run_litert
 
 pytest.importorskip("ai_edge_litert", reason="LiteRT (ai-edge-litert) is the oracle")
 
 FLT_MAX = float(np.finfo(np.float32).max)
 KINDS = ("+inf_all", "-inf_all", "+inf_one", "-inf_one", "nan_one")
-_VALUE = {"nan": np.nan, "+inf": np.inf, "-inf": -np.inf}
 CLAMPED = [
     "conv:conv_2d_1x1_act_none", "conv:conv_2d_1x1_act_relu", "conv:conv_2d_1x1_act_tanh",
     "conv:conv_2d_3x3_same", "conv:conv_2d_grouped", "conv:conv_2d_weights_as_input",
@@ -44,15 +44,6 @@ CLAMPED = [
     "elementwise:mul_sign_bit", "elementwise:mul_const", "elementwise:div_relu",
     "misc:add_n_2", "misc:add_n_4"]
 _CASES = {p.id: p.values[0] for p in all_cases("CASES") if p.id in CLAMPED}
-
-
-def feed(x: np.ndarray, kind: str) -> np.ndarray:
-    value, where = kind.split("_")
-    if where == "all":
-        return np.full_like(x, _VALUE[value])
-    x = x.copy()
-    x.reshape(-1)[x.size // 2] = _VALUE[value]
-    return x
 
 
 def assert_same_extremes(ours: list, theirs: list) -> None:
