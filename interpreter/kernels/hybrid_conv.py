@@ -13,7 +13,7 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import clip_
+from .common import activation_code, bounds, clip_
 from .geometry import conv_windows
 from .hybrid import _HIGH, _LOW, F32, _max, _min, row_parameters
 from .scratch import Scratch
@@ -38,6 +38,25 @@ def shifted_applies(node, x_shape, w_shape) -> bool:
             and c >= SHIFTED_MIN_CHANNELS and cout <= 2 * c)
 
 
+def _quantized(x: np.ndarray, q: np.ndarray, asymmetric: bool):
+    """q = round(x * inv), clamped about the zero point where the block's bounds need it: the
+    integers of dequantize_rows' one row (row_parameters' numbers) for the whole block x, into
+    `q` of x's shape; returns the row scale as a float32 scalar."""
+    lo, hi = float(_min(x, None)), float(_max(x, None))
+    scale, inv, zp = row_parameters(lo, hi, asymmetric)
+    np.multiply(x, F32.type(inv), q)
+    np.rint(q, q)
+    if asymmetric and (lo * inv + zp < _LOW or hi * inv + zp > _HIGH):
+        clip_(q, -128.0 - zp, 127.0 - zp)
+    return F32.type(scale)
+
+
+def _clamp(node):
+    """The fused activation's bounds as 0-d float32 arrays, or None (no activation)."""
+    code = activation_code(node.options)
+    return bounds(*ACTIVATION_BOUNDS[code]) if code in ACTIVATION_BOUNDS else None
+
+
 def shifted_conv_run(node, weights, bias, asymmetric: bool):
     """The default resolver's kxk CONV_2D without im2col: the input quantized and dequantized
     (dequantize_rows' values) straight into a zero-bordered buffer of padded rows [Hp * Wp + slack,
@@ -57,10 +76,7 @@ def shifted_conv_run(node, weights, bias, asymmetric: bool):
     taps = kh * kw
     w_all = np.ascontiguousarray(weights.transpose(3, 1, 2, 0).reshape(c, taps * o))
     get = Scratch.of(node).reserve([((rows, c), F32), ((rows, taps * o), F32)])
-    lims = None
-    code = int(node.options.fused_activation_function or 0)
-    if code in ACTIVATION_BOUNDS:
-        lims = tuple(np.array(v, F32) for v in ACTIVATION_BOUNDS[code])
+    lims = _clamp(node)
     bias_tile = np.zeros(o, F32) if bias is None else bias
     bound = []
 
@@ -77,7 +93,7 @@ def shifted_conv_run(node, weights, bias, asymmetric: bool):
             writeable=False)
             for t, (i, j) in enumerate((i, j) for i in range(kh) for j in range(kw))]
         bound.extend([buf, prod, interior, borders, views])
-    multiply, rint, add, matmul = np.multiply, np.rint, np.add, np.matmul
+    multiply, add, matmul = np.multiply, np.add, np.matmul
 
     def run(x, w_, b_, out):
         if not bound:
@@ -85,14 +101,8 @@ def shifted_conv_run(node, weights, bias, asymmetric: bool):
         buf, prod, interior, borders, views = bound
         for b in borders:
             b.fill(0.0)
-        x3 = x.reshape(h, wd, c)
-        lo, hi = float(_min(x3, None)), float(_max(x3, None))
-        scale, inv, zp = row_parameters(lo, hi, asymmetric)
-        multiply(x3, F32.type(inv), interior)
-        rint(interior, interior)
-        if asymmetric and (lo * inv + zp < _LOW or hi * inv + zp > _HIGH):
-            clip_(interior, -128.0 - zp, 127.0 - zp)
-        multiply(interior, F32.type(scale), interior)
+        scale = _quantized(x.reshape(h, wd, c), interior, asymmetric)
+        multiply(interior, scale, interior)
         matmul(buf, w_all, prod)
         o3 = out.reshape(ho, wo, o)
         add(views[0], bias_tile, o3)
@@ -119,26 +129,17 @@ def pointwise_run(node, weights, bias, asymmetric: bool):
     p = h * wd
     w2 = np.ascontiguousarray(weights.reshape(o, c).T)                        # [C, O]
     tiled = None if bias is None else np.tile(bias, wd)                      # one row's
-    lims = None
-    code = int(node.options.fused_activation_function or 0)
-    if code in ACTIVATION_BOUNDS:
-        lims = tuple(np.array(v, F32) for v in ACTIVATION_BOUNDS[code])
+    lims = _clamp(node)
     get = Scratch.of(node).reserve([((p, c), F32)])
-    multiply, add, rint, matmul = np.multiply, np.add, np.rint, np.matmul
+    multiply, add, matmul = np.multiply, np.add, np.matmul
 
     def run(x, w_, b_, out):
         q = get()[0]
-        x2 = x.reshape(p, c)
-        lo, hi = float(_min(x2, None)), float(_max(x2, None))
-        scale, inv, zp = row_parameters(lo, hi, asymmetric)
-        multiply(x2, F32.type(inv), q)
-        rint(q, q)
-        if asymmetric and (lo * inv + zp < _LOW or hi * inv + zp > _HIGH):
-            clip_(q, -128.0 - zp, 127.0 - zp)
+        scale = _quantized(x.reshape(p, c), q, asymmetric)
         o2 = out.reshape(p, o)
         matmul(q, w2, o2)
         rows = out.reshape(h, wd * o)
-        multiply(rows, F32.type(scale), rows)
+        multiply(rows, scale, rows)
         if tiled is not None:
             add(rows, tiled, rows)
         if lims is not None:
