@@ -12,11 +12,16 @@
 // kernel calls (the work-group function PoCL makes of a kernel takes the device's CPU, which
 // lacks the feature whatever the kernel's own target says; LLVM then cannot select the
 // instruction, and a called function keeps its own target: one call per work-item).
-// A work-item converts its TM rows of A to int16 pairs once (a private [TM, K / 2] copy, K <=
-// 2 KMAX2), then computes every panel of PANEL = 2 vectors of channels from `p0` on: per pair
-// of k, one vector of weight pairs a vector, the row's pair broadcast, one pmaddwd and add.
-// W is packed [panels, K2, PANEL, 2] (K2 = K / 2 rounded up, zeros beyond K and N); the
-// epilogue's int32 rows per panel [3, PANEL]: bias, multiplier, shift (quant_int.Requant);
+// INT_U8 1 (with INT_VNNI; quant_int.u8_offset): four products a 32-bit lane, vpdpbusd (u8 x
+// s8): a row's values made unsigned by `off` (the input's zero point less its type's lowest:
+// q - zero point + off = q - lowest, 0 .. 255), the weights' int8 quads, and the bias less
+// off x each channel's weight sum (folded at prepare), so the sums are the same int32 values.
+// A work-item converts its TM rows of A to int16 pairs (u8 quads) once (a private [TM, K / KPER]
+// copy, K <= KMAX), then computes every panel of PANEL = 2 vectors of channels from `p0` on:
+// per pair (quad) of k, one vector of weights a vector, the row's pair broadcast, one DOT.
+// W is packed [panels, KS, PANEL, KPER] (KS = K / KPER rounded up, zeros beyond K and N), int16
+// (int8 with INT_U8); the epilogue's int32 rows per panel [3, PANEL]: bias, multiplier, shift
+// (quant_int.Requant);
 // REQUANT 2 (a FULLY_CONNECTED, FcRequant): the bias, then PANEL float64 multipliers, and the
 // reference's round(double(acc + bias) * multiplier), halves away from zero.
 #ifndef TM
@@ -35,8 +40,35 @@
 #ifndef INT_VNNI
 #define INT_VNNI 0
 #endif
+#ifndef INT_U8
+#define INT_U8 0
+#endif
 #undef INT_TARGET
-#if INT_DOT == 512
+#undef KPER
+#if INT_U8
+#define KPER 4
+#else
+#define KPER 2
+#endif
+#if INT_DOT == 512 && INT_U8
+typedef short short32_ __attribute__((ext_vector_type(32)));
+#define SW_ short32_
+#define IW_ int16
+#define LANES 16
+#define INT_TARGET __attribute__((target("avx512vnni"), noinline))
+#define DOT(acc, x, w) __builtin_ia32_vpdpbusd512((acc), __builtin_bit_cast(int16, (x)), \
+                                                  __builtin_bit_cast(int16, (w)))
+#define SPLAT(v) __builtin_bit_cast(short32_, (int16)(v))
+#define LOADW(p) __builtin_bit_cast(short32_, vload16(0, (__global const int*)(p)))
+#elif INT_DOT == 256 && INT_U8
+#define SW_ short16
+#define IW_ int8
+#define LANES 8
+#define INT_TARGET __attribute__((target("avxvnni"), noinline))
+#define DOT(acc, x, w) __builtin_ia32_vpdpbusd256((acc), as_int8(x), as_int8(w))
+#define SPLAT(v) as_short16((int8)(v))
+#define LOADW(p) vload16(0, (p))
+#elif INT_DOT == 512
 typedef short short32_ __attribute__((ext_vector_type(32)));
 #define SW_ short32_
 #define IW_ int16
@@ -85,26 +117,40 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
     __global const T* restrict a, __global const short* restrict w,
     __global const int* restrict rq, __global T* restrict out, int M, int K, int N,
-    int per_item, float lo, float hi, int m0, int p0)
+    int per_item, float lo, float hi, int off, int m0, int p0)
 {
-    const int panels = (N + PANEL_I - 1) / PANEL_I, K2 = (K + 1) / 2;
-    int xs[TM][KMAX2];  // the rows' (x[2k], x[2k + 1]) as int16 pairs
+    const int panels = (N + PANEL_I - 1) / PANEL_I, KS = (K + KPER - 1) / KPER;
+    int xs[TM][KMAX2 * 2 / KPER];  // the rows' (x[2k], x[2k + 1]) as int16 pairs (u8 quads)
     for (int i = 0; i < TM; i++) {
         __global const T* row = a + (size_t)min(m0 + i, M - 1) * K;
         int k = 0;
+#if INT_U8
+        for (; 4 * k + 16 <= K; k += 4)
+            vstore4(as_int4(convert_uchar16(convert_int16(LD16(row, 4 * k)) + off)), 0,
+                    &xs[i][k]);
+        for (; k < KS; k++) {
+            uchar4 q = (uchar4)(0);
+            if (4 * k < K) q.s0 = (uchar)(convert_int(LD(row, 4 * k)) + off);
+            if (4 * k + 1 < K) q.s1 = (uchar)(convert_int(LD(row, 4 * k + 1)) + off);
+            if (4 * k + 2 < K) q.s2 = (uchar)(convert_int(LD(row, 4 * k + 2)) + off);
+            if (4 * k + 3 < K) q.s3 = (uchar)(convert_int(LD(row, 4 * k + 3)) + off);
+            xs[i][k] = as_int(q);
+        }
+#else
         for (; 2 * k + 16 <= K; k += 8)
             vstore8(as_int8(convert_short16(LD16(row, 2 * k))), 0, &xs[i][k]);
         for (; 2 * k + 1 < K; k++)
             xs[i][k] = as_int((short2)(convert_short(LD(row, 2 * k)),
                                        convert_short(LD(row, 2 * k + 1))));
         if (K & 1) xs[i][k] = as_int((short2)(convert_short(LD(row, K - 1)), (short)(0)));
+#endif
     }
     const int pend = min(p0 + per_item, panels);
     for (int p = p0; p < pend; p++) {
-        __global const short* wp = w + (size_t)p * K2 * PANEL_I * 2;
+        __global const short* wp = w + (size_t)p * KS * PANEL_I * 2;  // KS x 128 / 64 bytes
         IW_ acc[TM][2];
         _Pragma("unroll") for (int i = 0; i < TM; i++) { acc[i][0] = 0; acc[i][1] = 0; }
-        for (int k = 0; k < K2; k++, wp += 4 * LANES) {
+        for (int k = 0; k < KS; k++, wp += 4 * LANES) {
             const SW_ w0 = LOADW(wp), w1 = LOADW(wp + 2 * LANES);
             _Pragma("unroll") for (int i = 0; i < TM; i++) {
                 const SW_ x = SPLAT(xs[i][k]);
@@ -146,13 +192,15 @@ INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
 __kernel void KERNEL(gemm_integer)(__global const T* restrict a,
                                    __global const short* restrict w,
                                    __global const int* restrict rq, __global T* restrict out,
-                                   int M, int K, int N, int per_item, float lo, float hi)
+                                   int M, int K, int N, int per_item, float lo, float hi,
+                                   int off)
 {
     const int m0 = get_global_id(0) * TM, p0 = get_global_id(1) * per_item;
     if (m0 >= M || p0 >= (N + PANEL_I - 1) / PANEL_I) return;
-    CAT(gemm_integer_rows, SUFFIX)(a, w, rq, out, M, K, N, per_item, lo, hi, m0, p0);
+    CAT(gemm_integer_rows, SUFFIX)(a, w, rq, out, M, K, N, per_item, lo, hi, off, m0, p0);
 }
 #undef EPI_I
 #undef ST_LANES
 #undef PANEL_I
 #undef KMAX2
+#undef KPER

@@ -398,8 +398,57 @@ def vnni(dev, dot: int | None = None) -> int:
     return int(VNNI_FLAGS[dot] in _host_flags())
 
 
-def _defines(dev, dot: int, tm: int) -> dict:
-    return {"VW": 16, "TM": tm, "INT_DOT": dot, "INT_VNNI": vnni(dev, dot)}
+def _defines(dev, dot: int, tm: int, u8: bool = False) -> dict:
+    return {"VW": 16, "TM": tm, "INT_DOT": dot, "INT_VNNI": vnni(dev, dot), "INT_U8": int(u8)}
+
+
+def u8_offset(dev, dot: int, x, w_kn: np.ndarray) -> int | None:
+    """gemm_int.cl's `off` where the product can be vpdpbusd (INT_U8: u8 activations x s8
+    weights, four products a lane): the input's zero point less its type's lowest value, so
+    that the stored q - zero point + off is q - lowest (0 .. 255); None where it cannot (no
+    VNNI of pmaddwd's width, weights beyond int8, EDGELITE_OPENCL_U8=0)."""
+    if not vnni(dev, dot) or os.environ.get("EDGELITE_OPENCL_U8", "1") == "0":
+        return None
+    if w_kn.size and (w_kn.min() < -128 or w_kn.max() > 127):
+        return None
+    host = getattr(x, "host", x)
+    if host.type_name not in ACTIVATION_TYPES:
+        return None
+    return _zero(host) - ACTIVATION_TYPES[host.type_name][0]
+
+
+def _u8_rq(rq, w_kn: np.ndarray, off: int):
+    """`rq` with its bias less off x each channel's weight sum (the unsigned rows' excess)."""
+    sums = np.rint(w_kn).astype(np.int64).sum(axis=0)
+    return rq._replace(bias=(rq.bias.astype(np.int64) - off * sums).astype(np.int32))
+
+
+def _quads_packed(w_kn: np.ndarray, rq, lanes: int, off: int):
+    """Weights [K, N] (int8 values) as int8 quads per panel of 2 x lanes channels, [panels,
+    K4, PANEL, 4] (zeros beyond K and N), and the panels' epilogue rows (as _pairs_packed)
+    with the bias less off x the weight sums (gemm_int.cl's INT_U8)."""
+    k, n = w_kn.shape
+    step, k4 = 2 * lanes, -(-k // 4)
+    panels = -(-n // step)
+    wq = np.zeros((4 * k4, panels * step), np.int8)
+    wq[:k, :n] = np.rint(w_kn)
+    wq = np.ascontiguousarray(wq.reshape(k4, 4, panels, step).transpose(2, 0, 3, 1))
+    _, rows = _pairs_packed(np.zeros((1, n), np.float32), _u8_rq(rq, w_kn, off), lanes)
+    return wq, rows
+
+
+def _packed(g, node, x, w_kn, rq, dot: int, source):
+    """(weights, epilogue rows, off, u8): the node's packed product operands, u8 quads where
+    u8_offset allows, else int16 pairs (off 0)."""
+    lanes = dot // 32
+    off = u8_offset(g.dev, dot, x, w_kn)
+    if off is None:
+        bufs = g.packed(node, "int_pairs", (lanes,), source, lambda: tuple(
+            g.const(a) for a in _pairs_packed(w_kn, rq, lanes)))
+        return (*bufs, 0, False)
+    bufs = g.packed(node, "int_quads", (lanes, off), source, lambda: tuple(
+        g.const(a) for a in _quads_packed(w_kn, rq, lanes, off)))
+    return (*bufs, off, True)
 
 
 def _pairs_packed(w_kn: np.ndarray, rq, lanes: int):
@@ -447,8 +496,8 @@ def build_fc(node, g) -> None:
     rq = g.requant[node.index]
     units, depth = w.shape
     m = int(np.prod(x.shape)) // depth
-    wbuf, rbuf = g.packed(node, "int_pairs", (lanes,), w.data, lambda: tuple(
-        g.const(a) for a in _pairs_packed(np.asarray(w.data, np.float32).T, rq, lanes)))
+    wbuf, rbuf, off, u8 = _packed(g, node, x, np.asarray(w.data, np.float32).T, rq, dot,
+                                  w.data)
     tm = min(GEMM_TM[dot], m)
     panels = -(-units // (2 * lanes))
     groups = max(1, min(panels, -(-32 // -(-m // tm))))
@@ -457,8 +506,8 @@ def build_fc(node, g) -> None:
     i32 = np.int32
     g.launch("gemm_int", "gemm_integer", gsize, lsize,
              [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(depth), i32(units),
-              i32(per_item), np.float32(rq.lo), np.float32(rq.hi)],
-             _defines(g.dev, dot, tm))
+              i32(per_item), np.float32(rq.lo), np.float32(rq.hi), i32(off)],
+             _defines(g.dev, dot, tm, u8))
 
 
 def gemm_int_plan(node, g):
@@ -499,10 +548,9 @@ def build_conv(node, g) -> None:
     lanes = dot // 32
     rq, w = g.requant[node.index], node.inputs[1]
     n = w.shape[0]
-    wbuf, rbuf = g.packed(node, "int_pairs", (lanes,), w.data, lambda: tuple(
-        g.const(a) for a in _pairs_packed(np.asarray(w.data, np.float32).reshape(n, k).T,
-                                          rq, lanes)))
     x, out = node.inputs[0], g.fusion.output.get(node.index, node.outputs[0])
+    wbuf, rbuf, off, u8 = _packed(g, node, x, np.asarray(w.data, np.float32).reshape(n, k).T,
+                                  rq, dot, w.data)
     m = int(np.prod(x.shape[:3]))
     tm = GEMM_TM[dot]
     tiles, panels = -(-m // tm), -(-n // (2 * lanes))
@@ -513,7 +561,7 @@ def build_conv(node, g) -> None:
     i32 = np.int32
     g.launch("gemm_int", "gemm_integer", gsize, lsize,
              [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(per_item),
-              np.float32(rq.lo), np.float32(rq.hi)], _defines(g.dev, dot, tm))
+              np.float32(rq.lo), np.float32(rq.hi), i32(off)], _defines(g.dev, dot, tm, u8))
 
 
 # integer builders of their own; the others are the float ones' (with REQUANT epilogues)

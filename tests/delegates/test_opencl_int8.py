@@ -203,6 +203,9 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
         dev = delegate.device_for(it._runtime)
         vnni = {dict(d).get("INT_VNNI") for name, d in dev.programs if name == "gemm_int"}
         assert vnni == {vnni_of(dev)}, vnni
+        # and with VNNI four u8 x s8 products a lane (vpdpbusd: int8 weights, bias folded)
+        u8 = {dict(d).get("INT_U8") for name, d in dev.programs if name == "gemm_int"}
+        assert u8 == {vnni_of(dev)}, u8
         checked = checked[1:]
     d = it.get_input_details()[0]
     for x in _mobilenet_inputs(models_dir, d["shape"]):
@@ -282,14 +285,16 @@ def _has_device() -> bool:
     return True
 
 
-@pytest.mark.parametrize("dot,vnni", [(512, 0), (512, 1), (256, 0), (256, 1), (0, 0)])
+@pytest.mark.parametrize("dot,vnni,u8", [(512, 0, 0), (512, 1, 0), (256, 0, 0), (256, 1, 0),
+                                         (0, 0, 0), (512, 1, 1), (256, 1, 1)])
 @pytest.mark.parametrize("half", [False, True])
-def test_gemm_integer_matches_reference(dot, vnni, half):
+def test_gemm_integer_matches_reference(dot, vnni, u8, half):
     """gemm_int.cl's integer product (each INT_DOT: 512- and 256-bit pmaddwd, portable C; with
-    INT_VNNI, vpdpwssd where the CPU has it) with float and half storage against numpy's int64
-    sums through fixed_point.mbqm: an odd K, a last row tile and a last panel that are
-    partial, a second work-item dimension of panels, the extremes of int8 activations less a
-    zero point (-255 .. 255) and of int8 weights."""
+    INT_VNNI, vpdpwssd where the CPU has it; INT_U8: vpdpbusd of u8 rows, quant_int's folded
+    bias) with float and half storage against numpy's int64 sums through fixed_point.mbqm: an
+    odd K, a last row tile and a last panel that are partial, a second work-item dimension of
+    panels, the extremes of int8 activations less a zero point (-255 .. 255; with INT_U8 the
+    int8 range less a zero point of -5 and of uint8 less 200) and of int8 weights."""
     cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
     from edgelite.delegates.opencl import device, quant_int
     from edgelite.interpreter.kernels.fixed_point import mbqm, quantize_multiplier
@@ -301,13 +306,19 @@ def test_gemm_integer_matches_reference(dot, vnni, half):
         pytest.skip(f"INT_VNNI with INT_DOT {dot}: this CPU has no {quant_int.VNNI_FLAGS[dot]}")
     tm, lanes = quant_int.GEMM_TM.get(dot, 8), max(dot, 256) // 32
     defines = "#define HALF 1\n" * half + f"#define SUFFIX _0\n#define TM {tm}\n" \
-        f"#define INT_DOT {dot}\n#define INT_VNNI {vnni}\n"
+        f"#define INT_DOT {dot}\n#define INT_VNNI {vnni}\n#define INT_U8 {u8}\n"
     prog = cl.Program(dev.context, dev.target + defines + device._text("common")
                       + device._text("gemm_int")).build()
     rng = np.random.default_rng(dot + half)
     m, k, n = 3 * tm + 5, 37, 3 * 2 * lanes + 5
     a = rng.integers(-255, 256, (m, k))
     a[0], a[1] = 255, -255
+    off = 0
+    if u8:  # stored q - zero point: int8 rows of zero point -5, two uint8 ones of zero point 200
+        zero, lowest = (-5, -128) if half else (200, 0)
+        off = zero - lowest
+        a = rng.integers(lowest, lowest + 256, (m, k)) - zero
+        a[0], a[1] = lowest - zero, lowest + 255 - zero
     w = rng.integers(-128, 128, (k, n))
     w[:, 0], w[:, 1] = -128, 127
     reals = np.exp2(rng.uniform(-14, -6, n))
@@ -316,7 +327,8 @@ def test_gemm_integer_matches_reference(dot, vnni, half):
     rq = quant_int.Requant(rng.integers(-5000, 5000, n).astype(np.int32),
                            np.array([p[0] for p in pairs], np.int32),
                            np.array([p[1] for p in pairs], np.int32), -300.0, 300.0)
-    wp, rows = quant_int._pairs_packed(w.astype(np.float32), rq, lanes)
+    wp, rows = quant_int._quads_packed(w.astype(np.float32), rq, lanes, off) if u8 else \
+        quant_int._pairs_packed(w.astype(np.float32), rq, lanes)
     store = np.float16 if half else np.float32
     mf = cl.mem_flags
     bufs = [cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
@@ -326,7 +338,7 @@ def test_gemm_integer_matches_reference(dot, vnni, half):
     panels = -(-n // (2 * lanes))
     prog.gemm_integer_0(dev.queue, (-(-m // tm), 2), (1, 1), *bufs, dst, np.int32(m),
                         np.int32(k), np.int32(n), np.int32(-(-panels // 2)), np.float32(rq.lo),
-                        np.float32(rq.hi))
+                        np.float32(rq.hi), np.int32(off))
     cl.enqueue_copy(dev.queue, out, dst)
     want = np.clip(mbqm(a @ w + rq.bias, rq.multiplier.astype(np.int64),
                         rq.shift.astype(np.int64)), rq.lo, rq.hi)
@@ -346,6 +358,33 @@ def test_integer_kernels_use_32_bit_integer_arithmetic():
     assert "convert_##LT(x) * convert_##LT(m)" in block and "mul_hi" not in block, block
     gemm = device._text("gemm_int")
     assert "__builtin_ia32_pmaddwd512" in gemm and "__builtin_ia32_pmaddwd256" in gemm
+    assert "__builtin_ia32_vpdpbusd512" in gemm and "__builtin_ia32_vpdpbusd256" in gemm
     loop = gemm.split("IW_ acc[TM][2]")[1].split("__global const int* r =")[0]
     assert "float" not in loop and "DOT(acc" in loop, loop
     assert "clamp(CAT(mbqm, LANES)" in gemm
+
+
+def test_u8_offset_takes_the_unsigned_product_only_where_exact(monkeypatch):
+    """quant_int.u8_offset: vpdpbusd (INT_U8) for int8 weights on a VNNI CPU, the offset that
+    makes stored q - zero point unsigned (int8: zero point + 128, uint8: the zero point);
+    weights past int8 (uint8 weights less their zero point) and EDGELITE_OPENCL_U8=0 keep the
+    int16 pairs."""
+    pytest.importorskip("pyopencl", reason="pyopencl is not installed")
+    from types import SimpleNamespace
+
+    from edgelite.delegates.opencl import device, quant_int
+    dev = device.open_device(None, 1) if _has_device() else pytest.skip("no OpenCL device")
+    dot = quant_int.int_dot(dev)
+    if not dot or not quant_int.vnni(dev, dot):
+        pytest.skip("this device's CPU has no VNNI of pmaddwd's width")
+
+    def tensor(type_name, zero):
+        q = SimpleNamespace(zero_point=np.array([zero]))
+        return SimpleNamespace(host=SimpleNamespace(type_name=type_name, quantization=q))
+    w = np.array([[-128.0, 127.0]])
+    assert quant_int.u8_offset(dev, dot, tensor("int8", -5), w) == 123
+    assert quant_int.u8_offset(dev, dot, tensor("uint8", 200), w) == 200
+    assert quant_int.u8_offset(dev, dot, tensor("int8", 0), w + [[0, 1]]) is None
+    assert quant_int.u8_offset(dev, dot, tensor("int8", 0), w - 1) is None
+    monkeypatch.setenv("EDGELITE_OPENCL_U8", "0")
+    assert quant_int.u8_offset(dev, dot, tensor("int8", -5), w) is None
