@@ -327,42 +327,60 @@ def compile_steps(specs: list, steps: list):
 
         def run_steps():
             r0(t1, t2, t3, t4)
-            r1(t4, None, t5)
+            f0(t4, c1, t6); f1(t6, c2, c3, t5)
             ...
 
-    with each kernel `r<s>` and tensor array `t<i>` a closure variable, so an invoke runs no
-    loop, unpacks no tuple and looks up nothing but cells (the loop over `steps` costs ~0.1 µs
-    a step more). Line s+2 of the source is step s: `failed_step` reads it from a traceback.
-    `steps` holds each spec's (kernel, its arrays) (a dynamic step's: none). Beyond
-    MAX_COMPILED_STEPS, a loop over `steps`."""
+    with each kernel `r<s>`, tensor array `t<i>` and other object `c<j>` a closure variable,
+    so an invoke runs no loop, unpacks no tuple and looks up nothing but cells (the loop over
+    `steps` costs ~0.1 µs a step more). A step bound to its arrays (bind_step) whose kernel
+    made it of plain calls (common.calls_step: numpy's ufuncs and C functions) is written as
+    those calls, on one line: no Python frame for the step (~0.06 µs each). Line s+2 of the
+    source is step s: `failed_step` reads it from a traceback. `steps` holds each spec's
+    (kernel, its arrays) (a dynamic step's: none). Beyond MAX_COMPILED_STEPS, a loop over
+    `steps`."""
     if len(specs) > MAX_COMPILED_STEPS:
         def run_steps():
             for run, args in steps:
                 run(*args)
         run_steps.steps, run_steps.step_lines, run_steps.bound = steps, None, 0
+        run_steps.inlined = 0
         return run_steps
     bound: dict = {}
+    names: dict = {}   # id of a bound object -> its closure name
     lines = []
-    nbound = 0
-    for s, ((_, _, ins, outs), (run, args)) in enumerate(zip(specs, steps)):
-        bound[f"r{s}"] = run
+    nbound = ninlined = 0
+
+    def name(value, prefix="c"):
+        if value is None or isinstance(value, (bool, str)) or type(value) is int \
+                or (type(value) is float and np.isfinite(value)):
+            return repr(value)
+        key = id(value)
+        if key not in names:
+            names[key] = f"{prefix}{len(names)}"
+            bound[names[key]] = value
+        return names[key]
+
+    for (_, _, ins, outs), (run, args) in zip(specs, steps):
         if isinstance(run, _DynamicStep):   # it reads the array table itself
-            lines.append(f"    r{s}()")
+            lines.append(f"    {name(run, 'r')}()")
             continue
         fixed = bind_step(run, list(args))
         if fixed is not None:
-            bound[f"r{s}"] = fixed
-            lines.append(f"    r{s}()")
             nbound += 1
+            calls = getattr(fixed, "calls", None)
+            if calls is None:
+                lines.append(f"    {name(fixed, 'r')}()")
+                continue
+            ninlined += 1
+            lines.append("    " + ("; ".join(
+                f"{name(function, 'f')}({', '.join([name(a) for a in args_] + keys)})"
+                for function, args_, keywords in calls
+                for keys in [[f"{k}={name(v)}" for k, v in keywords.items()]]) or "pass"))
             continue
-        names = []
+        arrays = []
         for t, a in zip(list(ins) + list(outs), args):
-            if t < 0:
-                names.append("None")
-            else:
-                bound.setdefault(f"t{t}", a)
-                names.append(f"t{t}")
-        lines.append(f"    r{s}({', '.join(names)})")
+            arrays.append("None" if t < 0 else name(a, "t"))
+        lines.append(f"    {name(run, 'r')}({', '.join(arrays)})")
     source = "\n".join([f"def _make({', '.join(bound)}):", "  def run_steps():",
                          *(lines or ["    pass"]), "  return run_steps", ""])
     namespace: dict = {}
@@ -370,6 +388,8 @@ def compile_steps(specs: list, steps: list):
     run_steps = namespace["_make"](**bound)
     run_steps.step_lines = run_steps.__code__.co_firstlineno + 1   # the line of step 0
     run_steps.bound = nbound    # steps bound at allocate (bind_step)
+    run_steps.inlined = ninlined   # of those, steps written as their calls (no frame)
+    run_steps.source = source
     return run_steps
 
 

@@ -13,8 +13,8 @@ import struct
 import numpy as np
 
 from . import reference_order
-from .common import (activation_code, bound_on_call, bounds, broadcast_shape, clip, clip_,
-                     fixed_view, raw)
+from .common import (activation_code, bound_on_call, bounds, broadcast_shape, call, calls_step,
+                     clip, clip_, fixed_view, raw)
 from .registry import register
 
 INF = float("inf")
@@ -125,6 +125,9 @@ def logistic(node):
             exp(out, out)
             add(out, one, out)
             reciprocal(out, out)
+        run.bind = lambda x, out: calls_step(   # run's calls, written into the plan's
+            call(negative, x, out), call(clip, out, lo, cap, out), call(exp, out, out),
+            call(add, out, one, out), call(reciprocal, out, out))
         return run
     # One element (a detector's score): the formula on the Python float, rounded to float32
     # once (numpy's float32 ops round after each step: within 1 ulp); 5 numpy calls were 1 µs.
@@ -135,10 +138,11 @@ def logistic(node):
         x1, o1 = fixed_view(x, (1,)), fixed_view(out, (1,))
         if x1 is None or o1 is None:
             return None
-        item, sigmoid = x1.item, _sigmoid
+        item, exp = x1.item, math.exp
 
-        def bound():
-            o1[0] = sigmoid(item())
+        def bound():   # _sigmoid's line, in this frame (one less)
+            v = item()
+            o1[0] = 1.0 / (1.0 + exp(-v if -v < 88.0 else 88.0)) if v == v else v
         return bound
     run.bind = bind
     return run

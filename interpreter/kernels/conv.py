@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (F32, activation_code, bias_epilogue, bound_on_call, check_float,
-                     clamp_activation, clip, fixed_view, raw, reference_resolver,
+from .common import (F32, activation_code, bias_epilogue, bound_on_call, call, calls_step,
+                     check_float, clamp_activation, clip, fixed_view, raw, reference_resolver,
                      with_optional_inputs)
 from .geometry import (conv_2d_groups, conv_windows, depthwise_multiplier, pool_windows,
                        transpose_conv_shape)
@@ -312,19 +312,12 @@ def _gather_run(x, win, kh, kw, cg, weights, out, out_rows, act):
     lo, hi = (None, None) if act is None else act.bounds
     in_place = _take_in_place(x, cg)
 
-    def run():
-        copyto(head, flat)
-        take(index, out=items, mode="wrap")    # every index is in range: "wrap" checks nothing
-        dot(cols, weights, out)
-        if lo is not None:
-            clip(out_rows, lo, hi, out_rows)
-
-    def run_in_place():
-        in_place(index, out=items, mode="wrap")
-        dot(cols, weights, out)
-        if lo is not None:
-            clip(out_rows, lo, hi, out_rows)
-    step = run if in_place is None else run_in_place
+    # every index is in range: "wrap" checks nothing
+    step = calls_step(call(copyto, head, flat) if in_place is None else None,
+                      call(take if in_place is None else in_place, index, out=items,
+                           mode="wrap"),
+                      call(dot, cols, weights, out),
+                      None if lo is None else call(clip, out_rows, lo, hi, out_rows))
     step.taken = index.size    # items its take moves an invoke (tests/.../test_conv_gather.py)
     step.copies = in_place is None    # whether it copies x into its source first
     return step
@@ -378,24 +371,13 @@ def max_pool_fusion(conv, pool) -> object | None:
             return None
 
         in_place = _take_in_place(x, cg)
-
-        def run():
-            copyto(head, flat)
-            take(index, out=items, mode="wrap")
-            dot(cols, weights, product)
-            fold(by_tap, 0, None, pooled, False, initial)
-            if lo is not None:
-                clip(pooled, lo, hi, pooled)
-            fmax(pooled, nan_low, pooled)
-
-        def run_in_place():
-            in_place(index, out=items, mode="wrap")
-            dot(cols, weights, product)
-            fold(by_tap, 0, None, pooled, False, initial)
-            if lo is not None:
-                clip(pooled, lo, hi, pooled)
-            fmax(pooled, nan_low, pooled)
-        step = run if in_place is None else run_in_place
+        step = calls_step(call(copyto, head, flat) if in_place is None else None,
+                          call(take if in_place is None else in_place, index, out=items,
+                               mode="wrap"),
+                          call(dot, cols, weights, product),
+                          call(fold, by_tap, 0, None, pooled, False, initial),
+                          None if lo is None else call(clip, pooled, lo, hi, pooled),
+                          call(fmax, pooled, nan_low, pooled))
         step.taken, step.copies = index.size, in_place is None
         return step
     fused = bound_on_call(bind, "the fused CONV_2D+MAX_POOL_2D")
@@ -409,15 +391,9 @@ def _im2col_run(copy_in, x, dst, src, ones, cols, weights, out, out_rows, act):
     copyto, matmul, fill = raw(np.copyto), np.matmul, ones.fill
     lo, hi = (None, None) if act is None else act.bounds
 
-    def run():
-        if copy_in is not None:
-            copy_in(x)
-        copyto(dst, src)
-        fill(1.0)
-        matmul(cols, weights, out)
-        if lo is not None:
-            clip(out_rows, lo, hi, out_rows)
-    return run
+    return calls_step(None if copy_in is None else call(copy_in, x),
+                      call(copyto, dst, src), call(fill, 1.0), call(matmul, cols, weights, out),
+                      None if lo is None else call(clip, out_rows, lo, hi, out_rows))
 
 
 def _im2col_weights(w, bias, groups):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (F32, SIGN_BIT, TANH, activation_code, bound_on_call, check_float,
-                     clamp_activation, clip, fixed_view, matmul_shape, raw,
-                     reference_resolver)
+from .common import (F32, SIGN_BIT, TANH, activation_code, bound_on_call, call, calls_step,
+                     check_float, clamp_activation, clip, fixed_view, matmul_shape, raw,
+                     reference_resolver, step_calls)
 from .geometry import fully_connected_shape
 from .registry import register
 
@@ -72,15 +72,10 @@ TILED_BIAS_ELEMENTS = 1 << 16   # a constant bias is tiled to all rows up to thi
 def _bound_run(product, a, b, out, bias, lims):
     """FULLY_CONNECTED on fixed arrays, in one frame: product(a, b) into `out`, the bias added
     (`out`'s shape, or broadcast to it), the clamp (0-d bounds)."""
-    add, (lo, hi) = np.add, lims or (None, None)
-
-    def run():
-        product(a, b, out)
-        if bias is not None:
-            add(out, bias, out)
-        if lo is not None:
-            clip(out, lo, hi, out)
-    return run
+    lo, hi = lims or (None, None)
+    return calls_step(call(product, a, b, out),
+                      None if bias is None else call(np.add, out, bias, out),
+                      None if lo is None else call(clip, out, lo, hi, out))
 
 
 @register("BATCH_MATMUL", "float32")
@@ -127,11 +122,10 @@ def with_producer(producer, shape, node):
         if produce is None:
             produce = lambda: producer(*ins, head)   # noqa: E731
 
-        def run():
-            produce()
-            dot(weights, ext, o1)
-            if lo is not None:
-                clip(o1, lo, hi, o1)
+        # the producer's calls written out in this step's (common.step_calls): one frame
+        # for the whole chain (none in the plan's run_steps) instead of one per layer
+        run = calls_step(*step_calls(produce), call(dot, weights, ext, o1),
+                         None if lo is None else call(clip, o1, lo, hi, o1))
         run.taken = getattr(produce, "taken", None)   # a gathering producer's (conv.py)
         run.copies = getattr(produce, "copies", None)
         return run

@@ -10,8 +10,8 @@ import numpy as np
 
 from numpy.lib.stride_tricks import as_strided
 
-from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, check_float, clamp_activation,
-                     nan_to_low, reference_resolver)
+from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, call, calls_step, check_float,
+                     clamp_activation, nan_to_low, reference_resolver)
 from .geometry import pool_windows
 from .registry import register
 from .taps import Window
@@ -157,9 +157,6 @@ def _separable_max(win, x, out, act, fold):
     if cols is not None:
         steps += [(cols[0], cols[1], out)] + [(out, col, out) for col in cols[2:]]
 
-    def run():
-        for a, b, into in steps:
-            fold(a, b, out=into)
-        if act is not None:
-            act(out)
-    return run
+    return calls_step(*[call(fold, a, b, into) if fold is np.fmax else
+                        call(fold, a, b, out=into) for a, b, into in steps],
+                      *(() if act is None else act.calls_on(out)))

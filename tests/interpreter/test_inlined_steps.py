@@ -1,0 +1,97 @@
+"""Bound steps made of plain calls (common.calls_step) are written into the plan's generated
+run_steps as those calls (plan.compile_steps, issue 17): no Python frame for the step. Timing-
+free guards: Python frames per invoke (each bound of these fails on the tree before, which ran
+a frame a step and one per fused layer), steps inlined, a failure inside an inlined step still
+named by its operator, and the inlined steps giving what the kernels' own `run` gives.
+Speed: benchmarks/ab_overhead.py."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgelite.interpreter import Interpreter, register_custom_op
+from edgelite.interpreter.kernels.common import call, calls_step
+from tests.interpreter.frames import INVOKE_FRAMES, python_calls
+from tests.interpreter.test_invoke_overhead import _chain_with, assert_bound_equals_unbound, \
+    ready
+from tests.numpy_dispatch import NUMPY2_DISPATCH
+from tests.opmodel import In, op_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_overhead import chain_model  # noqa: E402
+
+
+@NUMPY2_DISPATCH
+@pytest.mark.parametrize("fused_relu", [False, True])
+def test_a_chain_of_tiny_ops_runs_no_python_frame_per_op(fused_relu):
+    """bench_overhead's chain of 200 ADD (RELU) / MUL ops: every step inlined, the invoke's own
+    frames only (was one frame an op: 204)."""
+    it = ready(chain_model(200, fused_relu))
+    assert it._main.run_steps.inlined == 200
+    assert python_calls(it.invoke) <= INVOKE_FRAMES
+
+
+@NUMPY2_DISPATCH
+def test_the_digits_cnn_runs_no_python_frame_per_step(models_dir):
+    """The digits CNN's two fused steps (CONV_2D+MAX_POOL_2D; CONV_2D+MAX_POOL_2D+FC+FC) as
+    their calls: the invoke's frames only (was 8: a frame per step and per fused FC)."""
+    it = ready(path=str(models_dir / "digits_cnn.tflite"))
+    assert it._main.run_steps.inlined == len(it._main.run_ops) == 2
+    assert python_calls(it.invoke) <= INVOKE_FRAMES
+
+
+@pytest.mark.parametrize("name", ["digits_cnn", "mobilenet_v2", "mp_face_detection"])
+def test_inlined_steps_give_what_their_run_gives(models_dir, name):
+    it = ready(path=str(models_dir / f"{name}.tflite"))
+    assert it._main.run_steps.inlined
+    assert_bound_equals_unbound(it)
+
+
+@pytest.mark.parametrize("op", ["MAXIMUM", "MINIMUM"])
+@pytest.mark.parametrize("shape", [(1,), (3, 5)])
+def test_max_min_inline_as_two_calls(op, shape):
+    """Float MAXIMUM / MINIMUM bound as fmax (fmin) and clip, inlined: two calls, no
+    reduction (was maximum, a NaN search by maximum.reduce, isnan)."""
+    content = op_model(op, [In(shape), In(shape)])
+    it = ready(content)
+    source = it._main.run_steps.source.splitlines()
+    assert it._main.run_steps.inlined == 1
+    step = source[2]
+    assert step.count("(") == 2 and step.count(";") == 1, step
+
+
+def test_a_failing_inlined_step_names_its_operator():
+    """A failure inside an inlined step (one line of calls) names its operator, at step 0 and
+    after inlined ADDs."""
+    def fails():
+        raise ValueError("the inlined call's own failure")
+
+    def prepare(node):
+        node.outputs[0].shape = node.input(0).shape
+
+        def run(x, out):
+            fails()
+        run.bind = lambda x, out: calls_step(call(np.copyto, out, x), call(fails))
+        return run
+    register_custom_op("EdgeliteTestInlinedFails", prepare, replace=True)
+    for position in (0, 3):
+        ops = ["ADD"] * 5
+        ops[position] = "EdgeliteTestInlinedFails"
+        it = Interpreter(model_content=_chain_with(ops))
+        it.allocate_tensors()
+        assert it._main.run_steps.inlined == 5
+        with pytest.raises(RuntimeError, match=rf"subgraph 0 operator {position} "
+                           r"\(EdgeliteTestInlinedFails\) failed: ValueError: the inlined"):
+            it.invoke()
+
+
+def test_calls_step_alone_runs_its_calls():
+    out = np.zeros(3, np.float32)
+    step = calls_step(call(np.add, np.ones(3, np.float32), 2.0, out), None,
+                      call(np.multiply, out, 3.0, out=out))
+    step()
+    np.testing.assert_array_equal(out, [9, 9, 9])
+    assert len(step.calls) == 2
