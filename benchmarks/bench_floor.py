@@ -4,12 +4,15 @@ same shapes, against the whole invoke and LiteRT's (issue 17, goal 1: <= 2.5x Li
     python benchmarks/bench_floor.py [--model PATH] [--rounds 40]
 
 The plan runs the CNN as two steps (kernels/conv.py, fusion.py): convolution + pool (a take of
-the im2col items, one sgemm, one maximum.reduce over the pool's taps, RELU as its initial 0),
-then convolution + pool + FC + FC (the same four calls, an sgemv with the bias as a column, the
-RELU's clip, an sgemv). This times those calls one by one on arrays of the shapes the plan's
-kernels use (computed here as they compute them), the invoke's fixed cost (Interpreter.invoke
-less the generated run_steps), and LiteRT's invoke, all in interleaved rounds in one process,
-thread CPU time, medians. The sum of the BLAS calls alone is the floor no numpy path goes under.
+the im2col items, one sgemm, one maximum.reduce over the pool's taps, RELU as its initial 0,
+an fmax: the pool's NaN rule, XNNPACK's clamp taking a NaN max to -inf), then convolution +
+pool + FC + FC (the same calls, an sgemv with the bias as a column, the RELU's clip, an sgemv).
+The plan writes these calls into its generated run_steps with no Python frame between them
+(plan.compile_steps), so run_steps less their sum is what the plan adds. This times those calls
+one by one on arrays of the shapes the plan's kernels use (computed here as they compute them),
+the invoke's fixed cost (Interpreter.invoke less the generated run_steps), and LiteRT's invoke,
+all in interleaved rounds in one process, thread CPU time, medians. The sum of the BLAS calls
+alone is the floor no numpy path goes under.
 """
 from __future__ import annotations
 
@@ -79,6 +82,9 @@ def layer_calls(it) -> dict:
                 "blas", lambda a=cols, b=weights, p=product: dot(a, b, p))
             calls[f"{label}: maximum.reduce {list(taps.shape)} (pool, RELU)"] = (
                 "numpy", lambda a=taps, p=pooled: fold(a, 0, None, p, False, relu[0]))
+            low = np.full(pooled.shape, -np.inf, F32)
+            calls[f"{label}: fmax {list(pooled.shape)} (the pool's NaN to -inf)"] = (
+                "numpy", lambda p=pooled, lo=low: np.fmax(p, lo, p))
         elif name == "FULLY_CONNECTED":
             units, depth = ins[1].shape
             w = rng.standard_normal((units, depth + 1)).astype(F32)
