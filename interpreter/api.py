@@ -186,6 +186,10 @@ class Interpreter:
             self._ensure_no_views("allocate_tensors")
             with threads.limit(self._num_threads):
                 self._main.prepare()
+            # No BLAS call of these steps threads: invoke leaves OpenBLAS's count alone (issue
+            # 17; a signature runner's re-prepare makes new steps, which take the limit again)
+            self._blas_free = self._main.run_steps if threads.resolve(self._num_threads) == 1 \
+                and threads.serial(self._runtime) else None
             self._allocated = True
 
     def resize_tensor_input(self, input_index, tensor_size, strict=False) -> None:
@@ -366,7 +370,7 @@ class Interpreter:
                 raise RuntimeError("Invoke called on model that is not ready: call "
                                    "allocate_tensors() first (and again after "
                                    "resize_tensor_input)")
-            entered = _enter(self._num_threads)
+            entered = None if self._blas_free is plan.run_steps else _enter(self._num_threads)
             try:   # the block left whatever comes after its entry (a KeyboardInterrupt in
                 token = ERRORS.set(IGNORE_ERRORS)   # ERRORS.set: a fast entry left behind
                 try:                                # makes every change of the count hang)
@@ -376,7 +380,8 @@ class Interpreter:
                 finally:
                     ERRORS.reset(token)
             finally:
-                _leave(entered)
+                if entered is not None:
+                    _leave(entered)
         finally:
             self._busy_with = outer
             busy.release()

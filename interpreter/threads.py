@@ -26,15 +26,26 @@ share it without racing: the first block to enter sets it and the last to leave 
 the process had; a block that wants another count waits until the blocks running with the
 current one have left (changing it while another thread is inside OpenBLAS is what gave wrong
 results). A block whose count is what OpenBLAS already has changes nothing.
+
+**No limit where it changes nothing.** In a default process (no OPENBLAS_NUM_THREADS) OpenBLAS
+runs a thread per core, so a one-thread invoke set the count to 1 and back every time (2.5 of
+the digits CNN's ~11 µs). OpenBLAS runs a small call on one thread whatever its count, so an
+interpreter whose plans make only such calls (`serial`) skips the block at one thread: the
+process's count is never touched, and another thread changing it cannot reach those calls
+(OpenBLAS reads the count only above its size threshold). `openblas_set_num_threads_local`
+would not do: in the pthreads builds numpy bundles it sets the process's count (0.3.31).
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import threading
 import time
 from threading import get_ident
+
+import numpy as np
 
 DEFAULT = 1   # num_threads None or -1: as LiteRT's CPU kernels and XNNPACK (see above)
 ADAPTIVE = os.environ.get("EDGELITE_BLAS_THREADS", "").lower() != "fixed"
@@ -178,6 +189,127 @@ def effective(want: int) -> int:
 def resolve(num_threads: int | None) -> int:
     """The thread count an interpreter's `num_threads` means: None and -1 give DEFAULT."""
     return DEFAULT if num_threads is None or num_threads < 1 else int(num_threads)
+
+
+# -- plans that need no limit ------------------------------------------------------------------
+# OpenBLAS runs a call on one thread, whatever its count, below these sizes (0.3.28-0.3.31,
+# interface/gemm.c, gemv.c, kernel/x86_64/*dot.c): SGEMM / DGEMM at m*n*k <= SMP_THRESHOLD_MIN
+# (65536) * GEMM_MULTITHREAD_THRESHOLD (4), GEMV at m*n < 115200 * 4, SDOT never, DDOT at
+# n <= 10000; complex GEMM at m*n*k <= 8192 * 4. test_threads_serial checks the float32 bound
+# against the bundled library (workers woken or not).
+SERIAL_F32 = 65536 * 4
+SERIAL_OTHER = 8192    # float64 (DDOT) and complex tensors
+_WIDE = frozenset(("float64", "complex64", "complex128"))
+
+
+# Kernel modules that call BLAS (matmul, dot, tensordot, linalg) or import one that does
+# (test_threads_serial checks the list against the sources). An op whose kernels are all
+# elsewhere makes no BLAS call.
+BLAS_MODULES = frozenset((
+    "activations", "bidirectional_lstm", "conv", "conv3d", "conv_int16", "conv_int8",
+    "fully_connected", "fully_connected_int8", "gather", "hybrid", "hybrid_conv", "hybrid_lstm",
+    "hybrid_row", "layer_norm", "lstm", "lstm_full", "mediapipe_ops", "misc", "reduce", "rnn",
+    "rnn_cells", "rnn_loop", "transpose_conv_int8", "while_rnn"))
+
+
+def _conv_2d(shapes, op):   # out pixels * Cout * (kh * kw * Cin / groups): im2col's m*n*k
+    return math.prod(shapes[op.outputs[0]]) * math.prod(shapes[op.inputs[1]][1:])
+
+
+def _depthwise(shapes, op):
+    w = shapes[op.inputs[1]]
+    return math.prod(shapes[op.outputs[0]]) * w[1] * w[2]
+
+
+def _fully_connected(shapes, op):   # rows * units * in
+    return math.prod(shapes[op.outputs[0]]) * shapes[op.inputs[1]][-1]
+
+
+def _batch_matmul(shapes, op):      # batches * m * n * k, k either of x's last two axes
+    x = shapes[op.inputs[0]]
+    return math.prod(shapes[op.outputs[0]]) * max(x[-2:], default=1)
+
+
+def _transpose_conv(shapes, op):    # in pixels * Cin * (Cout * kh * kw)
+    return math.prod(shapes[op.inputs[2]]) * math.prod(shapes[op.inputs[1]][:3])
+
+
+# m*n*k of the GEMMs an op's kernels make (their arithmetic: the multiply-adds of the op)
+GEMM_SIZE = {"CONV_2D": _conv_2d, "DEPTHWISE_CONV_2D": _depthwise,
+             "FULLY_CONNECTED": _fully_connected, "BATCH_MATMUL": _batch_matmul,
+             "TRANSPOSE_CONV": _transpose_conv}
+
+
+def op_bound(sizes) -> int:
+    """A bound on m*n*k of any BLAS call a kernel makes for an op not in GEMM_SIZE whose
+    tensors (inputs, outputs, intermediates) have these element counts: their sum times the
+    largest. A GEMM C[m,n] = A[m,k] B[k,n] of a kernel has C within an output (or a slab of
+    one) and k within a weight or input, or A, B and C all within op tensors (m*n*k =
+    sqrt(|A| |B| |C|)); the sum also covers weights split into several tensors (an LSTM's
+    gates) that the kernel concatenates."""
+    sizes = list(sizes)
+    return sum(sizes) * max(sizes) if sizes else 0
+
+
+def _blas_size(op, name, shapes, sizes) -> int:
+    from .kernels import registry
+    gemm = GEMM_SIZE.get(name)
+    if gemm is not None and len(op.inputs) > 1 and op.inputs[1] >= 0:
+        try:
+            return gemm(shapes, op)
+        except (IndexError, TypeError):
+            pass
+    modules = registry.REGISTERED_BY.get(name)
+    if modules is not None and not modules & BLAS_MODULES:
+        return 0
+    return op_bound(sizes)
+
+
+def _custom_is_ours(name: str) -> bool:
+    from .kernels import registry
+    prepare = registry.CUSTOM_OPS.get(name)
+    return prepare is not None and getattr(prepare, "__module__", "").startswith(
+        __name__.rpartition(".")[0] + ".")
+
+
+def serial(runtime) -> bool:
+    """True when no BLAS call of the model's plans can run on more than one thread: every op's
+    `op_bound` is under OpenBLAS's threshold, every shape is known (the main plan prepared, no
+    tensor whose shape is found only while running, other subgraphs at the file's shapes with
+    no dynamic dimension and the main plan at its file's shapes), no user custom op (its code
+    may call BLAS at any size). Then an invoke at one thread needs no limit: OpenBLAS's count
+    does not matter to it, and the process's count stays as the user set it (issue 17)."""
+    model = runtime.model
+    main = runtime.plans.get(0)
+    if main is None or not main.ready or main.dynamic:
+        return False
+    many = len(model.subgraphs) > 1
+    for si, sg in enumerate(model.subgraphs):
+        if si == 0:
+            shapes = [info.shape for info in main.infos]
+            if many and any(tuple(shapes[t]) != tuple(sg.tensors[t].shape) for t in sg.inputs):
+                return False   # resized: the bodies' shapes may follow the main plan's
+        else:
+            shapes = [t.shape for t in sg.tensors]
+        for t in sg.tensors if si else ():
+            if t.shape_signature is not None and -1 in t.shape_signature:
+                return False
+        for op in sg.operators:
+            if op.opcode.builtin == "CUSTOM" and not _custom_is_ours(op.opcode.custom_code):
+                return False
+            sizes, wide = [], False
+            for t in (*op.inputs, *op.outputs, *op.intermediates):
+                if t < 0:
+                    continue
+                shape = shapes[t]
+                if any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+                    return False
+                sizes.append(math.prod(shape))
+                wide = wide or sg.tensors[t].dtype in _WIDE
+            if _blas_size(op, op.opcode.name, shapes, sizes) > (
+                    SERIAL_OTHER if wide else SERIAL_F32):
+                return False
+    return True
 
 
 @contextlib.contextmanager
