@@ -5,9 +5,10 @@ delegate's fp32 on the float model and LiteRT int8, in one process, alternating.
                                            [--threads 1] [--seconds 2] [--profile]
                                            [--model mobilenet_v2_int8] [--json OUT]
 
-A variant is `name:VAR=value,VAR=value` (empty: the defaults): its environment is set while its
-interpreter is prepared (the delegate reads its switches then: EDGELITE_OPENCL_U8,
-EDGELITE_OPENCL_VNNI, ...) and restored after, so every variant's kernels live in one process
+A variant is `name:VAR=value,VAR=value` (empty: the defaults; `precision=fp16` the delegate's
+option): its environment is set while its interpreter is prepared (the delegate reads its
+switches then: EDGELITE_OPENCL_U8, EDGELITE_OPENCL_INT_DW, EDGELITE_OPENCL_VNNI, ...) and
+restored after, so every variant's kernels live in one process
 and run in alternating blocks (bench_opencl.latency: load falls on all alike). Reported: the
 median CPU time of the process per invoke (and wall), each / LiteRT int8, each / the delegate's
 fp32 on the float twin (`<model minus _int8>.tflite`), launches, and whether each variant's
@@ -78,9 +79,9 @@ def main(argv=None) -> None:
     variants = parse_variants(args.variants)
     runners, launches, outputs = {}, {}, {}
     for name, env in variants.items():
+        options = {"int8": "integer", "precision": env.pop("precision", args.precision)}
         with environment(env):
-            it = delegated(path, {"int8": "integer", "precision": args.precision}, x,
-                           args.threads)
+            it = delegated(path, options, x, args.threads)
         runners[name] = it
         launches[name] = sum(getattr(run, "launches", 0) or 0
                              for run, _ in it._runtime.plans[0].steps)

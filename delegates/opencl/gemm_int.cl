@@ -113,14 +113,58 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 #define ST_LANES(v, p) CAT(vstore, LANES)((v), 0, (p))
 #endif
 
+// DW_FUSED (quant_int.build_conv: a depthwise convolution that fuse.py folded into the 1x1
+// one, depth multiplier 1, K a multiple of 16): `a` is the depthwise's input [n, H, W, K], and
+// a work-item computes its TM rows of A (the depthwise's output pixels) itself: KH x KW taps
+// (SH, SW, DH, DW as depthwise.cl; padding taps skipped: 0 = the zero point) of exact
+// products in float, the depthwise's requantization (mbqm16: its int32 bias, multiplier and
+// shift, dwr [3, K]) and clamp [dlo, dhi], packed straight into the private rows: the
+// depthwise's output never reaches memory, and it is one launch, not two.
+#ifdef DW_FUSED
+#define DW_ARGS , __global const TW_* restrict dww, __global const int* restrict dwr, int H, \
+    int W, int Ho, int Wo, int pt, int pl, int dlo, int dhi
+#define DW_PASS , dww, dwr, H, W, Ho, Wo, pt, pl, dlo, dhi
+#else
+#define DW_ARGS
+#define DW_PASS
+#endif
+
 // A work-item's rows m0.. and panels p0.. (the kernel's body: INT_TARGET's function).
 INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
     __global const T* restrict a, __global const short* restrict w,
     __global const int* restrict rq, __global T* restrict out, int M, int K, int N,
-    int per_item, float lo, float hi, int off, int m0, int p0)
+    int per_item, float lo, float hi, int off, int m0, int p0 DW_ARGS)
 {
     const int panels = (N + PANEL_I - 1) / PANEL_I, KS = (K + KPER - 1) / KPER;
     int xs[TM][KMAX2 * 2 / KPER];  // the rows' (x[2k], x[2k + 1]) as int16 pairs (u8 quads)
+#ifdef DW_FUSED
+    for (int i = 0; i < TM; i++) {
+        const int mm = min(m0 + i, M - 1), b = mm / (Ho * Wo), oy = mm % (Ho * Wo) / Wo,
+                  ox = mm % Wo;
+        for (int c = 0; c < K; c += 16) {
+            float16 acc = (float16)(0.0f);
+            _Pragma("unroll") for (int ky = 0; ky < KH; ky++) {
+                const int iy = oy * SH - pt + ky * DH;
+                if (iy < 0 || iy >= H) continue;
+                __global const T* src = a + ((size_t)(b * H + iy) * W) * K + c;
+                _Pragma("unroll") for (int kx = 0; kx < KW; kx++) {
+                    const int ix = ox * SW - pl + kx * DW;
+                    if (ix >= 0 && ix < W)
+                        acc = fma(LD16(src, (size_t)ix * K), LDW16(dww, (ky * KW + kx) * K + c),
+                                  acc);
+                }
+            }
+            const int16 q = clamp(mbqm16(convert_int16(acc) + vload16(0, dwr + c),
+                                         vload16(0, dwr + K + c), vload16(0, dwr + 2 * K + c)),
+                                  (int16)(dlo), (int16)(dhi));
+#if INT_U8
+            vstore4(as_int4(convert_uchar16(q + off)), 0, &xs[i][c / 4]);
+#else
+            vstore8(as_int8(convert_short16(q)), 0, &xs[i][c / 2]);
+#endif
+        }
+    }
+#else
     for (int i = 0; i < TM; i++) {
         __global const T* row = a + (size_t)min(m0 + i, M - 1) * K;
         int k = 0;
@@ -145,6 +189,7 @@ INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
         if (K & 1) xs[i][k] = as_int((short2)(convert_short(LD(row, K - 1)), (short)(0)));
 #endif
     }
+#endif
     const int pend = min(p0 + per_item, panels);
     for (int p = p0; p < pend; p++) {
         __global const short* wp = w + (size_t)p * KS * PANEL_I * 2;  // KS x 128 / 64 bytes
@@ -189,16 +234,22 @@ INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
     }
 }
 
-__kernel void KERNEL(gemm_integer)(__global const T* restrict a,
-                                   __global const short* restrict w,
-                                   __global const int* restrict rq, __global T* restrict out,
-                                   int M, int K, int N, int per_item, float lo, float hi,
-                                   int off)
+#ifdef DW_FUSED
+__kernel void KERNEL(depthwise_conv_2d_then_gemm_integer)(
+#else
+__kernel void KERNEL(gemm_integer)(
+#endif
+    __global const T* restrict a, __global const short* restrict w,
+    __global const int* restrict rq, __global T* restrict out, int M, int K, int N,
+    int per_item, float lo, float hi, int off DW_ARGS)
 {
     const int m0 = get_global_id(0) * TM, p0 = get_global_id(1) * per_item;
     if (m0 >= M || p0 >= (N + PANEL_I - 1) / PANEL_I) return;
-    CAT(gemm_integer_rows, SUFFIX)(a, w, rq, out, M, K, N, per_item, lo, hi, off, m0, p0);
+    CAT(gemm_integer_rows, SUFFIX)(a, w, rq, out, M, K, N, per_item, lo, hi, off, m0, p0
+                                   DW_PASS);
 }
+#undef DW_ARGS
+#undef DW_PASS
 #undef EPI_I
 #undef ST_LANES
 #undef PANEL_I

@@ -542,6 +542,9 @@ def build_conv(node, g) -> None:
     if dw is not None and not SPLIT_DEPTHWISE:
         build_conv_2d(node, g)
         return
+    if dw is not None and _fused_depthwise(dw, plan[1]):
+        _build_depthwise_then_gemm(dw, node, g, *plan)
+        return
     if dw is not None:
         build_depthwise_conv_2d(dw, g)
     dot, k = plan
@@ -562,6 +565,41 @@ def build_conv(node, g) -> None:
     g.launch("gemm_int", "gemm_integer", gsize, lsize,
              [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(per_item),
               np.float32(rq.lo), np.float32(rq.hi), i32(off)], _defines(g.dev, dot, tm, u8))
+
+
+def _fused_depthwise(dw, k: int) -> bool:
+    """Whether gemm_int.cl's DW_FUSED takes the depthwise `dw` folded into a 1x1 product of
+    depth k: depth multiplier 1, whole vectors of 16 channels (EDGELITE_OPENCL_INT_DW=split
+    launches it on its own)."""
+    if os.environ.get("EDGELITE_OPENCL_INT_DW", "fused") == "split":
+        return False
+    return dw.inputs[1].shape[3] == dw.inputs[0].shape[3] == k and k % 16 == 0
+
+
+def _build_depthwise_then_gemm(dw, node, g, dot: int, k: int) -> None:
+    """The depthwise `dw` and the 1x1 `node` reading it as one launch (gemm_int.cl's
+    DW_FUSED): each work-item computes the depthwise pixels of its rows into its private
+    rows, then their products; one work-item a row tile (no panel groups: they would compute
+    the depthwise again)."""
+    from .helpers import nd
+    from .ops_conv import _DepthwiseConv2D
+    d = _DepthwiseConv2D(dw, g, 16)
+    lanes = dot // 32
+    rq, w = g.requant[node.index], node.inputs[1]
+    n = w.shape[0]
+    x, out = node.inputs[0], g.fusion.output.get(node.index, node.outputs[0])
+    wbuf, rbuf, off, u8 = _packed(g, node, x, np.asarray(w.data, np.float32).reshape(n, k).T,
+                                  rq, dot, w.data)
+    m = int(np.prod(x.shape[:3]))
+    tm = GEMM_TM[dot]
+    panels = -(-n // (2 * lanes))
+    gsize, lsize = nd(g, (-(-m // tm), 1), (1, 1))
+    i32 = np.int32
+    g.launch("gemm_int", "depthwise_conv_2d_then_gemm_integer", gsize, lsize,
+             [g.value(d.src), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(panels),
+              np.float32(rq.lo), np.float32(rq.hi), i32(off), d.wbuf, d.bbuf, i32(d.h),
+              i32(d.w), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), i32(d.lo), i32(d.hi)],
+             {**_defines(g.dev, dot, tm, u8), **d.defines, "DW_FUSED": 1})
 
 
 # integer builders of their own; the others are the float ones' (with REQUANT epilogues)
