@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip_
+from .common import clip, clip_, raw
 from .fixed_point import mbqm, quantize_multiplier
 from .lut import all_values, lookup
 from .quant_params import TYPE_RANGE, quant_params
@@ -32,26 +32,45 @@ def cast(node):
     node.outputs[0].shape = node.input(0).shape
     copyto = np.copyto
     if node.input(0).dtype.kind == "f" and node.outputs[0].dtype.kind in "iu":
-        return _saturating_cast(node.outputs[0].dtype)
+        return _saturating_cast(node.input(0).dtype, node.outputs[0].dtype)
 
     def run(x, out):
         copyto(out, x, casting="unsafe")
     return run
 
 
-def _saturating_cast(dtype):
+def _saturating_cast(in_dtype, dtype):
     """CAST of floats to an integer type: truncation, saturation past its range, NaN to its
-    greatest value. The bounds are the range's ends +-1 in float64 (powers of two, or exact)."""
+    greatest value. The range check is two reductions (NaN fails both); past it, a range whose
+    ends the float type holds exactly (int8 / uint8 / int16 from float32) is a clip in float
+    then the truncating cast (truncation and the clip to integer bounds commute), NaN set apart;
+    other ranges (int32 from float32) compare against its ends +-1 in float64 (powers of two,
+    or exact)."""
     info = np.iinfo(dtype)
     below, above = np.float64(info.min) - 1, np.float64(info.max) + 1
     lo, hi = info.min, info.max
+    ftype = np.dtype(in_dtype).type
+    exact = all(abs(b) <= float(np.finfo(ftype).max) and int(ftype(b)) == b for b in (lo, hi))
+    lo_f, hi_f = (np.array(b, in_dtype) for b in (lo, hi)) if exact else (None, None)
+    copyto, minimum, maximum = raw(np.copyto), np.minimum.reduce, np.maximum.reduce
+
+    held = []    # the clip's float buffer, made at the first input past the range
 
     def run(x, out):
+        if not x.size or (minimum(x, None) > below and maximum(x, None) < above):
+            copyto(out, x, casting="unsafe")
+            return
         with np.errstate(invalid="ignore"):
-            np.copyto(out, x, casting="unsafe")
-            if x.size and not (x.min() > below and x.max() < above):   # NaN fails both
-                out[~(x < above)] = hi
-                out[x <= below] = lo
+            if exact:
+                if not held or held[0].shape != x.shape:
+                    held[:] = [np.empty(x.shape, in_dtype)]
+                copyto(out, clip(x, lo_f, hi_f, held[0]), casting="unsafe")
+                if np.isnan(maximum(x, None)):
+                    out[np.isnan(x)] = hi
+                return
+            copyto(out, x, casting="unsafe")
+            out[~(x < above)] = hi
+            out[x <= below] = lo
     return run
 
 
@@ -100,7 +119,12 @@ def dequantize(node):
 @register("QUANTIZE", "float32")
 def quantize(node):
     """round(x / scale) + zero_point, clamped to the output type; rounding half away from zero
-    (TfLiteRound). The rounding runs in float64, where |y| + 0.5 is exact for float32 y."""
+    (TfLiteRound), in float32 as trunc(q + copysign(1/2 - 2^-25, q)): exact for every float32
+    q (the sum reaches the next integer exactly when frac(|q|) >= 1/2; past 2^24, where it may
+    not, every value clamps). The sign goes on by its bit (np.copysign is a scalar loop, 7x an
+    add); the clamp runs before the truncation (they commute at integer bounds), so the
+    truncating cast is the rounding's last step: a zero point of +-128 that moves the int8 /
+    uint8 range onto the other one is the cast to that type and a flip of the top bit."""
     node.expect_inputs(1)
     x, y = node.input(0), node.outputs[0]
     y.shape = x.shape
@@ -111,32 +135,78 @@ def quantize(node):
     info = np.iinfo(y.dtype)
     lo, hi = float(info.min), float(info.max)
     q = np.empty(x.shape, np.float32)
-    r = np.empty(x.shape, np.float64)
+    half = np.empty(x.shape, np.float32)
+    low, high = (np.asarray(b - zero, np.float32) for b in (lo, hi))
     # Past int32 (NaN, inf, |x / scale| >= 2^31): what LiteRT gives. Its reference kernel casts
     # the rounded value to int32 (x86: INT32_MIN), adds the zero point (wrapping) and clamps;
     # under the default resolver XNNPACK quantizes per-tensor int8 / uint8, saturating, NaN to
-    # the greatest value.
+    # the greatest value: there the clamp saturates as XNNPACK and only NaN is left, which the
+    # cast reports (numpy's invalid-value check, no pass of its own).
     xnnpack = not exact_rounding(node) and y.dtype != np.int16 and np.ndim(scale) == 0
+    flip = np.ndim(zero) == 0 and (y.dtype, float(zero)) in ((np.int8, -128.0),
+                                                              (np.uint8, 128.0))
+    zero_point = not flip and bool(np.any(zero != 0))
+    other = np.uint8 if y.dtype == np.int8 else np.int8
+    top = np.array(128, np.uint8)
+    bits, signs = q.view(np.uint32), half.view(np.uint32)
+    copyto, minimum, maximum = raw(np.copyto), np.minimum.reduce, np.maximum.reduce
+
+    views = [None, None, None]     # out, as the other 8-bit type and as uint8
+
+    def rounded(x, out):
+        """The float32 path into `out` (the cast may raise on NaN)."""
+        np.bitwise_and(bits, _SIGN, out=signs)
+        np.bitwise_or(signs, _HALF_BITS, out=signs)
+        np.add(q, half, out=q)
+        clip(q, low, high, q)
+        if flip:
+            if views[0] is not out:
+                views[:] = [out, out.view(other), out.view(np.uint8)]
+            copyto(views[1], q, casting="unsafe")
+            np.bitwise_xor(views[2], top, views[2])
+            return
+        if zero_point:
+            np.trunc(q, out=q)
+            np.add(q, zero, out=q)
+        copyto(out, q, casting="unsafe")
 
     def run(x, out):
         np.divide(x, scale, out=q)
-        # two float32 reductions (NaN fails both tests), cheaper than one over float64 r
-        past = q.size and not (q.min() >= -_INT32_EDGE and q.max() < _INT32_EDGE)
-        np.absolute(q, out=r)
-        np.add(r, 0.5, out=r)
-        np.floor(r, out=r)
-        bad = ~(r < _INT32_EDGE) if past else None    # NaN: not below
+        if xnnpack:
+            try:
+                with np.errstate(invalid="raise"):
+                    rounded(x, out)
+                return
+            except FloatingPointError:                  # NaN
+                np.divide(x, scale, out=q)
+        elif not q.size or (minimum(q, None) >= -_INT32_EDGE and
+                            maximum(q, None) < _INT32_EDGE):   # (NaN fails both)
+            rounded(x, out)
+            return
+        _past_int32(q, zero, lo, hi, xnnpack, out)
+    return run
+
+
+_SIGN = np.array(0x80000000, np.uint32)
+_HALF_BITS = np.array(np.float32(0.5 - 2.0 ** -25)).view(np.uint32)
+
+
+def _past_int32(q, zero, lo, hi, xnnpack, out) -> None:
+    """QUANTIZE's rounding of q = x / scale holding values past int32 (NaN, inf, >= 2^31 in
+    magnitude), in float64, as LiteRT gives them (see quantize)."""
+    with np.errstate(invalid="ignore"):
+        r = np.floor(np.absolute(q, dtype=np.float64) + 0.5)
+        bad = ~(r < _INT32_EDGE)                      # NaN: not below
         np.copysign(r, q, out=r)
-        if bad is not None and not xnnpack:
+        if not xnnpack:
             r[bad] = _INT32_MIN
         np.add(r, zero, out=r)
-        if bad is not None and not xnnpack:
+        if not xnnpack:
             np.subtract(np.mod(r + 2.0 ** 31, 2.0 ** 32), 2.0 ** 31, out=r)   # int32 wrap
         clip_(r, lo, hi)
-        if bad is not None and xnnpack:
+        if xnnpack:
             r[np.isnan(r)] = hi
         np.copyto(out, r, casting="unsafe")
-    return run
 
 
 _INT32_EDGE, _INT32_MIN = 2.0 ** 31, -2.0 ** 31
