@@ -54,7 +54,7 @@ def _saturating_cast(in_dtype, dtype):
     lo_f, hi_f = (np.array(b, in_dtype) for b in (lo, hi)) if exact else (None, None)
     copyto, minimum, maximum = raw(np.copyto), np.minimum.reduce, np.maximum.reduce
 
-    held = []    # the clip's float buffer, made at the first input past the range
+    held = []    # the clip's float buffer and a NaN mask, made at the first input past it
 
     def run(x, out):
         if not x.size or (minimum(x, None) > below and maximum(x, None) < above):
@@ -63,10 +63,10 @@ def _saturating_cast(in_dtype, dtype):
         with np.errstate(invalid="ignore"):
             if exact:
                 if not held or held[0].shape != x.shape:
-                    held[:] = [np.empty(x.shape, in_dtype)]
+                    held[:] = [np.empty(x.shape, in_dtype), np.empty(x.shape, np.bool_)]
                 copyto(out, clip(x, lo_f, hi_f, held[0]), casting="unsafe")
                 if np.isnan(maximum(x, None)):
-                    out[np.isnan(x)] = hi
+                    copyto(out, hi, where=np.isnan(x, out=held[1]))
                 return
             copyto(out, x, casting="unsafe")
             out[~(x < above)] = hi
