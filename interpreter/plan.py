@@ -330,14 +330,12 @@ def compile_steps(specs: list, steps: list):
             f0(t4, c1, t6); f1(t6, c2, c3, t5)
             ...
 
-    with each kernel `r<s>`, tensor array `t<i>` and other object `c<j>` a closure variable,
-    so an invoke runs no loop, unpacks no tuple and looks up nothing but cells (the loop over
-    `steps` costs ~0.1 µs a step more). A step bound to its arrays (bind_step) whose kernel
-    made it of plain calls (common.calls_step: numpy's ufuncs and C functions) is written as
-    those calls, on one line: no Python frame for the step (~0.06 µs each). Line s+2 of the
-    source is step s: `failed_step` reads it from a traceback. `steps` holds each spec's
-    (kernel, its arrays) (a dynamic step's: none). Beyond MAX_COMPILED_STEPS, a loop over
-    `steps`."""
+    with each kernel `r<s>`, array `t<i>` and other object `c<j>` a closure variable: no loop,
+    no tuple unpacked, nothing looked up but cells (~0.1 µs a step less than a loop). A bound
+    step (bind_step) made of plain calls (kernels/steps.py) is written as those calls, or as its
+    line of Python, on one line: no frame for the step (~0.06 µs). Line s+2 is step s
+    (`failed_step`). `steps`: each spec's (kernel, arrays) (a dynamic step's: none). Beyond
+    MAX_COMPILED_STEPS, a loop over `steps`."""
     if len(specs) > MAX_COMPILED_STEPS:
         def run_steps():
             for run, args in steps:
@@ -368,6 +366,13 @@ def compile_steps(specs: list, steps: list):
         if fixed is not None:
             nbound += 1
             calls = getattr(fixed, "calls", None)
+            source = getattr(fixed, "source", None)
+            if source is not None:   # one line of Python (steps.source_step)
+                template, objects = source
+                ninlined += 1
+                lines.append("    " + template.format(
+                    **{k: name(v) for k, v in objects.items()}))
+                continue
             if calls is None:
                 lines.append(f"    {name(fixed, 'r')}()")
                 continue

@@ -13,8 +13,9 @@ import struct
 import numpy as np
 
 from . import reference_order
-from .common import (activation_code, bound_on_call, bounds, broadcast_shape, call, calls_step,
-                     clip, clip_, fixed_view, raw)
+from .common import (activation_code, bound_on_call, bounds, broadcast_shape, clip, clip_,
+                     fixed_view, raw)
+from .steps import call, calls_step
 from .registry import register
 
 INF = float("inf")

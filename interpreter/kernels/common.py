@@ -86,8 +86,8 @@ def clamp_activation(code, node, delegated: bool = False):
 
 
 def _clip_calls(lo, hi):
-    """`calls_on(x)` of a clamp to 0-d (lo, hi): its calls on a fixed array (calls_step)."""
-    return lambda x: (call(clip, x, lo, hi, x),)
+    """`calls_on(x)` of a clamp to 0-d (lo, hi): its calls on a fixed x (steps.calls_step)."""
+    return lambda x: ((clip, (x, lo, hi, x), {}),)
 
 
 # nan_to_low's fmax against a lower bound of the array's own shape up to this many elements:
@@ -108,9 +108,9 @@ def nan_to_low(lo, hi):
 
     def calls_on(x):
         low = np.full(x.shape, lo) if 1 < x.size <= FULL_BOUND_ELEMENTS else lo
-        return (call(fmax, x, low, x), call(minimum, x, hi, out=x) if upper else None)
+        return ((fmax, (x, low, x), {}), (minimum, (x, hi), {"out": x}) if upper else None)
     clamp.bounds = lo, hi
-    clamp.calls_on = calls_on   # its calls on a fixed array x (calls_step)
+    clamp.calls_on = calls_on   # its calls on a fixed x (steps.calls_step)
     return clamp
 
 
@@ -143,31 +143,6 @@ def activation_code(options) -> int:
     """The fused activation code (ActivationFunctionType) in an op's options: 0 (none) where the
     options have no such field or are None."""
     return int(getattr(options, "fused_activation_function", 0) or 0)
-
-
-def call(function, *args, **keywords) -> tuple:
-    """One call of a bound step made of calls (`calls_step`): (function, args, keywords)."""
-    return function, args, keywords
-
-
-def calls_step(*calls):
-    """A bound step (plan.bind_step) that is nothing but these calls, each `call(...)` (None
-    entries skipped): `step.calls` lists them, and the plan writes them into its generated
-    run_steps as they are (plan.compile_steps: no frame for the step, its arrays and bounds
-    closure variables). Called alone, the step runs them in a loop."""
-    calls = tuple(c for c in calls if c is not None)
-
-    def step():
-        for function, args, keywords in calls:
-            function(*args, **keywords)
-    step.calls = calls
-    return step
-
-
-def step_calls(step):
-    """The calls of a bound step: its `calls` (calls_step), else one call of it."""
-    calls = getattr(step, "calls", None)
-    return calls if calls is not None else (call(step),)
 
 
 def fixed_view(a: np.ndarray, shape) -> np.ndarray | None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (F32, activation_code, bias_epilogue, bound_on_call, call, calls_step,
-                     check_float, clamp_activation, clip, fixed_view, raw, reference_resolver,
+from .common import (F32, activation_code, bias_epilogue, bound_on_call, check_float,
+                     clamp_activation, clip, fixed_view, raw, reference_resolver,
                      with_optional_inputs)
+from .steps import call, calls_step
 from .geometry import (conv_2d_groups, conv_windows, depthwise_multiplier, pool_windows,
                        transpose_conv_shape)
 from . import reference_order
@@ -421,6 +422,12 @@ def depthwise_conv_2d(node):
     if const_w is not None:
         grids[0].tile_weights(weights, const_w)
     rest = list(range(1, len(weights)))
+    want = getattr(node.runtime, "num_threads", 1) or 1
+    if want > 1:   # rows in parts on the worker threads, when large enough
+        from .depthwise_rows import SPLIT_MACS, depthwise_rows
+        if n * ho * wo * o * kh * kw >= SPLIT_MACS:
+            return with_optional_inputs(
+                node, depthwise_rows(grids, weights, const_w, b, act, (n, ho, wo, o), want), 3)
 
     def run(x, w, bias, out):
         if const_w is None:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (F32, SIGN_BIT, TANH, activation_code, bound_on_call, call, calls_step,
-                     check_float, clamp_activation, clip, fixed_view, matmul_shape, raw,
-                     reference_resolver, step_calls)
+from .common import (F32, SIGN_BIT, TANH, activation_code, bound_on_call, check_float,
+                     clamp_activation, clip, fixed_view, matmul_shape, raw, reference_resolver)
+from .steps import call, calls_step, step_calls
 from .geometry import fully_connected_shape
 from .registry import register
 

@@ -10,8 +10,9 @@ import numpy as np
 
 from numpy.lib.stride_tricks import as_strided
 
-from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, call, calls_step, check_float,
-                     clamp_activation, nan_to_low, reference_resolver)
+from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, check_float, clamp_activation,
+                     nan_to_low, reference_resolver)
+from .steps import call, calls_step
 from .geometry import pool_windows
 from .registry import register
 from .taps import Window

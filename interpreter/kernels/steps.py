@@ -1,0 +1,45 @@
+"""Bound steps (plan.bind_step) that are nothing but calls, or one line of Python: the plan
+writes them into its generated run_steps as they are (plan.compile_steps), so such a step runs
+no Python frame of its own (issue 17). Kept out of common.py: `import edgelite.interpreter`
+compiles only what it needs (test_import_budget)."""
+from __future__ import annotations
+
+
+def call(function, *args, **keywords) -> tuple:
+    """One call of a bound step made of calls (`calls_step`): (function, args, keywords)."""
+    return function, args, keywords
+
+
+def calls_step(*calls):
+    """A bound step (plan.bind_step) that is nothing but these calls, each `call(...)` (None
+    entries skipped): `step.calls` lists them, and the plan writes them into its generated
+    run_steps as they are (plan.compile_steps: no frame for the step, its arrays and bounds
+    closure variables). Called alone, the step runs them in a loop."""
+    calls = tuple(c for c in calls if c is not None)
+
+    def step():
+        for function, args, keywords in calls:
+            function(*args, **keywords)
+    step.calls = calls
+    return step
+
+
+def source_step(template: str, **objects):
+    """A bound step written as one line of Python source (statements joined by `;`):
+    `template` with `{name}` for each of `objects` (arrays' memoryviews, Python floats). The
+    plan writes that line into its generated run_steps (plan.compile_steps); alone, the step
+    is the line compiled into a function of its own."""
+    names = {k: f"_{k}" for k in objects}
+    source = (f"def _make({', '.join(names.values())}):\n  def step():\n"
+              f"    {template.format(**names)}\n  return step\n")
+    namespace: dict = {}
+    exec(compile(source, "<edgelite step>", "exec"), namespace)   # our own source
+    step = namespace["_make"](*objects.values())
+    step.source = template, objects
+    return step
+
+
+def step_calls(step):
+    """The calls of a bound step: its `calls` (calls_step), else one call of it."""
+    calls = getattr(step, "calls", None)
+    return calls if calls is not None else (call(step),)
