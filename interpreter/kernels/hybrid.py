@@ -565,10 +565,11 @@ def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
     from . import hybrid_conv    # (it imports this module)
     if kind == "conv" and hybrid_conv.shifted_applies(node, x.shape, w.shape):
         return hybrid_conv.shifted_conv_run(node, weights, bias, asymmetric)
-    if kind == "conv" and n == 1 and w.shape[1:3] == (1, 1) and w.shape[3] == x.shape[3] \
-            and tuple(node.outputs[0].shape[1:3]) == tuple(x.shape[1:3]) \
-            and w.shape[0] < w.shape[3]:
+    if kind == "conv" and hybrid_conv.pointwise_applies(node, x.shape, w.shape,
+                                                        node.outputs[0].shape):
         return hybrid_conv.pointwise_run(node, weights, bias, asymmetric)
+    if kind == "depthwise" and n == 1:
+        return hybrid_conv.depthwise_run(node, weights, bias, asymmetric)
     run_float = _float_kernel(node, weights, bias=bias, fused=True)
     xq = np.empty((n, x_rows), F32)
     xq_nhwc = xq.reshape(x.shape)   # one view: the float kernels bind to the array they see

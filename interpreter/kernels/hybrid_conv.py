@@ -1,11 +1,17 @@
-"""The default resolver's batch-1 hybrid CONV_2D forms that run their own GEMM (issue 17, goal 6;
-hybrid.py's _dequantized_conv_run routes to them): the input quantized as LiteRT quantizes it
-(hybrid.row_parameters, rint's rounding) in fewer passes than dequantize_rows then the float
-kernel, float32 rounding from that two-pass form.
+"""The default resolver's batch-1 hybrid CONV_2D and DEPTHWISE_CONV_2D forms that run their own
+products (issue 17, goal 6; hybrid.py's _dequantized_conv_run routes to them): the input
+quantized as LiteRT quantizes it (hybrid.row_parameters, rint's rounding), q = round(x * inv)
+clamped about the zero point, and the row scale folded into the weights at each run (a pass
+over the [C, O] or tap weights instead of one over the input, where those are the smaller):
+out = q @ (W * scale) + bias. Float32 rounding from the two-pass form (dequantize_rows, then
+the float kernel on dequantized weights: (q * scale) * w against q * (w * scale)).
 
-- pointwise_run: a 1x1 projection (fewer outputs than inputs): the row scale on the output;
+- pointwise_run: a 1x1 at stride 1; an expansion (C <= O/2) quantizes into a buffer with a
+  column of ones, times the weights with the bias as their last row;
 - shifted_conv_run: a stride-1 kxk on a large image: one GEMM of the padded image by every
-  tap's weights side by side, then shifted adds (no im2col).
+  tap's weights side by side, then shifted adds (no im2col);
+- depthwise_run: the input quantized straight into the taps' padded buffer (taps.TapGrid),
+  then the float kernel's einsum on the scaled tap weights.
 """
 from __future__ import annotations
 
@@ -13,10 +19,11 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import activation_code, bounds, clip_
+from .common import activation_code, bounds, clip_, raw
 from .geometry import conv_windows
 from .hybrid import _HIGH, _LOW, F32, _max, _min, row_parameters
 from .scratch import Scratch
+from .taps import TapGrid
 
 
 SHIFTED_MIN_PIXELS = 28 * 28    # below, im2col's copy costs less than the GEMM's extra rows
@@ -38,17 +45,39 @@ def shifted_applies(node, x_shape, w_shape) -> bool:
             and c >= SHIFTED_MIN_CHANNELS and cout <= 2 * c)
 
 
-def _quantized(x: np.ndarray, q: np.ndarray, asymmetric: bool):
-    """q = round(x * inv), clamped about the zero point where the block's bounds need it: the
-    integers of dequantize_rows' one row (row_parameters' numbers) for the whole block x, into
-    `q` of x's shape; returns the row scale as a float32 scalar."""
+def pointwise_applies(node, x_shape, w_shape, out_shape) -> bool:
+    """A batch-1, stride-1, ungrouped 1x1 CONV_2D of more than one pixel: pointwise_run."""
+    return (x_shape[0] == 1 and tuple(w_shape[1:3]) == (1, 1) and w_shape[3] == x_shape[3]
+            and tuple(out_shape[1:3]) == tuple(x_shape[1:3])
+            and tuple(x_shape[1:3]) != (1, 1))
+
+
+def _parameters(x: np.ndarray, asymmetric: bool) -> tuple:
+    """(scale, inv as float32 scalars, the clamp's bounds about the zero point or None) of the
+    whole block x: dequantize_rows' one row (row_parameters' numbers)."""
     lo, hi = float(_min(x, None)), float(_max(x, None))
     scale, inv, zp = row_parameters(lo, hi, asymmetric)
-    np.multiply(x, F32.type(inv), q)
-    np.rint(q, q)
+    clamp = None
     if asymmetric and (lo * inv + zp < _LOW or hi * inv + zp > _HIGH):
-        clip_(q, -128.0 - zp, 127.0 - zp)
-    return F32.type(scale)
+        clamp = (-128.0 - zp, 127.0 - zp)
+    return F32.type(scale), F32.type(inv), clamp
+
+
+def _rounded(q: np.ndarray, clamp) -> None:
+    """q = round(q) in place (rint), clamped to `clamp` when given."""
+    np.rint(q, q)
+    if clamp is not None:
+        clip_(q, *clamp)
+
+
+def _quantized(x: np.ndarray, q: np.ndarray, asymmetric: bool):
+    """q = round(x * inv), clamped about the zero point where the block's bounds need it: the
+    integers of dequantize_rows' one row for the whole block x, into `q` of x's shape (any
+    strides); returns the row scale as a float32 scalar."""
+    scale, inv, clamp = _parameters(x, asymmetric)
+    np.multiply(x, inv, q)
+    _rounded(q, clamp)
+    return scale
 
 
 def _clamp(node):
@@ -58,14 +87,15 @@ def _clamp(node):
 
 
 def shifted_conv_run(node, weights, bias, asymmetric: bool):
-    """The default resolver's kxk CONV_2D without im2col: the input quantized and dequantized
-    (dequantize_rows' values) straight into a zero-bordered buffer of padded rows [Hp * Wp + slack,
-    C]; one GEMM of all of it by every tap's weights side by side, P = buffer @ [W_00 | W_01 |
-    ...] ([C, kh*kw*O]); then output pixel (y, x) sums P[(y + i) * Wp + x + j, tap (i, j)]
+    """The default resolver's kxk CONV_2D without im2col: the input quantized straight into a
+    zero-bordered buffer of padded rows [Hp * Wp + slack, C]; one GEMM of all of it by every
+    tap's weights side by side times the row scale, P = buffer @ ([W_00 | W_01 | ...] * scale)
+    ([C, kh*kw*O]); then output pixel (y, x) sums P[(y + i) * Wp + x + j, tap (i, j)]
     over the taps: kh*kw strided adds of [Ho, Wo, O] views (the first with the bias). The
     GEMM's rows are the padded image's (Hp*Wp / (Ho*Wo) more products: ~7% at 56x56, 3x3),
-    instead of an im2col copy kh*kw times the input's size. Float32 rounding from the two-pass
-    form (a different order of the same sums)."""
+    instead of an im2col copy kh*kw times the input's size; the scale costs C*kh*kw*O
+    products (shifted_applies' images are larger than kh*kw*O pixels) instead of a pass over
+    the input."""
     x = node.input(0)
     _, h, wd, c = x.shape
     o, kh, kw, _ = weights.shape
@@ -75,6 +105,8 @@ def shifted_conv_run(node, weights, bias, asymmetric: bool):
     rows = hp * wp + kw - 1                       # the last taps read kw - 1 rows past the end
     taps = kh * kw
     w_all = np.ascontiguousarray(weights.transpose(3, 1, 2, 0).reshape(c, taps * o))
+    on_weights = taps * o < h * wd
+    w_run = np.empty_like(w_all) if on_weights else w_all
     get = Scratch.of(node).reserve([((rows, c), F32), ((rows, taps * o), F32)])
     lims = _clamp(node)
     bias_tile = np.zeros(o, F32) if bias is None else bias
@@ -102,8 +134,11 @@ def shifted_conv_run(node, weights, bias, asymmetric: bool):
         for b in borders:
             b.fill(0.0)
         scale = _quantized(x.reshape(h, wd, c), interior, asymmetric)
-        multiply(interior, scale, interior)
-        matmul(buf, w_all, prod)
+        if on_weights:
+            multiply(w_all, scale, w_run)
+        else:
+            multiply(interior, scale, interior)
+        matmul(buf, w_run, prod)
         o3 = out.reshape(ho, wo, o)
         add(views[0], bias_tile, o3)
         for v in views[1:]:
@@ -114,34 +149,106 @@ def shifted_conv_run(node, weights, bias, asymmetric: bool):
 
 
 def pointwise_run(node, weights, bias, asymmetric: bool):
-    """The default resolver's 1x1 CONV_2D at batch 1, stride 1, with fewer output channels than
-    input ones (a projection): the integers q = round(x * inv) (clamped about the zero point
-    when the row's bounds need it), one GEMM on the dequantized weights, then the row scale and
-    the bias on the output, out = (q @ W) * scale + bias: the scale costs a pass over the
-    narrower output instead of one over the input (dequantize_rows' last multiply). Float32
-    rounding from the two-pass form (dequantize_rows, then the float kernel), as the default
-    resolver's other hybrid kernels. (An expansion keeps that form: the float kernel's copy
-    into its [x, 1] buffer then carries the bias, and strided passes over a narrow input
-    there cost more than they save.)"""
+    """The default resolver's 1x1 CONV_2D at batch 1, stride 1: the integers q = round(x * inv)
+    (clamped about the zero point when the row's bounds need it), one GEMM by the weights
+    times the row scale (W * scale at each run: C*O products, where C < the pixels; else the
+    scale on the output), then the bias: out = q @ (W * scale) + bias. An expansion (C <= O/2)
+    copies q into a buffer [P, C + 1] whose last column is ones, times [W * scale; bias]: the
+    bias in the GEMM instead of a pass over the wider output (conv.py's _conv_1x1 does the
+    same with the float input)."""
     x, out = node.input(0), node.outputs[0]
     _, h, wd, c = x.shape
     o = out.shape[3]
     p = h * wd
+    on_weights = c < p
+    ones = bias is not None and on_weights and 2 * c <= o
     w2 = np.ascontiguousarray(weights.reshape(o, c).T)                        # [C, O]
-    tiled = None if bias is None else np.tile(bias, wd)                      # one row's
+    if ones:
+        w_run = np.empty((c + 1, o), F32)
+        w_run[c] = bias
+    else:
+        w_run = np.empty_like(w2) if on_weights else w2
+    w_scaled = w_run[:c]
+    tiled = None if bias is None or ones else np.tile(bias, wd)              # one row's
     lims = _clamp(node)
-    get = Scratch.of(node).reserve([((p, c), F32)])
-    multiply, add, matmul = np.multiply, np.add, np.matmul
+    get = Scratch.of(node).reserve([((p, c), F32)] + [((p, c + 1), F32)] * ones)
+    multiply, add, matmul, copyto = np.multiply, np.add, np.matmul, raw(np.copyto)
+    item = np.dtype((np.void, 4 * c))
 
     def run(x, w_, b_, out):
-        q = get()[0]
+        q, *rest = get()
         scale = _quantized(x.reshape(p, c), q, asymmetric)
-        o2 = out.reshape(p, o)
-        matmul(q, w2, o2)
+        buf = q
+        if ones:   # q copied in as opaque rows of C floats: ~3x faster than strided passes
+            buf = rest[0]
+            copyto(buf[:, :c].view(item)[:, 0], q.view(item)[:, 0])
+            buf[:, c] = 1.0
+        if on_weights:
+            multiply(w2, scale, w_scaled)
+        matmul(buf, w_run, out.reshape(p, o))
         rows = out.reshape(h, wd * o)
-        multiply(rows, scale, rows)
+        if not on_weights:
+            multiply(rows, scale, rows)
         if tiled is not None:
             add(rows, tiled, rows)
+        if lims is not None:
+            clip_(rows, lims[0], lims[1])
+    return run
+
+
+def depthwise_run(node, weights, bias, asymmetric: bool):
+    """The default resolver's DEPTHWISE_CONV_2D at batch 1: the input times inv written
+    straight into the taps' padded buffer (taps.TapGrid; VALID at stride 1 reads a buffer of
+    the input's shape), rounded and clamped there, then conv.depthwise_conv_2d's einsum over
+    the tap views by the tiled weights times the row scale (kh*kw*Wo*O products at each run,
+    where kh*kw <= Ho; else the scale is a pass over the output), the bias, the clamp: no
+    dequantized copy of the input, no pass for the scale over it."""
+    x = node.input(0)
+    _, h, wd, c = x.shape
+    _, kh, kw, o = weights.shape
+    g = conv_windows(node, x.shape, kh, kw)
+    grids = TapGrid.bands(node, x.shape, g, o // c)
+    ho, wo = grids[-1].end, grids[0].wo
+    tiled = [np.empty((kh, len(cols), wo * o), F32) for cols in grids[0].columns]
+    grids[0].tile_weights(tiled, weights)
+    on_weights = kh * kw <= ho
+    scaled = [np.empty_like(t) for t in tiled] if on_weights else tiled
+    pairs = list(zip(tiled, scaled))
+    direct = grids[0].padded is None
+    q = np.empty(x.shape, F32) if direct else None
+    bias_row = None if bias is None else np.tile(bias, wo)
+    lims = _clamp(node)
+    multiply, add, einsum, rint = np.multiply, np.add, np.einsum, np.rint
+    rest = range(1, len(tiled))
+
+    def run(x, w_, b_, out):
+        scale, inv, clamp = _parameters(x, asymmetric)
+        if on_weights:
+            for t, s in pairs:
+                multiply(t, scale, s)
+        if direct:
+            multiply(x, inv, q)
+            _rounded(q, clamp)
+        acc = out.reshape(1, ho, wo * o)
+        for grid in grids:
+            if direct:
+                views, partial = grid.views(q)
+            else:
+                views, partial = grid.views(x, inv)
+                buf = grid.padded.buffer
+                rint(buf, buf)
+                if clamp is not None:
+                    clip_(buf, *clamp)
+            band = acc[:, grid.start:grid.end]
+            einsum("ijnyk,ijk->nyk", views[0], scaled[0], out=band)
+            for k in rest:
+                einsum("ijnyk,ijk->nyk", views[k], scaled[k], out=partial)
+                add(band, partial, out=band)
+        rows = acc[0]
+        if not on_weights:
+            multiply(rows, scale, rows)
+        if bias_row is not None:
+            add(rows, bias_row, rows)
         if lims is not None:
             clip_(rows, lims[0], lims[1])
     return run

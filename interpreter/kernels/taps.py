@@ -79,8 +79,9 @@ class PaddedInput:
         get = self._get = self._scratch.reserve([(self.shape, F32)] + list(specs))
         return lambda: get()[1:]
 
-    def fill_from(self, x) -> np.ndarray:
-        """Copy `x` in, refill the border; the buffer."""
+    def fill_from(self, x, scale=None) -> np.ndarray:
+        """Copy `x` in (times `scale` when given: a hybrid kernel's quantization writes its
+        first pass here), refill the border; the buffer."""
         if self._bound is None:
             buffer = self._get()[0]
             copies = []
@@ -93,9 +94,18 @@ class PaddedInput:
         buffer, copies, borders = self._bound
         for region in borders:
             region.fill(self.fill)
-        for region, src in copies:
-            np.copyto(region, x[src][..., None] if self.repeat > 1 else x[src])
+        if scale is None:
+            for region, src in copies:
+                np.copyto(region, x[src][..., None] if self.repeat > 1 else x[src])
+        else:
+            for region, src in copies:
+                np.multiply(x[src][..., None] if self.repeat > 1 else x[src], scale, region)
         return buffer
+
+    @property
+    def buffer(self) -> np.ndarray:
+        """The whole buffer (border and interior) the last fill_from wrote."""
+        return self._bound[0]
 
 
 class Window:
@@ -247,10 +257,11 @@ class TapGrid:
         self._base = None
         self._views = None
 
-    def views(self, x):
-        """Copy `x` into the phase buffer if there is one; the views [kh, taps, N, Ho, Wo*C]
-        and a work buffer for the einsum of the views after the first."""
-        base = x[None] if self.padded is None else self.padded.fill_from(x)
+    def views(self, x, scale=None):
+        """Copy `x` (times `scale` when given: PaddedInput.fill_from) into the phase buffer if
+        there is one; the views [kh, taps, N, Ho, Wo*C] and a work buffer for the einsum of the
+        views after the first."""
+        base = x[None] if self.padded is None else self.padded.fill_from(x, scale)
         key = x if self.padded is None else base
         if key is not self._base:
             self._base = key

@@ -44,17 +44,39 @@ def passes(content, feeds, monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("per_channel", [True, False])
-def test_a_hybrid_1x1_projection_makes_two_passes_over_its_input(per_channel, monkeypatch):
-    """A 1x1 CONV_2D with fewer outputs than inputs (EfficientNet's and DenseNet's projections):
-    q = round(x * inv) in two passes over the input, the row scale and the bias on the output
-    (hybrid_conv.pointwise_run); dequantize_rows then the float kernel made three over the input."""
-    case = hybrid_case("p", "CONV_2D", (1, 12, 10, 48), (8, 1, 1, 48), conv_options(act=3),
+@pytest.mark.parametrize("cout", [8, 96])
+def test_a_hybrid_1x1_makes_two_passes_over_its_input(per_channel, cout, monkeypatch):
+    """A 1x1 CONV_2D, a projection (EfficientNet's and DenseNet's) or an expansion: q =
+    round(x * inv) in two passes over the input, the row scale on the weights, the bias and
+    the clamp on the output (hybrid_conv.pointwise_run; an expansion's q copied into a buffer
+    with a column of ones, as opaque rows: not a pass of input-sized values); dequantize_rows
+    then the float kernel made three over the input (and an expansion a fourth, its copy)."""
+    case = hybrid_case("p", "CONV_2D", (1, 12, 10, 48), (cout, 1, 1, 48), conv_options(act=3),
                        per_channel=per_channel)
-    size_in, size_out = 12 * 10 * 48, 12 * 10 * 8
+    size_in, size_out = 12 * 10 * 48, 12 * 10 * cout
     seen = passes(case.model, case.feeds, monkeypatch)
     over_input = [name for name, n in seen if n == size_in]
     assert over_input == ["multiply", "rint"], seen
-    assert len([n for _, n in seen if n == size_out]) <= 3, seen     # scale, bias, clamp
+    assert len([n for _, n in seen if n == size_out]) <= 2, seen     # bias, clamp
+    assert [name for name, n in seen if n == 48 * cout] == ["multiply"], seen  # W * scale
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_batch1_hybrid_depthwise_quantizes_into_its_padded_buffer(stride, monkeypatch):
+    """EfficientNet's hybrid depthwise layers: x * inv written straight into the taps' padded
+    buffer (no dequantized copy of the input, then a copy into the buffer; at stride 2 into
+    its column phases), rounded there, the row scale on the tiled tap weights: multiplies
+    writing the input's size and the weights', one rint, no copyto (dequantize_rows then the
+    float kernel: two multiplies of the input, a rint, a copy)."""
+    h, w, c = 24, 20, 8
+    case = hybrid_case("d", "DEPTHWISE_CONV_2D", (1, h, w, c), (1, 3, 3, c),
+                       conv_options(stride=stride, depth_multiplier=1), axis=3)
+    seen = passes(case.model, case.feeds, monkeypatch)
+    wo = -(-w // stride)
+    multiplied = sum(n for name, n in seen if name == "multiply")
+    assert multiplied == h * w * c + 3 * 3 * wo * c, seen     # x * inv, the taps' weights
+    assert [name for name, _ in seen].count("rint") == 1, seen
+    assert not [n for name, n in seen if name == "copyto" and n >= h * w * c // 2], seen
 
 
 def test_the_1x1_projection_matches_the_two_pass_form():
@@ -92,3 +114,5 @@ def test_a_large_hybrid_3x3_conv_copies_no_im2col(monkeypatch):
     assert copied < h * w * c, seen                  # no im2col (9 x the input)
     assert products[-1][1] == (c, 9 * o), products   # one GEMM, every tap's weights side by side
     assert [name for name, n in seen if n == h * w * o].count("add") == 9, seen
+    # the row scale on the [C, 9 * O] weights, not a pass over the input
+    assert [name for name, n in seen if n == h * w * c] == ["multiply", "rint"], seen

@@ -90,9 +90,9 @@ def test_hybrid_deep_conv_runs_one_grouped_kernel(monkeypatch):
 @pytest.mark.parametrize("case", _hybrid_conv_cases(), ids=lambda c: c.id)
 def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkeypatch):
     """The default resolver's hybrid convolution is one float kernel on dequantized weights
-    (bias and activation fused: no pass of its own over the output), or at batch 1 a 1x1
-    projection its own GEMM (hybrid_conv.pointwise_run, no float kernel), within float32 rounding
-    of the exact integer sums of BUILTIN_REF."""
+    (bias and activation fused: no pass of its own over the output), or at batch 1 its own
+    products (hybrid_conv: 1x1, large stride-1 kxk, depthwise; no float kernel), within float32
+    rounding of the exact integer sums of BUILTIN_REF."""
     from edgelite.interpreter import OpResolverType
     from tests.opmodel import run_edgelite
     want = run_edgelite(case.model, case.feeds,
@@ -104,18 +104,20 @@ def test_default_hybrid_conv_is_one_float_kernel_near_the_reference(case, monkey
 
 
 def _no_float_kernel(case) -> bool:
-    """A batch-1, stride-1 CONV_2D that runs its own GEMM: 1x1 with fewer outputs than inputs
-    (hybrid_conv.pointwise_run) or on one pixel (a one-row FULLY_CONNECTED), or kxk where
-    hybrid_conv.shifted_applies (hybrid_conv.shifted_conv_run)."""
+    """A batch-1 DEPTHWISE_CONV_2D (hybrid_conv.depthwise_run), or a batch-1, stride-1 CONV_2D
+    that runs its own GEMM: 1x1 (hybrid_conv.pointwise_run; one pixel: a one-row
+    FULLY_CONNECTED), or kxk where hybrid_conv.shifted_applies (hybrid_conv.shifted_conv_run)."""
     from edgelite.schema import load
     sg = load(case.model).subgraphs[0]
     op = sg.operators[0]
     w = sg.tensors[op.inputs[1]]
     shape, opts = case.feeds[0].shape, op.options
+    if op.opcode.name == "DEPTHWISE_CONV_2D":
+        return shape[0] == 1
     if op.opcode.name != "CONV_2D" or shape[0] != 1 or not opts.stride_h == opts.stride_w == 1:
         return False
     if tuple(w.shape[1:3]) == (1, 1):
-        return w.shape[0] < w.shape[3] or tuple(shape[1:3]) == (1, 1)
+        return True
     from types import SimpleNamespace
     from edgelite.interpreter.kernels import hybrid_conv
     return hybrid_conv.shifted_applies(SimpleNamespace(options=opts), shape, tuple(w.shape))
