@@ -4,7 +4,9 @@
 
 Builds (with edgelite's IR) x[1] -> ADD(c) -> MUL(c) -> ADD(c) -> ... of `--ops` float32 ops, once
 plain and once with a fused RELU on every ADD, and times `invoke` in edgelite and LiteRT (1
-thread, XNNPACK default) in alternating blocks. The issue's budget is 0.5 µs per op. Times are
+thread, XNNPACK default) in alternating blocks; then the same chains on [8] tensors (one-element
+ops run as Python floats, elementwise.python_binary; eight elements take numpy's calls: the
+per-op cost of every other elementwise op). The issue's budget is 0.5 µs per op. Times are
 the calling thread's CPU time, so other processes on a busy machine do not count. Then it takes
 edgelite's time apart, layer by layer: `Interpreter.invoke` -> `SubgraphPlan.invoke` -> the
 plan's generated `run_steps` -> a loop over the plan's (kernel, arrays) steps -> the ufunc call
@@ -36,19 +38,20 @@ MODELS = ("digits_cnn.tflite,keras_kws_head.float32,silero_vad,mwk_okay_nabu.tfl
 PAUSE_S = 0.02        # between blocks, so neither runtime's spinning threads slow the other
 
 
-def chain_model(n_ops: int, fused_relu: bool) -> bytes:
-    """x[1] float32 -> n_ops alternating ADD / MUL with a [1] constant (RELU fused into ADDs)."""
+def chain_model(n_ops: int, fused_relu: bool, width: int = 1) -> bytes:
+    """x[width] float32 -> n_ops alternating ADD / MUL with a [width] constant (RELU fused into
+    ADDs)."""
     from edgelite.schema import (Model, Operator, OperatorCode, Subgraph, Tensor, default_options,
                                  save)
 
     model = Model(description=f"overhead chain of {n_ops} ops")
     sg = Subgraph(name="main")
-    x = sg.add_tensor(Tensor("x", (1,), "float32"))
-    c = sg.add_tensor(Tensor("c", (1,), "float32",
-                             buffer=model.add_buffer(np.array([1.0001], np.float32))))
+    x = sg.add_tensor(Tensor("x", (width,), "float32"))
+    c = sg.add_tensor(Tensor("c", (width,), "float32",
+                             buffer=model.add_buffer(np.full(width, 1.0001, np.float32))))
     prev = x
     for i in range(n_ops):
-        out = sg.add_tensor(Tensor(f"t{i}", (1,), "float32"))
+        out = sg.add_tensor(Tensor(f"t{i}", (width,), "float32"))
         op = "ADD" if i % 2 == 0 else "MUL"
         options = {"fused_activation_function": 1} if op == "ADD" and fused_relu else {}
         sg.operators.append(Operator(OperatorCode(op, 0), [prev, c], [out],
@@ -62,7 +65,8 @@ def chain_model(n_ops: int, fused_relu: bool) -> bytes:
 def loaded(module, content: bytes):
     it = module.Interpreter(model_content=content, num_threads=1)
     it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], np.ones(1, np.float32))
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.ones(d["shape"], np.float32))
     it.invoke()
     return it
 
@@ -164,14 +168,24 @@ def microbenchmarks(n_ops: int) -> dict:
             RELU_IN_PLACE: relu_in_place, RELU_SCRATCH: relu_from_scratch}
 
 
+# (name, RELU fused into the ADDs, elements a tensor): one-element tensors run as Python
+# floats (elementwise.python_binary), eight as numpy calls, one (ADD, MUL) or two (ADD+RELU)
+# an op: the chain's per-op cost on each path.
+VARIANTS = (("plain", False, 1), ("fused_relu", True, 1), ("plain_x8", False, 8),
+            ("fused_relu_x8", True, 8))
+CHAINS = {"plain": "ADD, MUL [1]", "fused_relu": "ADD+RELU, MUL [1]",
+          "plain_x8": "ADD, MUL [8] (numpy calls)",
+          "fused_relu_x8": "ADD+RELU, MUL [8] (numpy calls)"}
+
+
 def measure(n_ops: int, blocks: int, block_s: float) -> dict:
     from ai_edge_litert import interpreter as litert
 
     from edgelite import interpreter as edgelite
 
     results = {"ops": n_ops, "budget_us_per_op": BUDGET_US, "numpy": np.__version__}
-    for variant, fused in (("plain", False), ("fused_relu", True)):
-        content = chain_model(n_ops, fused)
+    for variant, fused, width in VARIANTS:
+        content = chain_model(n_ops, fused, width)
         ours, theirs = loaded(edgelite, content), loaded(litert, content)
         np.testing.assert_allclose(ours.get_tensor(ours.get_output_details()[0]["index"]),
                                    theirs.get_tensor(theirs.get_output_details()[0]["index"]),
@@ -186,7 +200,7 @@ def measure(n_ops: int, blocks: int, block_s: float) -> dict:
         fns = {"edgelite Interpreter.invoke": ours.invoke, "LiteRT invoke": theirs.invoke,
                "edgelite SubgraphPlan.invoke": plan.invoke,
                GENERATED: plan.run_steps, BARE_LOOP: bare_loop}
-        if not fused:
+        if variant == "plain":
             fns.update(microbenchmarks(n_ops))
         times, fast = us_per_op(fns, n_ops, blocks, block_s)
         results[variant] = {"us_per_op": times, "us_per_op_p10": fast,
@@ -201,11 +215,13 @@ def report(r: dict) -> list:
     def verdict(us: float) -> str:
         return "within" if us <= budget else "OVER"
 
-    lines = [f"## Interpreter overhead: a chain of {n} [1]-shaped float32 ops, 1 thread "
+    lines = [f"## Interpreter overhead: a chain of {n} float32 ops, 1 thread "
              f"(numpy {r['numpy']})", "",
              "| chain | edgelite µs/op | LiteRT µs/op | edgelite/LiteRT | Python frames/op | "
              f"budget {budget:g} µs |", "|---|---:|---:|---:|---:|---|"]
-    for name, variant in (("ADD, MUL", "plain"), ("ADD+RELU, MUL", "fused_relu")):
+    for variant, name in CHAINS.items():
+        if variant not in r:
+            continue
         t = r[variant]["us_per_op"]
         lines.append(f"| {name} | {t[key]:.2f} | {t['LiteRT invoke']:.3f} | "
                      f"{t[key] / t['LiteRT invoke']:.0f}x | "
@@ -216,6 +232,10 @@ def report(r: dict) -> list:
         if name != "LiteRT invoke":
             lines.append(f"| {name} | {us:.2f} |")
     lines.append(f"| fused chain: generated run_steps | {fused[GENERATED]:.2f} |")
+    for variant in ("plain_x8", "fused_relu_x8"):
+        if variant in r:
+            lines.append(f"| {CHAINS[variant]}: generated run_steps | "
+                         f"{r[variant]['us_per_op'][GENERATED]:.2f} |")
     lines += ["", *findings(r)]
     return lines
 

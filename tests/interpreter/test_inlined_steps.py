@@ -26,11 +26,12 @@ from bench_overhead import chain_model  # noqa: E402
 
 
 @NUMPY2_DISPATCH
+@pytest.mark.parametrize("width", [1, 8])
 @pytest.mark.parametrize("fused_relu", [False, True])
-def test_a_chain_of_tiny_ops_runs_no_python_frame_per_op(fused_relu):
-    """bench_overhead's chain of 200 ADD (RELU) / MUL ops: every step inlined, the invoke's own
-    frames only (was one frame an op: 204)."""
-    it = ready(chain_model(200, fused_relu))
+def test_a_chain_of_tiny_ops_runs_no_python_frame_per_op(fused_relu, width):
+    """bench_overhead's chains of 200 ADD (RELU) / MUL ops ([1]: lines of Python floats; [8]:
+    numpy's calls): every step inlined, the invoke's own frames only (was one an op: 204)."""
+    it = ready(chain_model(200, fused_relu, width))
     assert it._main.run_steps.inlined == 200
     assert python_calls(it.invoke) <= INVOKE_FRAMES
 
