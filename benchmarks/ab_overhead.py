@@ -6,11 +6,13 @@ this one and LiteRT, in one process.
 ROOT holds an `edgelite` package (a worktree of the repository at the commit before:
 `git worktree add ROOT/edgelite COMMIT`). Its modules are imported first, under their own
 names, then set aside, so both interpreters live in this process (a function of the old tree
-that imports a module while running gets today's). For each model (bench_overhead's names, plus
-`chain` and `chain_relu`, its 200-op chains): CPU time of this thread per invoke of before,
-after and LiteRT in alternating blocks (the order rotates; bench_overhead.us_per_op), medians,
-and for before and after the Python frames and numpy calls of one invoke (counted: ufuncs and
-the kernels' clip through counting wrappers, numpy's builtins as the profiler's C calls).
+that imports a module while running gets today's). For each model (bench_overhead's names,
+plus `chain`, `chain_relu` and their [8]-wide `chain_x8`, `chain_relu_x8`: its 200-op chains):
+CPU time of this thread per invoke of before, after and LiteRT in alternating blocks (the
+order rotates; bench_overhead.us_per_op), medians; for before and after, the Python frames
+and numpy calls of one invoke (numpy's builtins as the profiler's C calls, the kernels' clip
+and the ufuncs a kernel looks up while it is prepared through counting wrappers; a ufunc a
+module bound at import, as elementwise's np.add, is not counted).
 """
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_overhead as bo  # noqa: E402
 
-MODELS = ("chain,chain_relu,digits_cnn.tflite,keras_kws_head.float32,mwk_okay_nabu.tflite,"
-          "default.tflite,mobilenet_v2.tflite")
+MODELS = ("chain,chain_relu,chain_x8,chain_relu_x8,digits_cnn.tflite,keras_kws_head.float32,"
+          "mwk_okay_nabu.tflite,default.tflite,mobilenet_v2.tflite")
 
 
 def _ours(name: str) -> bool:
@@ -119,8 +121,8 @@ def counts(make, modules) -> dict:
 
 
 def model_content(name: str, tmp: str):
-    if name in ("chain", "chain_relu"):
-        return bo.chain_model(200, name == "chain_relu"), 200
+    if name in ("chain", "chain_relu", "chain_x8", "chain_relu_x8"):
+        return bo.chain_model(200, "relu" in name, 8 if name.endswith("x8") else 1), 200
     path = bo.model_path(name, tmp)
     if path is None and name == "default.tflite":
         sample = Path(__file__).resolve().parents[1] / "samples" / "default.tflite"
@@ -154,7 +156,7 @@ def main(argv=None) -> None:
     print(f"## Before ({args.before}) / after / LiteRT: thread CPU µs per invoke (per op for "
           f"the chains), alternating blocks, medians; load {os.getloadavg()[0]:.1f}\n")
     print("| model | before µs | after µs | LiteRT µs | before/LiteRT | after/LiteRT | "
-          "frames before → after | numpy calls before → after |")
+          "frames before → after | numpy calls counted before → after |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):

@@ -15,7 +15,7 @@ import numpy as np
 from . import reference_order
 from .common import (activation_code, bound_on_call, bounds, broadcast_shape, clip, clip_,
                      fixed_view, raw)
-from .steps import call, calls_step
+from .steps import call, calls_step, source_step
 from .registry import register
 
 INF = float("inf")
@@ -139,12 +139,10 @@ def logistic(node):
         x1, o1 = fixed_view(x, (1,)), fixed_view(out, (1,))
         if x1 is None or o1 is None:
             return None
-        item, exp = x1.item, math.exp
-
-        def bound():   # _sigmoid's line, in this frame (one less)
-            v = item()
-            o1[0] = 1.0 / (1.0 + exp(-v if -v < 88.0 else 88.0)) if v == v else v
-        return bound
+        # _sigmoid's line, written into the plan's run_steps (no frame; memoryviews store a
+        # float as numpy's setitem does: rounded to float32 once)
+        return source_step("v = {x}[0]; {o}[0] = 1.0 / (1.0 + {exp}(-v if -v < 88.0 else 88.0))"
+                           " if v == v else v", x=memoryview(x1), o=memoryview(o1), exp=math.exp)
     run.bind = bind
     return run
 
@@ -311,15 +309,10 @@ def _softmax_row(shape, beta: float):
         if x1 is None or o1 is None or not o1.flags.c_contiguous:
             return None
 
-        def bound():
-            reduce(x1, 0, None, top)
-            subtract(x1, top, o1)
-            if beta != 1.0:
-                multiply(o1, scale, o1)
-            exp(o1, o1)
-            dot(o1, ones, total)
-            divide(o1, total, o1)
-        return bound
+        return calls_step(call(reduce, x1, 0, None, top), call(subtract, x1, top, o1),
+                          None if beta == 1.0 else call(multiply, o1, scale, o1),
+                          call(exp, o1, o1), call(dot, o1, ones, total),
+                          call(divide, o1, total, o1))
     return bound_on_call(bind, "SOFTMAX of one row")
 
 
@@ -353,14 +346,11 @@ def _softmax_floats(n: int, beta: float):
                 o1[:] = [a * scale for a in e]
             return bound
         src, dst = memoryview(x1).cast("B"), memoryview(o1).cast("B")
-
-        def bound():
-            v = read(src)
-            top = max(v)
-            e = [exp((a - top) * beta) for a in v] if beta != 1.0 else [exp(a - top) for a in v]
-            scale = 1.0 / sum(e)
-            write(dst, 0, *[a * scale for a in e])
-        return bound
+        # one line of Python, written into the plan's run_steps (steps.source_step)
+        power = "(a - top) * {beta}" if beta != 1.0 else "a - top"
+        return source_step(f"v = {{read}}({{src}}); top = max(v); e = [{{exp}}({power}) for a in "
+                           "v]; scale = 1.0 / sum(e); {write}({dst}, 0, *[a * scale for a in e])",
+                           read=read, src=src, exp=exp, beta=beta, write=write, dst=dst)
 
     def run(x, out):
         bind(x.reshape(-1), out.reshape(-1) if out.flags.c_contiguous else out)()
