@@ -113,6 +113,7 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 #define ST_LANES(v, p) CAT(vstore, LANES)((v), 0, (p))
 #endif
 
+#ifndef BLOCK_FUSED
 // DW_FUSED (quant_int.build_conv: a depthwise convolution that fuse.py folded into the 1x1
 // one, depth multiplier 1, K a multiple of 16): `a` is the depthwise's input [n, H, W, K], and
 // a work-item computes its TM rows of A (the depthwise's output pixels) itself: KH x KW taps
@@ -250,6 +251,169 @@ __kernel void KERNEL(gemm_integer)(
 }
 #undef DW_ARGS
 #undef DW_PASS
+#else  // BLOCK_FUSED
+// A whole inverted-residual block (quant_int.plan_blocks: the 1x1 expansion, the 3x3 depthwise
+// of stride SH = SW and the 1x1 projection) as one launch, the expanded tensor never in
+// memory. A work-item owns a strip of TM output columns from x0 and the output rows r0 .. r1
+// of batch b; it keeps the three expanded input rows the depthwise reads (PX = (TM - 1) SW + 3
+// pixels of EP channels, float holding exact integers: q - zero point, 0 outside the input =
+// padding) in a private ring, computing each input row once as it walks down (the strip's
+// halo columns again per strip). The expansion: PX pixels of x (K0 deep) as rows of an
+// integer product (the same DOT as above, its own requantization and clamp [elo, ehi]);
+// the depthwise: taps from the ring, requantized and clamped [dlo, dhi], packed as the
+// projection's rows; the projection: as gemm_integer, TM rows a pass.
+#define PANEL_DOT(acc, rows, ks, wpan) \
+    _Pragma("unroll") for (int i_ = 0; i_ < TM; i_++) { acc[i_][0] = 0; acc[i_][1] = 0; } \
+    for (int k_ = 0; k_ < (ks); k_++) { \
+        const SW_ w0_ = LOADW((wpan) + k_ * 4 * LANES); \
+        const SW_ w1_ = LOADW((wpan) + k_ * 4 * LANES + 2 * LANES); \
+        _Pragma("unroll") for (int i_ = 0; i_ < TM; i_++) { \
+            const SW_ x_ = SPLAT((rows)[i_][k_]); \
+            acc[i_][0] = DOT(acc[i_][0], x_, w0_); \
+            acc[i_][1] = DOT(acc[i_][1], x_, w1_); } }
+#if INT_U8
+#define PACK16(q, o, row, c) vstore4(as_int4(convert_uchar16((q) + (o))), 0, &(row)[(c) / 4])
+#else
+#define PACK16(q, o, row, c) vstore8(as_int8(convert_short16(q)), 0, &(row)[(c) / 2])
+#endif
+#define PXT ((PX + TM - 1) / TM * TM)
+
+INT_TARGET static void CAT(block_rows, SUFFIX)(
+    __global const T* restrict x, __global const short* restrict we,
+    __global const int* restrict rqe, __global const TW_* restrict dww,
+    __global const int* restrict dwr, __global const short* restrict wp,
+    __global const int* restrict rq, __global T* restrict out, int H, int W, int K0, int E,
+    int Ho, int Wo, int N, int pt, int pl, int offx, int elo, int ehi, int dlo, int dhi,
+    int offd, float lo, float hi, int b, int x0, int r0, int r1)
+{
+    float ring[3][PX][EP];
+    int xe[PXT][K0P];      // the strip's input pixels of a row, u8 quads (int16 pairs)
+    int xs[TM][EP / KPER];  // the depthwise's output pixels, the projection's rows
+    const int KS0 = (K0 + KPER - 1) / KPER, KSE = (E + KPER - 1) / KPER;
+    const int panels = (N + PANEL_I - 1) / PANEL_I, count = min(TM, Wo - x0);
+    const int ix0 = x0 * SW - pl;
+    int have = -1000;  // the last input row in the ring
+    for (int oy = r0; oy < r1; oy++) {
+        const int iy0 = oy * SH - pt;
+        for (int iy = max(iy0, have + 1); iy <= iy0 + 2; iy++) {
+            float (*slot)[EP] = ring[(iy + 3) % 3];
+            if (iy < 0 || iy >= H) {
+                for (int q = 0; q < PX; q++)
+                    for (int c = 0; c < EP; c += 16) vstore16((float16)(0.0f), 0, &slot[q][c]);
+                continue;
+            }
+            for (int q = 0; q < PXT; q++) {
+                __global const T* row = x + ((size_t)(b * H + iy) * W + clamp(ix0 + q, 0, W - 1))
+                                            * K0;
+                int k = 0;
+#if INT_U8
+                for (; 4 * k + 16 <= K0; k += 4)
+                    vstore4(as_int4(convert_uchar16(convert_int16(LD16(row, 4 * k)) + offx)),
+                            0, &xe[q][k]);
+                for (; k < KS0; k++) {
+                    uchar4 u = (uchar4)(0);
+                    if (4 * k < K0) u.s0 = (uchar)(convert_int(LD(row, 4 * k)) + offx);
+                    if (4 * k + 1 < K0) u.s1 = (uchar)(convert_int(LD(row, 4 * k + 1)) + offx);
+                    if (4 * k + 2 < K0) u.s2 = (uchar)(convert_int(LD(row, 4 * k + 2)) + offx);
+                    if (4 * k + 3 < K0) u.s3 = (uchar)(convert_int(LD(row, 4 * k + 3)) + offx);
+                    xe[q][k] = as_int(u);
+                }
+#else
+                for (; 2 * k + 16 <= K0; k += 8)
+                    vstore8(as_int8(convert_short16(LD16(row, 2 * k))), 0, &xe[q][k]);
+                for (; 2 * k + 1 < K0; k++)
+                    xe[q][k] = as_int((short2)(convert_short(LD(row, 2 * k)),
+                                               convert_short(LD(row, 2 * k + 1))));
+                if (K0 & 1)
+                    xe[q][k] = as_int((short2)(convert_short(LD(row, K0 - 1)), (short)(0)));
+#endif
+            }
+            for (int pe = 0; pe < EP / PANEL_I; pe++) {
+                __global const short* wpe = we + (size_t)pe * KS0 * PANEL_I * 2;
+                __global const int* r = rqe + (size_t)pe * 3 * PANEL_I;
+                for (int g0 = 0; g0 < PX; g0 += TM) {
+                    IW_ acc[TM][2];
+                    int (*rows)[K0P] = xe + g0;
+                    PANEL_DOT(acc, rows, KS0, wpe);
+                    for (int j = 0; j < 2; j++) {
+                        const IW_ bb = CAT(vload, LANES)(0, r + j * LANES),
+                                  m = CAT(vload, LANES)(0, r + PANEL_I + j * LANES),
+                                  e = CAT(vload, LANES)(0, r + 2 * PANEL_I + j * LANES);
+                        for (int i = 0; i < min(TM, PX - g0); i++) {
+                            const int ix = ix0 + g0 + i;
+                            const CAT(float, LANES) v = ix >= 0 && ix < W
+                                ? CAT(convert_float, LANES)(clamp(CAT(mbqm, LANES)(
+                                      acc[i][j] + bb, m, e), (IW_)(elo), (IW_)(ehi)))
+                                : (CAT(float, LANES))(0.0f);
+                            CAT(vstore, LANES)(v, 0, &slot[g0 + i][pe * PANEL_I + j * LANES]);
+                        }
+                    }
+                }
+            }
+        }
+        have = iy0 + 2;
+        for (int t = 0; t < TM; t++) {
+            for (int c = 0; c < E; c += 16) {
+                float16 acc = (float16)(0.0f);
+                _Pragma("unroll") for (int ky = 0; ky < 3; ky++) {
+                    float (*slot)[EP] = ring[(iy0 + ky + 3) % 3];
+                    _Pragma("unroll") for (int kx = 0; kx < 3; kx++)
+                        acc = fma(vload16(0, &slot[t * SW + kx][c]),
+                                  LDW16(dww, (ky * 3 + kx) * E + c), acc);
+                }
+                const int16 q = clamp(mbqm16(convert_int16(acc) + vload16(0, dwr + c),
+                                             vload16(0, dwr + E + c),
+                                             vload16(0, dwr + 2 * E + c)),
+                                      (int16)(dlo), (int16)(dhi));
+                PACK16(q, offd, xs[t], c);
+            }
+        }
+        for (int p = 0; p < panels; p++) {
+            IW_ acc[TM][2];
+            PANEL_DOT(acc, xs, KSE, wp + (size_t)p * KSE * PANEL_I * 2);
+            __global const int* r = rq + (size_t)p * 3 * PANEL_I;
+            for (int j = 0; j < 2; j++) {
+                const int n0 = p * PANEL_I + j * LANES;
+                if (n0 >= N) break;
+                const IW_ bb = CAT(vload, LANES)(0, r + j * LANES),
+                          m = CAT(vload, LANES)(0, r + PANEL_I + j * LANES),
+                          e = CAT(vload, LANES)(0, r + 2 * PANEL_I + j * LANES);
+                for (int i = 0; i < count; i++) {
+                    const CAT(float, LANES) v = CAT(convert_float, LANES)(clamp(
+                        CAT(mbqm, LANES)(acc[i][j] + bb, m, e), (IW_)((int)lo), (IW_)((int)hi)));
+                    __global T* o = out + ((size_t)(b * Ho + oy) * Wo + x0 + i) * N + n0;
+                    if (n0 + LANES <= N) {
+                        ST_LANES(v, o);
+                    } else {
+                        float tt[LANES];
+                        CAT(vstore, LANES)(v, 0, tt);
+                        for (int n = 0; n < N - n0; n++) ST(tt[n], o, n);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// gid 0: the strip of TM output columns; gid 1: b x RS + the part of RS of the rows (RPI each)
+__kernel void KERNEL(expand_depthwise_then_gemm_integer)(
+    __global const T* restrict x, __global const short* restrict we,
+    __global const int* restrict rqe, __global const TW_* restrict dww,
+    __global const int* restrict dwr, __global const short* restrict wp,
+    __global const int* restrict rq, __global T* restrict out, int H, int W, int K0, int E,
+    int Ho, int Wo, int N, int pt, int pl, int offx, int elo, int ehi, int dlo, int dhi,
+    int offd, float lo, float hi, int RS, int RPI, int batches)
+{
+    const int x0 = get_global_id(0) * TM, g1 = get_global_id(1);
+    const int b = g1 / RS, r0 = g1 % RS * RPI, r1 = min(r0 + RPI, Ho);
+    if (x0 >= Wo || b >= batches || r0 >= Ho) return;
+    CAT(block_rows, SUFFIX)(x, we, rqe, dww, dwr, wp, rq, out, H, W, K0, E, Ho, Wo, N, pt, pl,
+                            offx, elo, ehi, dlo, dhi, offd, lo, hi, b, x0, r0, r1);
+}
+#undef PANEL_DOT
+#undef PACK16
+#undef PXT
+#endif  // BLOCK_FUSED
 #undef EPI_I
 #undef ST_LANES
 #undef PANEL_I

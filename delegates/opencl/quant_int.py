@@ -535,6 +535,13 @@ def build_conv(node, g) -> None:
     from .helpers import nd
     from .ops_conv import build_conv_2d, build_depthwise_conv_2d
     plan = gemm_int_plan(node, g)
+    ex = g.fusion.expand.get(node.index) if node.index in getattr(g, "blocks", ()) \
+        else None
+    if ex is not None and plan is not None and _build_block(ex, node, g, *plan):
+        return
+    if ex is not None:  # planned (plan_blocks) but not built: the expansion on its own
+        g.fusion.expand.pop(node.index)
+        build_conv(ex, g)
     if plan is None:
         build_conv_2d(node, g)
         return
@@ -600,6 +607,86 @@ def _build_depthwise_then_gemm(dw, node, g, dot: int, k: int) -> None:
               np.float32(rq.lo), np.float32(rq.hi), i32(off), d.wbuf, d.bbuf, i32(d.h),
               i32(d.w), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), i32(d.lo), i32(d.hi)],
              {**_defines(g.dev, dot, tm, u8), **d.defines, "DW_FUSED": 1})
+
+
+# The smallest expanded tensor (elements a batch) whose block plan_blocks makes one launch.
+BLOCK_MIN = 56 * 56 * 144
+RING_BYTES = 32 << 10  # gemm_int.cl BLOCK_FUSED's private ring of three expanded rows
+
+
+def plan_blocks(g, nodes: list, outputs: list) -> None:
+    """On a CPU with pmaddwd, a large integer inverted-residual block (fuse.py's folded
+    depthwise after a 1x1 expansion whose output only it reads: 3x3, stride 1 or 2, no fused
+    pad, an expanded tensor of BLOCK_MIN elements or more) as one launch (gemm_int.cl's
+    BLOCK_FUSED): g.fusion.expand[projection] = the expansion, skipped; g.blocks the
+    projections. EDGELITE_OPENCL_INT_BLOCK=0 keeps two launches."""
+    from .fuse import _Graph, _pointwise
+    g.blocks = set()
+    if int_dot(g.dev) is None or os.environ.get("EDGELITE_OPENCL_INT_BLOCK", "1") == "0":
+        return
+    graph, f = _Graph(nodes, outputs), g.fusion
+    for conv, dw in list(f.depthwise.items()):
+        x = dw.inputs[0]
+        ex = graph.producer.get(x.index)
+        o = dw.options
+        stride = int(o.stride_h or 1)
+        if ex is None or not _pointwise(ex) or not {conv, dw.index, ex.index} <= set(g.requant) \
+                or tuple(dw.inputs[1].shape[1:3]) != (3, 3) or stride not in (1, 2) \
+                or int(o.stride_w or 1) != stride or int(o.dilation_h_factor or 1) != 1 \
+                or int(o.dilation_w_factor or 1) != 1 or dw.index in f.input_pad \
+                or ex.index in f.input_pad or ex.index in f.depthwise or ex.index in f.residual \
+                or len(ex.outputs) != 1 or not graph.only_reader(x, dw) \
+                or x.shape[3] % 16 or int(np.prod(x.shape[1:])) < BLOCK_MIN \
+                or ex.inputs[0].shape[3] > KMAX:
+            continue
+        f.expand[conv] = ex
+        f.skipped.add(ex.index)
+        g.blocks.add(conv)
+
+
+def _build_block(ex, node, g, dot: int, k: int) -> bool:
+    """The expansion `ex`, the depthwise folded into `node` and `node` as one launch
+    (gemm_int.cl's BLOCK_FUSED); False where its private ring would not fit, or the two
+    products would not both take u8 quads (or both int16 pairs)."""
+    from .helpers import nd
+    from .ops_conv import _DepthwiseConv2D
+    dw = g.fusion.depthwise[node.index]
+    d = _DepthwiseConv2D(dw, g, 16)
+    s = d.defines["SH"]
+    lanes, tm = dot // 32, GEMM_TM[dot]
+    panel = 2 * lanes
+    x, we, rqe = ex.inputs[0], ex.inputs[1], g.requant[ex.index]
+    e, k0 = we.shape[0], we.shape[3]
+    px, ep = (tm - 1) * s + 3, -(-e // panel) * panel
+    if e != k or 3 * px * ep * 4 > RING_BYTES:
+        return False
+    rq, w = g.requant[node.index], node.inputs[1]
+    n = w.shape[0]
+    we_kn = np.asarray(we.data, np.float32).reshape(e, k0).T
+    w_kn = np.asarray(w.data, np.float32).reshape(n, k).T
+    offx, offd = u8_offset(g.dev, dot, x, we_kn), u8_offset(g.dev, dot, node.inputs[0], w_kn)
+    if (offx is None) != (offd is None):
+        return False
+    webuf, rebuf, offx, u8 = _packed(g, ex, x, we_kn, rqe, dot, we.data)
+    wbuf, rbuf, offd, _ = _packed(g, node, node.inputs[0], w_kn, rq, dot, w.data)
+    out = g.fusion.output.get(node.index, node.outputs[0])
+    batches, ho, wo = out.shape[0], out.shape[1], out.shape[2]
+    strips = -(-wo // tm)
+    parts = max(1, min(ho // 4, -(-16 // strips)))  # row parts: work-items for 2 threads
+    rpi = -(-ho // parts)
+    parts = -(-ho // rpi)
+    gsize, lsize = nd(g, (strips, batches * parts), (1, 1))
+    i32 = np.int32
+    kper = 4 if u8 else 2
+    defines = {**_defines(g.dev, dot, tm, u8), "BLOCK_FUSED": 1, "SH": s, "SW": s, "PX": px,
+               "EP": ep, "K0P": -(-k0 // kper)}
+    g.launch("gemm_int", "expand_depthwise_then_gemm_integer", gsize, lsize,
+             [g.value(x), webuf, rebuf, d.wbuf, d.bbuf, wbuf, rbuf, g.tensor(out), i32(d.h),
+              i32(d.w), i32(k0), i32(e), i32(ho), i32(wo), i32(n), i32(d.pt), i32(d.pl),
+              i32(offx), i32(rqe.lo), i32(rqe.hi), i32(d.lo), i32(d.hi), i32(offd),
+              np.float32(rq.lo), np.float32(rq.hi), i32(parts), i32(rpi), i32(batches)],
+             defines)
+    return True
 
 
 # integer builders of their own; the others are the float ones' (with REQUANT epilogues)
