@@ -146,3 +146,20 @@ def test_one_element_float_ops_on_python_floats_are_numpys_bits(op, act, const):
             got = it.get_tensor(out)[0]
             assert (np.isnan(got) and np.isnan(want)) or \
                 got.view(np.uint32) == want.view(np.uint32), (x, y, got, want)
+
+
+@NUMPY2_DISPATCH
+@pytest.mark.parametrize("op,shape,beta", [("LOGISTIC", (1, 1), None), ("SOFTMAX", (1, 8), 1.0),
+                                           ("SOFTMAX", (1, 8), 0.5), ("SOFTMAX", (1, 40), 1.0)])
+def test_one_row_activations_are_inlined(op, shape, beta):
+    """A one-element LOGISTIC and a short SOFTMAX row (Python floats) as a line of Python, a
+    longer SOFTMAX row as its numpy calls: no frame (was one: bound, two for LOGISTIC), the
+    same values as the kernels' own run."""
+    options = None if beta is None else dict(beta=beta)
+    it = ready(op_model(op, [In(shape)], options=options))
+    assert it._main.run_steps.inlined == 1
+    assert python_calls(it.invoke) <= INVOKE_FRAMES
+    x = np.float32([[np.nan, -100, -1e-30, 0, 3, 88.5, -88.5, 1e30]] * (shape[1] // 8 or 1))
+    it.set_tensor(it.get_input_details()[0]["index"], x.reshape(-1)[:np.prod(shape)]
+                  .reshape(shape) if shape[1] % 8 == 0 else np.float32([[0.75]]))
+    assert_bound_equals_unbound(it)
