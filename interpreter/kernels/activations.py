@@ -29,11 +29,14 @@ def _same_shape(node):
 
 
 def _clamp(lo, hi):
+    lo_, hi_ = bounds(lo, hi)   # 0-d: clip converts a Python float on every call
+
     def prepare(node):
         _same_shape(node)
 
         def run(x, out):
             clip(x, lo, hi, out=out)
+        run.bind = lambda x, out: calls_step(call(clip, x, lo_, hi_, out))
         return run
     return prepare
 
@@ -54,6 +57,9 @@ def leaky_relu(node):
         def run(x, out):
             multiply(x, alpha, out=out)
             np.maximum(x, out, out=out)
+        a = np.array(alpha, np.float32)   # (a Python float is converted to float32 so too)
+        run.bind = lambda x, out: calls_step(call(multiply, x, a, out),
+                                             call(np.maximum, x, out, out=out))
         return run
     part = np.empty(x.shape, np.float32)  # min(x, 0) * alpha + max(x, 0): no masked writes
 
@@ -105,6 +111,11 @@ def hard_swish(node):
         clip_(out, 0.0, 6.0)
         np.multiply(out, x, out=out)
         np.divide(out, 6.0, out=out)
+    (three, zero), six = bounds(3.0, 0.0), np.array(6.0, np.float32)
+    run.bind = lambda x, out: calls_step(call(np.add, x, three, out),
+                                         call(clip, out, zero, six, out),
+                                         call(np.multiply, out, x, out),
+                                         call(np.divide, out, six, out))
     return run
 
 
@@ -158,6 +169,7 @@ def tanh(node):
 
     def run(x, out):
         np.tanh(x, out=out)
+    run.bind = lambda x, out: calls_step(call(np.tanh, x, out))
     return run
 
 

@@ -223,6 +223,15 @@ def bias_epilogue(bias_info, act, out_rows, tile):
             np.add(rows, tiled_flat, out=rows)
         if act is not None:
             act(rows)
+
+    def calls_on(out, bias):   # tail's calls on fixed arrays (steps.calls_step), or None
+        rows = fixed_view(out, out_rows)
+        acts = () if act is None else getattr(act, "calls_on", lambda _: None)(rows)
+        if rows is None or acts is None:
+            return None
+        return ((raw(np.copyto), (tiled, bias), {}) if runtime_bias else None,
+                None if tiled_flat is None else (np.add, (rows, tiled_flat, rows), {}), *acts)
+    tail.calls_on = calls_on
     return tail
 
 

@@ -106,6 +106,11 @@ def _conv_1x1(node, win, groups, cg, o, b, act):
     if with_ones:
         wg_const = _grouped_weights(const_w, 1, b.data)      # [1, C + 1, O]
         tail = None if act is None else (lambda out, bias: act(out.reshape(n * ho, wo * o)))
+        if tail is not None:
+            def calls_on(out, _bias):
+                rows = fixed_view(out, (n * ho, wo * o))
+                return None if rows is None else getattr(act, "calls_on", lambda _: None)(rows)
+            tail.calls_on = calls_on
     elif p * o <= BIAS_TILE_ELEMENTS:
         # A small output gets the bias tiled over all of it: one add of equal shapes (a 14x896
         # output 2.9 -> 0.9 us, 1x1152 1.25 -> 0.42: broadcasting a row costs numpy ~0.5 us
@@ -150,6 +155,24 @@ def _conv_1x1(node, win, groups, cg, o, b, act):
                       out=out.reshape(p, groups, og).transpose(1, 0, 2))
         if tail is not None:
             tail(out, bias)
+
+    def fixed(x, w, bias, out):
+        """`run` on the plan's fixed arrays as its calls (plan.bind_step): constant weights,
+        one group only."""
+        if wg_const is None or groups != 1:
+            return None
+        gathers = ()
+        if gather:
+            bind(x)
+            _, src, dest, x, ones = bound
+            gathers = (call(raw(np.copyto), dest, src),
+                       None if ones is None else call(ones.fill, 1.0))
+        x2, out2 = fixed_view(x, (p, width)), fixed_view(out, (p, og))
+        tails = () if tail is None else getattr(tail, "calls_on", lambda *_: None)(out, bias)
+        if x2 is None or out2 is None or tails is None or not out2.flags.c_contiguous:
+            return None
+        return calls_step(*gathers, call(product, x2, wg_const[0], out2), *tails)
+    run.bind = fixed
     return run
 
 
