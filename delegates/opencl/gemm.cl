@@ -212,6 +212,25 @@ __kernel void KERNEL(conv_2d)(__global const TI* restrict in, __global const TW_
 // a unit stride and dilation loads each input pixel once, as the compile-time 1 let the
 // compiler do: 6% of fp16's depthwise time); depthwise weights [KH * KW, CP] and scales and
 // biases [2, CP], CP = C rounded up to 16; 1x1 weights in panels of K = C.
+// The (TM - 1) * S + KW input pixels of a row that TM outputs of stride S read, each loaded
+// (converted) once, zeros for those in the padding (a clamped load, then a select: no branch
+// per tap), then every tap from registers. Rows of 7 or 14 outputs (MobileNetV2's, with
+// TM = 7) have no work-item inside the row, so the per-tap path had run every one of them:
+// the depthwise took 55-80% of these kernels' time.
+#undef DW_WINDOW
+#undef DW_S2
+#define DW_WINDOW(S) { \
+    float16 x[(TM - 1) * (S) + KW]; \
+    _Pragma("unroll") for (int u = 0; u < (TM - 1) * (S) + KW; u++) { \
+        const int ix = ix0 + u; \
+        if (inside) { x[u] = LD16(src, ix * C); continue; } \
+        const float16 v = LD16(src, clamp(ix, 0, W - 1) * C); \
+        x[u] = ix >= 0 && ix < W ? v : (float16)(0.0f); } \
+    _Pragma("unroll") for (int kx = 0; kx < KW; kx++) { \
+        const float16 wv = LDW16(wy, kx * CP); \
+        _Pragma("unroll") for (int t = 0; t < TM; t++) d[t] = fma(x[t * (S) + kx], wv, d[t]); } }
+// stride 2's window in registers only where it and the TM sums fit the 32 of AVX-512
+#define DW_S2 ((TM - 1) * 2 + KW + TM <= 30)
 __kernel void KERNEL(depthwise_conv_2d_then_conv_2d)(
     __global const T* restrict in, __global const TW_* restrict wd,
     __global const float* restrict sbd, __global const TW_* restrict w,
@@ -239,16 +258,16 @@ __kernel void KERNEL(depthwise_conv_2d_then_conv_2d)(
             if (iy < 0 || iy >= H) continue;
             __global const T* src = in + (size_t)(b * H + iy) * W * C + c0;
             __global const TW_* wy = wd + ky * KW * CP + c0;
-            if (inside && unit) {  // each of the TM + KW - 1 pixels loaded (converted) once
-                float16 x[TM + KW - 1];
-                _Pragma("unroll") for (int u = 0; u < TM + KW - 1; u++)
-                    x[u] = LD16(src, (ix0 + u) * C);
-                _Pragma("unroll") for (int kx = 0; kx < KW; kx++) {
-                    const float16 wv = LDW16(wy, kx * CP);
-                    _Pragma("unroll") for (int t = 0; t < TM; t++) d[t] = fma(x[t + kx], wv, d[t]);
-                }
+            if (unit) {
+                DW_WINDOW(1);
                 continue;
             }
+#if DW_S2
+            if (sw == 2 && dw == 1) {
+                DW_WINDOW(2);
+                continue;
+            }
+#endif
             if (inside) {
                 _Pragma("unroll") for (int kx = 0; kx < KW; kx++) {
                     const float16 wv = LDW16(wy, kx * CP);
