@@ -625,6 +625,7 @@ def plan_blocks(g, nodes: list, outputs: list) -> None:
     if int_dot(g.dev) is None or os.environ.get("EDGELITE_OPENCL_INT_BLOCK", "1") == "0":
         return
     graph, f = _Graph(nodes, outputs), g.fusion
+    smallest = int(os.environ.get("EDGELITE_OPENCL_INT_BLOCK_MIN", BLOCK_MIN))
     for conv, dw in list(f.depthwise.items()):
         x = dw.inputs[0]
         ex = graph.producer.get(x.index)
@@ -636,7 +637,7 @@ def plan_blocks(g, nodes: list, outputs: list) -> None:
                 or int(o.dilation_w_factor or 1) != 1 or dw.index in f.input_pad \
                 or ex.index in f.input_pad or ex.index in f.depthwise or ex.index in f.residual \
                 or len(ex.outputs) != 1 or not graph.only_reader(x, dw) \
-                or x.shape[3] % 16 or int(np.prod(x.shape[1:])) < BLOCK_MIN \
+                or x.shape[3] % 16 or int(np.prod(x.shape[1:])) < smallest \
                 or ex.inputs[0].shape[3] > KMAX:
             continue
         f.expand[conv] = ex

@@ -396,3 +396,34 @@ def test_u8_offset_takes_the_unsigned_product_only_where_exact(monkeypatch):
     assert quant_int.u8_offset(dev, dot, tensor("int8", 0), w - 1) is None
     monkeypatch.setenv("EDGELITE_OPENCL_U8", "0")
     assert quant_int.u8_offset(dev, dot, tensor("int8", -5), w) is None
+
+
+def test_okay_nabu_int8_integer_is_bit_exact(models_dir):
+    """The streaming wake-word detector (int8, state in resource variables): its convolutions,
+    depthwise convolutions and FULLY_CONNECTED on the device with integer kernels, the ops
+    without one (STRIDED_SLICE, CONCATENATION, SPLIT_V, LOGISTIC, QUANTIZE, the variables) on
+    the CPU, each with its reason; 36 streaming steps equal BUILTIN_REF's (and move)."""
+    path = models_dir / "mwk_okay_nabu.tflite"
+    delegate = _delegate(int8="integer")
+    it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
+    it.allocate_tensors()
+    where = placement(it)
+    on = {p["op"] for p in where if p["where"] == delegate.name}
+    assert {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"} <= on, where
+    assert all(p["reason"] for p in where if p["where"] == "CPU"), where
+    ref = _reference(path)
+    d, o = it.get_input_details()[0], it.get_output_details()[0]
+    rng = np.random.default_rng(3)
+    seen = set()
+    n = int(np.prod(d["shape"]))
+    for step in range(36):  # noise, tones, then silence (-128): noise alone always gives 0
+        x = [rng.integers(-128, 128, n), np.sin(np.arange(n) * (0.1 + step % 12)) * 127,
+             np.full(n, -128)][step // 12]
+        x = np.clip(x, -128, 127).astype(d["dtype"]).reshape(d["shape"])
+        for r in (it, ref):
+            r.set_tensor(d["index"], x)
+            r.invoke()
+        ours = it.get_tensor(o["index"])
+        np.testing.assert_array_equal(ours, ref.get_tensor(o["index"]))
+        seen.add(ours.tobytes())
+    assert len(seen) > 1  # the state moves the output
