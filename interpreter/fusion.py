@@ -10,6 +10,10 @@ them. The rules:
   DEPTHWISE_CONV_2D that feeds it, prepared again to write x / 2.
 - LOGISTIC of a per-channel gate, then the MUL of a tensor by it (squeeze-excite): the product
   against the gate tiled along a pixel row (kernels/unary.py, `channel_gate`).
+- A hybrid (dynamic-range) CONV_2D after the per-channel MUL (and clamp) that feeds it, and a
+  hybrid CONV_2D after a clamped hybrid 1x1 one (DenseNet's batch norm + ReLU + 1x1 + ReLU +
+  3x3): the producers' products and clamps done in the convolution's quantization
+  (fusion_hybrid.py).
 - TensorFlow's lowering of LayerNormalization (ten ops: MEAN, SQUARED_DIFFERENCE, MEAN, ADD,
   RSQRT, MULs, ADD), with the FULLY_CONNECTED feeding it when it feeds nothing else
   (kernels/layer_norm.py).
@@ -133,13 +137,13 @@ def _conv_max_pool(ctx, i):
 # The rules live in fusion_activations.py, imported when a chain could start with their ops
 # (`import edgelite.interpreter` compiles this module: test_import_budget).
 
-def _lazy_rule(name: str, first_ops: tuple):
+def _lazy_rule(name: str, first_ops: tuple, module: str = "fusion_activations"):
     def rule(ctx, i):
         link = ctx.link(i)
         if link is None or link.node.op not in first_ops:
             return None
-        from . import fusion_activations
-        return getattr(fusion_activations, name)(ctx, i)
+        import importlib
+        return getattr(importlib.import_module(f".{module}", __package__), name)(ctx, i)
     rule.__name__ = rule.__qualname__ = name
     return rule
 
@@ -147,6 +151,8 @@ def _lazy_rule(name: str, first_ops: tuple):
 _conv_swish = _lazy_rule("conv_swish", ("CONV_2D", "DEPTHWISE_CONV_2D"))
 _swish = _lazy_rule("swish", ("LOGISTIC",))
 _channel_gate = _lazy_rule("channel_gate", ("LOGISTIC",))
+# a hybrid CONV_2D taking its producer's per-channel MUL and clamps (fusion_hybrid.py)
+_hybrid_chain = _lazy_rule("hybrid_chain", ("MUL", "CONV_2D"), "fusion_hybrid")
 
 
 # -- layer normalization ---------------------------------------------------------------------
@@ -328,8 +334,18 @@ def _only_reader(ctx, t) -> bool:
     return ctx.readers[t] == 1 and t not in ctx.kept
 
 
+
+def _int8_chain(ctx, i):
+    """int8 producers writing their consumers' float patches (fusion_int8.py)."""
+    link = ctx.link(i)
+    if link is None or not getattr(link.run, "stage_out", False):
+        return None
+    from . import fusion_int8
+    return fusion_int8.int8_chain(ctx, i)
+
+
 # Rule sets, each run to a fixed point in turn: the chains first, then the FULLY_CONNECTEDs
 # absorbing their producers, innermost first (conv + pool -> FC -> FC: the first FC takes the
 # fused convolution in, then the second FC that step).
-PASSES = [[_conv_max_pool, _conv_swish, _swish, _channel_gate, _layer_norm],
-          [_fully_connected_with_producer]]
+PASSES = [[_conv_max_pool, _conv_swish, _swish, _channel_gate, _layer_norm, _hybrid_chain],
+          [_fully_connected_with_producer, _int8_chain]]   # (int8: after conv + pool)

@@ -542,7 +542,32 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
     return run
 
 
-def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
+def conv_2d_default(node, pre=None, clamp_output: bool = True):
+    """A hybrid CONV_2D's default-resolver run at batch 1 (the shifted, 1x1 or float-kernel
+    form) for a fused chain (fusion_hybrid.py): its input left as `pre` says
+    (hybrid_conv.Pre: the producer's channel multipliers and clamp, done here), its own fused
+    activation left out when not `clamp_output` (the next op does it); None where the
+    convolution does not run those forms (BUILTIN_REF, batch > 1, one pixel, grouped, an
+    activation other than a clamp)."""
+    x = node.input(0)
+    if node.op != "CONV_2D" or exact_rounding(node) or x.shape[0] != 1 \
+            or tuple(x.shape[1:3]) == (1, 1):
+        return None
+    code = int(node.options.fused_activation_function or 0)
+    if code != 0 and code not in ACTIVATION_BOUNDS:
+        return None
+    w, scales, _ = _int8_weights(node, 1)
+    if conv_2d_groups(node, x.shape, w.shape) != 1:
+        return None
+    node.outputs[0].shape = _conv_shape(node, x.shape, w.shape, w.shape[0])
+    asymmetric = scales.size > 1 and bool(np.any(scales != scales[0]))
+    channel = _channel_scales(node, scales, w.shape[0], 0)
+    bias = _float_bias(node, 2, w.shape[0])
+    return _dequantized_conv_run(node, w, channel, asymmetric, "conv", bias, pre, clamp_output)
+
+
+def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias, pre=None,
+                          clamp_output: bool = True):
     """The default resolver's hybrid convolution: the input quantized on the fly as LiteRT's
     (rint's rounding, see _round) and dequantized again (dequantize_rows), then the float
     kernel on the dequantized weights w * channel_scale with the op's bias and activation
@@ -556,23 +581,31 @@ def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias):
     n = x.shape[0]
     x_rows = int(np.prod(x.shape[1:]))
     if kind == "conv" and n == 1 and tuple(x.shape[1:3]) == (1, 1) and w.shape[1:3] == (1, 1) \
-            and w.shape[3] == x.shape[3] and tuple(node.outputs[0].shape[1:3]) == (1, 1):
+            and w.shape[3] == x.shape[3] and tuple(node.outputs[0].shape[1:3]) == (1, 1) \
+            and pre is None and clamp_output:
         # one pixel (squeeze-excite's convolutions): a one-row FULLY_CONNECTED, np.dot
         code = int(node.options.fused_activation_function or 0)
         return _dequantized_fc_run(1, w.shape[0], w.shape[3], w.reshape(w.shape[0], -1),
                                    channel, bias, asymmetric, _activation(node, code, False))
     weights = dequantized_weights(w, channel, 0 if kind == "conv" else 3)
     from . import hybrid_conv    # (it imports this module)
-    if kind == "conv" and hybrid_conv.shifted_applies(node, x.shape, w.shape):
-        return hybrid_conv.shifted_conv_run(node, weights, bias, asymmetric)
+    if kind == "conv" and hybrid_conv.shifted_applies(node, x.shape, w.shape) and clamp_output:
+        return hybrid_conv.shifted_conv_run(node, weights, bias, asymmetric, pre)
     if kind == "conv" and hybrid_conv.pointwise_applies(node, x.shape, w.shape,
                                                         node.outputs[0].shape):
-        return hybrid_conv.pointwise_run(node, weights, bias, asymmetric)
+        return hybrid_conv.pointwise_run(node, weights, bias, asymmetric, pre, clamp_output)
     if kind == "depthwise" and n == 1:
         return hybrid_conv.depthwise_run(node, weights, bias, asymmetric)
-    run_float = _float_kernel(node, weights, bias=bias, fused=True)
+    run_float = _float_kernel(node, weights, bias=bias, fused=clamp_output)
     xq = np.empty((n, x_rows), F32)
     xq_nhwc = xq.reshape(x.shape)   # one view: the float kernels bind to the array they see
+    multiply, quantized = np.multiply, hybrid_conv._quantized
+
+    if pre is not None:      # (batch 1: conv_2d_default)
+        def run(x, w_, b_, out):
+            multiply(xq, quantized(x.reshape(1, x_rows), xq, asymmetric, pre), xq)
+            run_float(xq_nhwc, None, out)
+        return run
 
     def run(x, w_, b_, out):
         dequantize_rows(x.reshape(n, x_rows), xq, asymmetric)

@@ -15,6 +15,8 @@ the float kernel on dequantized weights: (q * scale) * w against q * (w * scale)
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
@@ -52,14 +54,36 @@ def pointwise_applies(node, x_shape, w_shape, out_shape) -> bool:
             and tuple(x_shape[1:3]) != (1, 1))
 
 
-def _parameters(x: np.ndarray, asymmetric: bool) -> tuple:
-    """(scale, inv as float32 scalars, the clamp's bounds about the zero point or None) of the
-    whole block x: dequantize_rows' one row (row_parameters' numbers)."""
-    lo, hi = float(_min(x, None)), float(_max(x, None))
+class Pre(NamedTuple):
+    """What the producer of a convolution's input left to it (fusion_hybrid.py): the input is
+    t = clamp(x * channel, lims) (either part None: absent), computed here exactly."""
+    channel: object = None      # float32 [C], or None
+    lims: object = None         # (lo, hi) 0-d float32 arrays, or None
+
+
+def _parameters(x: np.ndarray, asymmetric: bool, lims=None) -> tuple:
+    """(scale, inv as float32 scalars, the clamp about the zero point: (lo, hi) or None) of the
+    whole block clamp(x, lims): dequantize_rows' one row (row_parameters' numbers). The
+    clamp's bounds are those of the values it clamps (monotonic); a lower bound >= 0 (RELU,
+    RELU6) leaves rmin 0 whatever x's least value (row_parameters reads lo only as
+    min(lo, 0) and -lo), so its min pass is skipped."""
+    hi = float(_max(x, None))
+    if lims is None:
+        lo = float(_min(x, None))
+    else:
+        a, b = float(lims[0]), float(lims[1])
+        hi = min(max(hi, a), b)            # (a NaN stays NaN: Python's max / min keep it)
+        lo = 0.0 if a >= 0 else min(max(float(_min(x, None)), a), b)
     scale, inv, zp = row_parameters(lo, hi, asymmetric)
     clamp = None
     if asymmetric and (lo * inv + zp < _LOW or hi * inv + zp > _HIGH):
         clamp = (-128.0 - zp, 127.0 - zp)
+    if lims is not None:
+        # round(clamp(x, a, b) * inv) = clamp(round(x * inv), round(a * inv), round(b * inv)):
+        # float32 rounding and rint are monotonic (inv > 0): one clip for both clamps
+        a32, b32 = (float(np.rint(F32.type(v) * F32.type(inv))) for v in (a, b))
+        lo_q, hi_q = clamp if clamp is not None else (-np.inf, np.inf)
+        clamp = (max(a32, lo_q), min(b32, hi_q))
     return F32.type(scale), F32.type(inv), clamp
 
 
@@ -70,11 +94,18 @@ def _rounded(q: np.ndarray, clamp) -> None:
         clip_(q, *clamp)
 
 
-def _quantized(x: np.ndarray, q: np.ndarray, asymmetric: bool):
-    """q = round(x * inv), clamped about the zero point where the block's bounds need it: the
-    integers of dequantize_rows' one row for the whole block x, into `q` of x's shape (any
-    strides); returns the row scale as a float32 scalar."""
-    scale, inv, clamp = _parameters(x, asymmetric)
+def _quantized(x: np.ndarray, q: np.ndarray, asymmetric: bool, pre: Pre | None = None):
+    """q = round(t * inv), clamped about the zero point where the block's bounds need it: the
+    integers of dequantize_rows' one row for the whole block t, into `q` of x's shape (any
+    strides); returns the row scale as a float32 scalar. t is x, or with `pre` the clamp of
+    x times its channel multipliers (their product written into q first)."""
+    lims = None
+    if pre is not None:
+        if pre.channel is not None:
+            np.multiply(x, pre.channel, q)
+            x = q
+        lims = pre.lims
+    scale, inv, clamp = _parameters(x, asymmetric, lims)
     np.multiply(x, inv, q)
     _rounded(q, clamp)
     return scale
@@ -86,7 +117,7 @@ def _clamp(node):
     return bounds(*ACTIVATION_BOUNDS[code]) if code in ACTIVATION_BOUNDS else None
 
 
-def shifted_conv_run(node, weights, bias, asymmetric: bool):
+def shifted_conv_run(node, weights, bias, asymmetric: bool, pre: Pre | None = None):
     """The default resolver's kxk CONV_2D without im2col: the input quantized straight into a
     zero-bordered buffer of padded rows [Hp * Wp + slack, C]; one GEMM of all of it by every
     tap's weights side by side times the row scale, P = buffer @ ([W_00 | W_01 | ...] * scale)
@@ -133,7 +164,7 @@ def shifted_conv_run(node, weights, bias, asymmetric: bool):
         buf, prod, interior, borders, views = bound
         for b in borders:
             b.fill(0.0)
-        scale = _quantized(x.reshape(h, wd, c), interior, asymmetric)
+        scale = _quantized(x.reshape(h, wd, c), interior, asymmetric, pre)
         if on_weights:
             multiply(w_all, scale, w_run)
         else:
@@ -148,7 +179,8 @@ def shifted_conv_run(node, weights, bias, asymmetric: bool):
     return run
 
 
-def pointwise_run(node, weights, bias, asymmetric: bool):
+def pointwise_run(node, weights, bias, asymmetric: bool, pre: Pre | None = None,
+                  clamp_output: bool = True):
     """The default resolver's 1x1 CONV_2D at batch 1, stride 1: the integers q = round(x * inv)
     (clamped about the zero point when the row's bounds need it), one GEMM by the weights
     times the row scale (W * scale at each run: C*O products, where C < the pixels; else the
@@ -170,14 +202,14 @@ def pointwise_run(node, weights, bias, asymmetric: bool):
         w_run = np.empty_like(w2) if on_weights else w2
     w_scaled = w_run[:c]
     tiled = None if bias is None or ones else np.tile(bias, wd)              # one row's
-    lims = _clamp(node)
+    lims = _clamp(node) if clamp_output else None
     get = Scratch.of(node).reserve([((p, c), F32)] + [((p, c + 1), F32)] * ones)
     multiply, add, matmul, copyto = np.multiply, np.add, np.matmul, raw(np.copyto)
     item = np.dtype((np.void, 4 * c))
 
     def run(x, w_, b_, out):
         q, *rest = get()
-        scale = _quantized(x.reshape(p, c), q, asymmetric)
+        scale = _quantized(x.reshape(p, c), q, asymmetric, pre)
         buf = q
         if ones:   # q copied in as opaque rows of C floats: ~3x faster than strided passes
             buf = rest[0]
