@@ -71,8 +71,13 @@ def _reduce_taps(win, x, out, ufunc):
     that view."""
     if win.copy_in is not None:
         win.copy_in(x)
-    taps = win.tap_list(x)
     o = win.out_view(out)
+    n, h, w, c = x.shape
+    if win.ho == win.wo == 1 and (win.kh, win.kw, win.dh, win.dw) == (h, w, 1, 1) \
+            and win.copy_in is None:   # a global pool: one reduce, its taps in the fold's order
+        ufunc.reduce(x.reshape(n, h * w, c), axis=1, out=o.reshape(n, c))   # (16384 calls of
+        return o                                                         # 16 values: 6.8 ms)
+    taps = win.tap_list(x)
     if len(taps) == 1:
         np.copyto(o, taps[0])
     else:
