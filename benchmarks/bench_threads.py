@@ -13,6 +13,12 @@ other processes load, two threads' wall time depends on getting the second core,
 says what the threads cost (spinning included). The goal (issue 17): 2 threads faster than 1 on
 every model above 1 ms. OPENBLAS_NUM_THREADS is left as the environment has it (unset: OpenBLAS
 starts with a thread per core, as a user's process does).
+
+First, the default process (issue 17): the CPU time of an invoke at num_threads 1 in a process
+without OPENBLAS_NUM_THREADS (OpenBLAS at a thread per core) against one with
+OPENBLAS_NUM_THREADS=1, each in its own subprocess, in alternating rounds (`--rounds`), with the
+OpenBLAS setter calls an invoke makes; `--baseline DIR` adds the same two for the edgelite whose
+package DIR holds (a worktree's parent, put first on PYTHONPATH). `--default-process none` skips.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+_USER_ENV = dict(os.environ)   # before bench_models sets OPENBLAS_NUM_THREADS
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models import benchmark_set  # noqa: E402
 
@@ -104,6 +111,99 @@ def bench(path: Path, seconds: float) -> dict:
     return {f"{r.name} {r.threads}{'' if r.adaptive else ' fixed'}": r.facts() for r in runners}
 
 
+DEFAULT_MODELS = "digits_cnn.tflite,default.tflite,mobilenet_v2.tflite"
+PROCESS_PROBE = r"""
+import statistics, sys, time
+import numpy as np
+from edgelite.interpreter import Interpreter, threads
+from edgelite.cli.session import random_inputs
+path, blocks = sys.argv[1], int(sys.argv[2])
+it = Interpreter(model_path=path)
+it.allocate_tensors()
+feeds = random_inputs([(tuple(d["shape"]), d["dtype"]) for d in it.get_input_details()])
+for d, x in zip(it.get_input_details(), feeds):
+    it.set_tensor(d["index"], x)
+it.invoke()
+api, calls = threads._find(), []
+if api:
+    threads._api = (lambda n: (calls.append(n), api[0](n))[1], api[1])
+    it.invoke()
+    setter = len(calls)
+    threads._api = api
+else:
+    setter = 0
+t = time.thread_time()
+it.invoke()
+one = time.thread_time() - t
+n = max(1, int(0.05 / max(one, 1e-6)))
+per = []
+for _ in range(blocks):
+    t = time.thread_time()
+    for _ in range(n):
+        it.invoke()
+    per.append((time.thread_time() - t) / n)
+print(statistics.median(per) * 1e6, setter, api[1]() if api else 0)
+"""
+
+
+def _process_run(path: Path, env: dict, blocks: int) -> tuple:
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-c", PROCESS_PROBE, str(path), str(blocks)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    if run.returncode:
+        raise RuntimeError(run.stderr.strip().splitlines()[-1][:160])
+    us, setter, count = run.stdout.split()
+    return float(us), int(setter), int(count)
+
+
+def default_process(paths: dict, rounds: int, baseline: Path | None) -> dict:
+    """model -> variant -> {us (median over rounds of the median block), setter_calls, count}."""
+    base = {k: v for k, v in _USER_ENV.items()
+            if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOTO_NUM_THREADS")}
+    variants = {"default": dict(base), "OPENBLAS_NUM_THREADS=1": dict(base,
+                                                                      OPENBLAS_NUM_THREADS="1")}
+    if baseline is not None:
+        for name, env in list(variants.items()):
+            old = dict(env, PYTHONPATH=os.pathsep.join(filter(None, (
+                str(baseline), env.get("PYTHONPATH")))))
+            variants[f"{name}, baseline"] = old
+    results = {}
+    for model, path in paths.items():
+        print(f"default process: {model} ...", file=sys.stderr, flush=True)
+        got = {name: [] for name in variants}
+        try:
+            for _ in range(rounds):
+                for name, env in variants.items():
+                    got[name].append(_process_run(path, env, 15))
+        except Exception as e:
+            results[model] = {"error": f"{type(e).__name__}: {str(e)[:120]}"}
+            continue
+        results[model] = {name: {"us": statistics.median(r[0] for r in runs),
+                                 "setter_calls": runs[-1][1], "count": runs[-1][2]}
+                          for name, runs in got.items()}
+    return results
+
+
+def default_table(results: dict) -> list:
+    names = next((list(r) for r in results.values() if "error" not in r), [])
+    lines = ["Default process: µs of thread CPU per invoke at num_threads 1 (median of rounds of "
+             "median blocks, each variant its own subprocess) / OpenBLAS setter calls an invoke "
+             "/ OpenBLAS's count between invokes", "",
+             "| model | " + " | ".join(names) + " | default / with the variable |",
+             "|---|" + "---:|" * (len(names) + 1)]
+    for model, r in results.items():
+        if "error" in r:
+            lines.append(f"| {model} | {r['error']} |" + " |" * len(names))
+            continue
+        cells = [f"{r[n]['us']:.1f} / {r[n]['setter_calls']} / {r[n]['count']}" for n in names]
+        ratios = [f"{r[n]['us'] / r[n.replace('default', 'OPENBLAS_NUM_THREADS=1')]['us']:.2f}"
+                  + (" (baseline)" if "baseline" in n else "")
+                  for n in names if n.startswith("default")]
+        lines.append(f"| {model} | " + " | ".join(cells) + " | " + ", ".join(ratios) + " |")
+    return lines + [""]
+
+
 def _ms(v: float) -> str:
     return f"{v:.2f}" if v < 10 else f"{v:.1f}"
 
@@ -138,8 +238,24 @@ def main(argv=None) -> int:
     p.add_argument("--only", help="comma-separated substrings of model names")
     p.add_argument("--seconds", type=float, default=2.0, help="per model, all runners together")
     p.add_argument("--json", type=Path)
+    p.add_argument("--default-process", default=DEFAULT_MODELS,
+                   help="models for the default-process table (bench_models names), or none")
+    p.add_argument("--rounds", type=int, default=3, help="default-process rounds")
+    p.add_argument("--baseline", type=Path, help="a folder holding an older edgelite package")
+    p.add_argument("--no-threads", action="store_true", help="only the default-process table")
     a = p.parse_args(argv)
     only = a.only.split(",") if a.only else None
+    processes = {}
+    if a.default_process != "none":
+        wanted = a.default_process.split(",")
+        paths = {e.name: e.path for e in benchmark_set(only=wanted)
+                 if not e.missing and e.name in wanted}
+        processes = default_process(paths, a.rounds, a.baseline)
+        print("\n".join(default_table(processes)), flush=True)
+    if a.no_threads:
+        if a.json:
+            a.json.write_text(json.dumps({"default_process": processes}, indent=1))
+        return 0
     meta = {"load_before": os.getloadavg()[0], "cpus": os.cpu_count(), "numpy": np.__version__,
             "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
     results = {}
@@ -160,7 +276,8 @@ def main(argv=None) -> int:
     meta["load_after"] = os.getloadavg()[0]
     print("\n".join(table(results, meta)))
     if a.json:
-        a.json.write_text(json.dumps({**meta, "models": results}, indent=1))
+        a.json.write_text(json.dumps({**meta, "models": results, "default_process": processes},
+                                     indent=1))
     return 0
 
 
