@@ -9,10 +9,8 @@ names, then set aside, so both interpreters live in this process (a function of 
 that imports a module while running gets today's). For each model (bench_overhead's names,
 plus `chain`, `chain_relu` and their [8]-wide `chain_x8`, `chain_relu_x8`: its 200-op chains):
 CPU time of this thread per invoke of before, after and LiteRT in alternating blocks (the
-order rotates; bench_overhead.us_per_op), medians; for before and after, the Python frames
-and numpy calls of one invoke (numpy's builtins as the profiler's C calls, the kernels' clip
-and the ufuncs a kernel looks up while it is prepared through counting wrappers; a ufunc a
-module bound at import, as elementwise's np.add, is not counted).
+order rotates; bench_overhead.us_per_op), medians; for before and after, the Python frames of
+one invoke.
 """
 from __future__ import annotations
 
@@ -32,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_overhead as bo  # noqa: E402
 
 MODELS = ("chain,chain_relu,chain_x8,chain_relu_x8,digits_cnn.tflite,keras_kws_head.float32,"
-          "mwk_okay_nabu.tflite,default.tflite,mobilenet_v2.tflite")
+          "silero_vad,mwk_okay_nabu.tflite,default.tflite,mobilenet_v2.tflite")
 
 
 def _ours(name: str) -> bool:
@@ -69,55 +67,20 @@ def switched(modules: dict):
         sys.modules.update(saved)
 
 
-class _Counted:
-    def __init__(self, f, counts):
-        self.f, self.counts = f, counts
+def frames(it) -> int:
+    """Python frames (profile 'call' events) of one invoke. (numpy's ufunc calls are no profile
+    events, and kernels bind ufuncs at import: those are left uncounted.)"""
+    count = [0]
 
-    def __call__(self, *args, **kwargs):
-        self.counts["ufuncs"] += 1
-        return self.f(*args, **kwargs)
-
-    def __getattr__(self, attr):
-        return getattr(self.f, attr)
-
-
-def counts(make, modules) -> dict:
-    """Python frames and numpy calls of one invoke of the interpreter `make()` builds, with
-    numpy's ufuncs (and each module's `clip`) wrapped while it is built and run."""
-    n = {"ufuncs": 0}
-    patched = []
-    for name in dir(np):
-        f = getattr(np, name)
-        if isinstance(f, np.ufunc):
-            patched.append((np, name, f))
-            setattr(np, name, _Counted(f, n))
-    for m in modules:
-        clip = getattr(m, "clip", None)
-        if isinstance(clip, np.ufunc):
-            patched.append((m, "clip", clip))
-            m.clip = _Counted(clip, n)
+    def profile(frame, event, arg):
+        if event == "call":
+            count[0] += 1
+    sys.setprofile(profile)
     try:
-        it = make()
-        own = _Counted.__call__.__code__
-        events = {"call": 0, "c_call": 0}
-
-        def profile(frame, event, arg):
-            if event == "call" and frame.f_code is not own:
-                events["call"] += 1
-            elif event == "c_call" and frame.f_code is not own and (
-                    isinstance(getattr(arg, "__self__", None), (np.ufunc, np.ndarray))
-                    or str(getattr(arg, "__module__", "") or "").startswith("numpy")):
-                events["c_call"] += 1
-        n["ufuncs"] = 0
-        sys.setprofile(profile)
-        try:
-            it.invoke()
-        finally:
-            sys.setprofile(None)
+        it.invoke()
     finally:
-        for owner, name, f in patched:
-            setattr(owner, name, f)
-    return {"frames": events["call"], "numpy": n["ufuncs"] + events["c_call"]}
+        sys.setprofile(None)
+    return count[0]
 
 
 def model_content(name: str, tmp: str):
@@ -137,6 +100,8 @@ def main(argv=None) -> None:
     parser.add_argument("--block-ms", type=float, default=20.0)
     parser.add_argument("--models", default=MODELS)
     args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:   # (silero_vad converted before the old tree)
+        contents = {name: model_content(name, tmp) for name in args.models.split(",")}
     old_modules = load_before(args.before)
     from ai_edge_litert import interpreter as litert
 
@@ -156,26 +121,22 @@ def main(argv=None) -> None:
     print(f"## Before ({args.before}) / after / LiteRT: thread CPU µs per invoke (per op for "
           f"the chains), alternating blocks, medians; load {os.getloadavg()[0]:.1f}\n")
     print("| model | before µs | after µs | LiteRT µs | before/LiteRT | after/LiteRT | "
-          "frames before → after | numpy calls counted before → after |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in args.models.split(","):
-            content, per = model_content(name, tmp)
-            if content is None:
-                print(f"| {name} | not on this machine | | | | | | |")
-                continue
-            its = {"before": make(old, content), "after": make(new, content),
-                   "LiteRT": make(litert, content)}
-            outs = [it.get_tensor(it.get_output_details()[0]["index"]) for it in its.values()]
-            np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
-            t, _ = bo.us_per_op({k: it.invoke for k, it in its.items()}, per, args.blocks,
-                                args.block_ms / 1e3)
-            c0 = counts(lambda c=content: make(old, c), old_modules.values())
-            c1 = counts(lambda c=content: make(new, c), new_modules.values())
-            b, a, r = t["before"], t["after"], t["LiteRT"]
-            print(f"| {name} | {b:.3f} | {a:.3f} | {r:.3f} | {b / r:.2f}x | {a / r:.2f}x | "
-                  f"{c0['frames']} → {c1['frames']} | {c0['numpy']} → {c1['numpy']} |",
-                  flush=True)
+          "Python frames an invoke, before → after |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, (content, per) in contents.items():
+        if content is None:
+            print(f"| {name} | not on this machine | | | | | |")
+            continue
+        its = {"before": make(old, content), "after": make(new, content),
+               "LiteRT": make(litert, content)}
+        outs = [it.get_tensor(it.get_output_details()[0]["index"]) for it in its.values()]
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
+        t, _ = bo.us_per_op({k: it.invoke for k, it in its.items()}, per, args.blocks,
+                            args.block_ms / 1e3)
+        f0, f1 = frames(its["before"]), frames(its["after"])
+        b, a, r = t["before"], t["after"], t["LiteRT"]
+        print(f"| {name} | {b:.3f} | {a:.3f} | {r:.3f} | {b / r:.2f}x | {a / r:.2f}x | "
+              f"{f0} → {f1} |", flush=True)
 
 
 if __name__ == "__main__":
