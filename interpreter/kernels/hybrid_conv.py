@@ -15,6 +15,7 @@ the float kernel on dequantized weights: (q * scale) * w against q * (w * scale)
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -23,7 +24,7 @@ from edgelite.schema.ops import ACTIVATION_BOUNDS
 
 from .common import activation_code, bounds, clip_, raw
 from .geometry import conv_windows
-from .hybrid import _HIGH, _LOW, F32, _max, _min, row_parameters
+from .hybrid import _HIGH, _LOW, F32, _max, _min, _to_f32, row_parameters
 from .scratch import Scratch
 from .taps import TapGrid
 
@@ -81,10 +82,17 @@ def _parameters(x: np.ndarray, asymmetric: bool, lims=None) -> tuple:
     if lims is not None:
         # round(clamp(x, a, b) * inv) = clamp(round(x * inv), round(a * inv), round(b * inv)):
         # float32 rounding and rint are monotonic (inv > 0): one clip for both clamps
-        a32, b32 = (float(np.rint(F32.type(v) * F32.type(inv))) for v in (a, b))
+        a32, b32 = _rint_f32(a * inv), _rint_f32(b * inv)
         lo_q, hi_q = clamp if clamp is not None else (-np.inf, np.inf)
         clamp = (max(a32, lo_q), min(b32, hi_q))
     return F32.type(scale), F32.type(inv), clamp
+
+
+def _rint_f32(v: float) -> float:
+    """rint(float32(v)) of a double product of two float32 values (exact: float32(v) is their
+    float32 product), in Python: round() halves to even, as rint."""
+    v = _to_f32(v)
+    return float(round(v)) if math.isfinite(v) else v
 
 
 def _rounded(q: np.ndarray, clamp) -> None:
