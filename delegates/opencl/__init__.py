@@ -50,7 +50,7 @@ from .ops import CUSTOM_OPS, OPS
 from .quant import Views, has_quantized, hybrid_reason, is_hybrid
 from .quant import reason as int8_reason
 from .quant_int import BUILDS as INTEGER_BUILDS
-from .quant_int import PARAMETRIZED, IntViews, parameters, plan_blocks
+from .quant_int import PARAMETRIZED, IntViews, parameters, plan_integer
 from .quant_int import reason as integer_reason
 
 PRECISIONS = ("fp32", "fp16")
@@ -141,8 +141,8 @@ class OpenCLDelegate(Delegate):
             inputs = [views.tensor(t) for t in inputs]
             outputs = [views.tensor(t) for t in outputs]
         g.fusion = plan_fusions(nodes, outputs, self.dev.is_cpu, integer=set(g.requant))
-        if self.int8 == "integer":  # whole integer blocks as one launch (quant_int.py)
-            plan_blocks(g, nodes, outputs)
+        if self.int8 == "integer":  # integer blocks and residual ADDs (quant_int.py)
+            plan_integer(g, nodes, outputs)
         g.fused = g.fusion.clamps
         for node, cpu_run in zip(nodes, partition.cpu_runs):
             g.node, g.cpu_run = node, cpu_run

@@ -109,8 +109,27 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 #define PANEL_I (2 * LANES)
 #ifdef HALF
 #define ST_LANES(v, p) CAT(vstore_half, LANES)((v), 0, (p))
+#define LD_LANES(p) CAT(vload_half, LANES)(0, (p))
 #else
 #define ST_LANES(v, p) CAT(vstore, LANES)((v), 0, (p))
+#define LD_LANES(p) CAT(vload, LANES)(0, (p))
+#endif
+// RES_ADD (quant_int.plan_residuals): the integer ADD of the product's output and `res` (a
+// tensor of the output's shape, written before) in the epilogue, as integer.cl's add_integer
+// (both shifted left by 20, rescaled by m1, e1 / m2, e2, summed, rescaled by mo, eo, clamped to
+// [alo, ahi]): the product's own output never reaches memory, and the ADD is no launch.
+#ifdef RES_ADD
+#define RES_ARGS , __global const T* restrict res, int m1, int e1, int m2, int e2, int mo, \
+    int eo, float alo, float ahi
+#define RES_PASS , res, m1, e1, m2, e2, mo, eo, alo, ahi
+#define RES_INT(q, at) clamp(CAT(mbqm, LANES)( \
+    CAT(mbqm, LANES)((q) << 20, (IW_)(m1), (IW_)(e1)) \
+    + CAT(mbqm, LANES)(CAT(convert_int, LANES)(LD_LANES(res + (at))) << 20, (IW_)(m2), \
+                       (IW_)(e2)), (IW_)(mo), (IW_)(eo)), (IW_)((int)alo), (IW_)((int)ahi))
+#else
+#define RES_ARGS
+#define RES_PASS
+#define RES_INT(q, at) (q)
 #endif
 
 #ifndef BLOCK_FUSED
@@ -134,7 +153,7 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
     __global const T* restrict a, __global const short* restrict w,
     __global const int* restrict rq, __global T* restrict out, int M, int K, int N,
-    int per_item, float lo, float hi, int off, int m0, int p0 DW_ARGS)
+    int per_item, float lo, float hi, int off, int m0, int p0 DW_ARGS RES_ARGS)
 {
     const int panels = (N + PANEL_I - 1) / PANEL_I, KS = (K + KPER - 1) / KPER;
     int xs[TM][KMAX2 * 2 / KPER];  // the rows' (x[2k], x[2k + 1]) as int16 pairs (u8 quads)
@@ -210,19 +229,20 @@ INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
 #if defined(REQUANT) && REQUANT == 2
             const CAT(double, LANES) eff = CAT(vload, LANES)(
                 0, (__global const double*)(r + PANEL_I) + j * LANES);
-#define EPI_I(a) CLAMP(CAT(convert_float, LANES)( \
+#define EPI_I(a, at) CLAMP(CAT(convert_float, LANES)( \
     round(CAT(convert_double, LANES)((a) + b) * eff)), lo, hi)
 #else
             const IW_ m = CAT(vload, LANES)(0, r + PANEL_I + j * LANES),
                       e = CAT(vload, LANES)(0, r + 2 * PANEL_I + j * LANES);
-#define EPI_I(a) CAT(convert_float, LANES)(clamp(CAT(mbqm, LANES)((a) + b, m, e), \
-                                                 (IW_)((int)lo), (IW_)((int)hi)))
+#define EPI_I(a, at) CAT(convert_float, LANES)(RES_INT(clamp(CAT(mbqm, LANES)((a) + b, m, \
+    e), (IW_)((int)lo), (IW_)((int)hi)), at))
 #endif
             const int n0 = p * PANEL_I + j * LANES;
             if (n0 >= N) break;
             for (int i = 0; i < min(TM, M - m0); i++) {
-                const CAT(float, LANES) v = EPI_I(acc[i][j]);  // clamped to [lo, hi]
-                __global T* o = out + (size_t)(m0 + i) * N + n0;
+                const size_t at = (size_t)(m0 + i) * N + n0;
+                const CAT(float, LANES) v = EPI_I(acc[i][j], at);  // clamped to [lo, hi]
+                __global T* o = out + at;
                 if (n0 + LANES <= N) {
                     ST_LANES(v, o);
                 } else {
@@ -242,12 +262,12 @@ __kernel void KERNEL(gemm_integer)(
 #endif
     __global const T* restrict a, __global const short* restrict w,
     __global const int* restrict rq, __global T* restrict out, int M, int K, int N,
-    int per_item, float lo, float hi, int off DW_ARGS)
+    int per_item, float lo, float hi, int off DW_ARGS RES_ARGS)
 {
     const int m0 = get_global_id(0) * TM, p0 = get_global_id(1) * per_item;
     if (m0 >= M || p0 >= (N + PANEL_I - 1) / PANEL_I) return;
     CAT(gemm_integer_rows, SUFFIX)(a, w, rq, out, M, K, N, per_item, lo, hi, off, m0, p0
-                                   DW_PASS);
+                                   DW_PASS RES_PASS);
 }
 #undef DW_ARGS
 #undef DW_PASS
@@ -284,7 +304,7 @@ INT_TARGET static void CAT(block_rows, SUFFIX)(
     __global const int* restrict dwr, __global const short* restrict wp,
     __global const int* restrict rq, __global T* restrict out, int H, int W, int K0, int E,
     int Ho, int Wo, int N, int pt, int pl, int offx, int elo, int ehi, int dlo, int dhi,
-    int offd, float lo, float hi, int b, int x0, int r0, int r1)
+    int offd, float lo, float hi, int b, int x0, int r0, int r1 RES_ARGS)
 {
     float ring[3][PX][EP];
     int xe[PXT][K0P];      // the strip's input pixels of a row, u8 quads (int16 pairs)
@@ -379,9 +399,11 @@ INT_TARGET static void CAT(block_rows, SUFFIX)(
                           m = CAT(vload, LANES)(0, r + PANEL_I + j * LANES),
                           e = CAT(vload, LANES)(0, r + 2 * PANEL_I + j * LANES);
                 for (int i = 0; i < count; i++) {
-                    const CAT(float, LANES) v = CAT(convert_float, LANES)(clamp(
-                        CAT(mbqm, LANES)(acc[i][j] + bb, m, e), (IW_)((int)lo), (IW_)((int)hi)));
-                    __global T* o = out + ((size_t)(b * Ho + oy) * Wo + x0 + i) * N + n0;
+                    const size_t at = ((size_t)(b * Ho + oy) * Wo + x0 + i) * N + n0;
+                    const CAT(float, LANES) v = CAT(convert_float, LANES)(RES_INT(clamp(
+                        CAT(mbqm, LANES)(acc[i][j] + bb, m, e), (IW_)((int)lo), (IW_)((int)hi)),
+                        at));
+                    __global T* o = out + at;
                     if (n0 + LANES <= N) {
                         ST_LANES(v, o);
                     } else {
@@ -402,13 +424,13 @@ __kernel void KERNEL(expand_depthwise_then_gemm_integer)(
     __global const int* restrict dwr, __global const short* restrict wp,
     __global const int* restrict rq, __global T* restrict out, int H, int W, int K0, int E,
     int Ho, int Wo, int N, int pt, int pl, int offx, int elo, int ehi, int dlo, int dhi,
-    int offd, float lo, float hi, int RS, int RPI, int batches)
+    int offd, float lo, float hi, int RS, int RPI, int batches RES_ARGS)
 {
     const int x0 = get_global_id(0) * TM, g1 = get_global_id(1);
     const int b = g1 / RS, r0 = g1 % RS * RPI, r1 = min(r0 + RPI, Ho);
     if (x0 >= Wo || b >= batches || r0 >= Ho) return;
     CAT(block_rows, SUFFIX)(x, we, rqe, dww, dwr, wp, rq, out, H, W, K0, E, Ho, Wo, N, pt, pl,
-                            offx, elo, ehi, dlo, dhi, offd, lo, hi, b, x0, r0, r1);
+                            offx, elo, ehi, dlo, dhi, offd, lo, hi, b, x0, r0, r1 RES_PASS);
 }
 #undef PANEL_DOT
 #undef PACK16
@@ -416,6 +438,10 @@ __kernel void KERNEL(expand_depthwise_then_gemm_integer)(
 #endif  // BLOCK_FUSED
 #undef EPI_I
 #undef ST_LANES
+#undef LD_LANES
+#undef RES_ARGS
+#undef RES_PASS
+#undef RES_INT
 #undef PANEL_I
 #undef KMAX2
 #undef KPER

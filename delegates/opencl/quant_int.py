@@ -564,6 +564,7 @@ def build_conv(node, g) -> None:
     m = int(np.prod(x.shape[:3]))
     tm = GEMM_TM[dot]
     tiles, panels = -(-m // tm), -(-n // (2 * lanes))
+    res, rdef = _residual(node, g)
     # a second dimension of panel groups where the rows alone give few work-items
     groups = max(1, min(panels, -(-32 // tiles)))
     per_item = -(-panels // groups)
@@ -571,7 +572,8 @@ def build_conv(node, g) -> None:
     i32 = np.int32
     g.launch("gemm_int", "gemm_integer", gsize, lsize,
              [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(per_item),
-              np.float32(rq.lo), np.float32(rq.hi), i32(off)], _defines(g.dev, dot, tm, u8))
+              np.float32(rq.lo), np.float32(rq.hi), i32(off), *res], {**_defines(g.dev, dot, tm,
+                                                                                  u8), **rdef})
 
 
 def _fused_depthwise(dw, k: int) -> bool:
@@ -602,16 +604,67 @@ def _build_depthwise_then_gemm(dw, node, g, dot: int, k: int) -> None:
     panels = -(-n // (2 * lanes))
     gsize, lsize = nd(g, (-(-m // tm), 1), (1, 1))
     i32 = np.int32
+    res, rdef = _residual(node, g)
     g.launch("gemm_int", "depthwise_conv_2d_then_gemm_integer", gsize, lsize,
              [g.value(d.src), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(panels),
               np.float32(rq.lo), np.float32(rq.hi), i32(off), d.wbuf, d.bbuf, i32(d.h),
-              i32(d.w), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), i32(d.lo), i32(d.hi)],
-             {**_defines(g.dev, dot, tm, u8), **d.defines, "DW_FUSED": 1})
+              i32(d.w), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), i32(d.lo), i32(d.hi),
+              *res], {**_defines(g.dev, dot, tm, u8), **d.defines, "DW_FUSED": 1, **rdef})
 
 
 # The smallest expanded tensor (elements a batch) whose block plan_blocks makes one launch.
 BLOCK_MIN = 56 * 56 * 144
 RING_BYTES = 32 << 10  # gemm_int.cl BLOCK_FUSED's private ring of three expanded rows
+
+
+def plan_residuals(g, nodes: list, outputs: list) -> None:
+    """On a CPU with pmaddwd, an integer ADD of a 1x1 product's output (its one reader) and a
+    tensor written before that product, same shapes: the ADD in the product's epilogue
+    (gemm_int.cl's RES_ADD), skipped; g.residual_int[product] = (the other tensor, the
+    product's and its multipliers and shifts in AddParams' order). EDGELITE_OPENCL_INT_RES=0
+    keeps the ADD's launch."""
+    from .fuse import _Graph
+    g.residual_int = {}
+    if int_dot(g.dev) is None or os.environ.get("EDGELITE_OPENCL_INT_RES", "1") == "0":
+        return
+    graph, f = _Graph(nodes, outputs), g.fusion
+    for add in nodes:
+        p = g.requant.get(add.index)
+        if add.op != "ADD" or not isinstance(p, AddParams) or add.index in f.skipped:
+            continue
+        for mine, other, swap in ((0, 1, False), (1, 0, True)):
+            t, o = add.inputs[mine], add.inputs[other]
+            conv = graph.producer.get(t.index)
+            if conv is None or conv.index in g.residual_int or conv.index in f.skipped \
+                    or not isinstance(g.requant.get(conv.index), Requant) \
+                    or len(conv.outputs) != 1 or not graph.only_reader(t, add) \
+                    or not graph.written_before(o, conv) \
+                    or tuple(t.shape) != tuple(add.outputs[0].shape) \
+                    or gemm_int_plan(conv, g) is None:
+                continue
+            m = (p.m2, p.e2, p.m1, p.e1) if swap else (p.m1, p.e1, p.m2, p.e2)
+            g.residual_int[conv.index] = (o, AddParams(*m, p.mo, p.eo, p.lo, p.hi))
+            f.output[conv.index] = add.outputs[0]
+            f.skipped.add(add.index)
+            break
+
+
+def _residual(node, g) -> tuple:
+    """(extra kernel arguments, defines) of gemm_int.cl's RES_ADD for `node`: none without."""
+    r = getattr(g, "residual_int", {}).get(node.index)
+    if r is None:
+        return [], {}
+    other, p = r
+    i32 = np.int32
+    return [g.value(other), i32(p.m1), i32(p.e1), i32(p.m2), i32(p.e2), i32(p.mo), i32(p.eo),
+            np.float32(p.lo), np.float32(p.hi)], {"RES_ADD": 1}
+
+
+def plan_integer(g, nodes: list, outputs: list) -> None:
+    """The integer fusions of a partition after fuse.py's plan: whole blocks, then residual
+    ADDs into the products that write them."""
+    plan_blocks(g, nodes, outputs)
+    plan_residuals(g, nodes, outputs)
 
 
 def plan_blocks(g, nodes: list, outputs: list) -> None:
@@ -679,14 +732,15 @@ def _build_block(ex, node, g, dot: int, k: int) -> bool:
     gsize, lsize = nd(g, (strips, batches * parts), (1, 1))
     i32 = np.int32
     kper = 4 if u8 else 2
+    res, rdef = _residual(node, g)
     defines = {**_defines(g.dev, dot, tm, u8), "BLOCK_FUSED": 1, "SH": s, "SW": s, "PX": px,
                "EP": ep, "K0P": -(-k0 // kper)}
     g.launch("gemm_int", "expand_depthwise_then_gemm_integer", gsize, lsize,
              [g.value(x), webuf, rebuf, d.wbuf, d.bbuf, wbuf, rbuf, g.tensor(out), i32(d.h),
               i32(d.w), i32(k0), i32(e), i32(ho), i32(wo), i32(n), i32(d.pt), i32(d.pl),
               i32(offx), i32(rqe.lo), i32(rqe.hi), i32(d.lo), i32(d.hi), i32(offd),
-              np.float32(rq.lo), np.float32(rq.hi), i32(parts), i32(rpi), i32(batches)],
-             defines)
+              np.float32(rq.lo), np.float32(rq.hi), i32(parts), i32(rpi), i32(batches), *res],
+             {**defines, **rdef})
     return True
 
 

@@ -198,10 +198,15 @@ def test_mobilenet_v2_int8_integer_is_bit_exact(models_dir):
     else:  # the 34 1x1 convolutions and the classifier as integer products (gemm_int.cl),
         # the 17 depthwise convolutions inside the launches of the 1x1 ones reading them
         # (DW_FUSED: their outputs never in memory), the three largest blocks' expansions too
-        # (BLOCK_FUSED: 112x112x96 and 2 x 56x56x144 never in memory), the first convolution,
-        # 10 ADDs, the MEAN; the mean is inside the partition now (not readable)
+        # (BLOCK_FUSED: 112x112x96 and 2 x 56x56x144 never in memory), the 10 residual ADDs
+        # in the epilogues of the projections they read (RES_ADD), the first convolution, the
+        # MEAN; the mean is inside the partition now (not readable)
         assert cpu == ["SOFTMAX"], cpu
-        assert launches == [34 - 3 + 1 + 1 + 10 + 1, None], launches
+        assert launches == [34 - 3 + 1 + 1 + 1, None], launches
+        assert not any(k.startswith("add_integer") for k in kernels), kernels
+        res = [dict(d).get("RES_ADD") for name, d in
+               delegate.device_for(it._runtime).programs if name == "gemm_int"]
+        assert 1 in res, res
         assert sum("gemm_integer" in k for k in kernels) == 35 - 3, kernels
         assert sum(k.startswith("depthwise_conv_2d_then_gemm_integer") for k in kernels) == 14
         assert sum(k.startswith("expand_depthwise_then_gemm_integer") for k in kernels) == 3
