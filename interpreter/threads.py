@@ -207,9 +207,14 @@ _WIDE = frozenset(("float64", "complex64", "complex128"))
 # elsewhere makes no BLAS call.
 BLAS_MODULES = frozenset((
     "activations", "bidirectional_lstm", "conv", "conv3d", "conv_int16", "conv_int8",
-    "fully_connected", "fully_connected_int8", "gather", "hybrid", "hybrid_conv", "hybrid_lstm",
-    "hybrid_row", "layer_norm", "lstm", "lstm_full", "mediapipe_ops", "misc", "reduce", "rnn",
-    "rnn_cells", "rnn_loop", "transpose_conv_int8", "while_rnn"))
+    "depthwise_rows", "fully_connected", "fully_connected_int8", "gather", "hybrid",
+    "hybrid_conv", "hybrid_lstm", "hybrid_row", "layer_norm", "lstm", "lstm_full",
+    "mediapipe_ops", "misc", "reduce", "reduce_int8", "rnn", "rnn_cells", "rnn_loop",
+    "transpose_conv_int8", "while_rnn"))
+# Modules that reach BLAS only through these ops (control.py's WHILE runs a Keras RNN loop as
+# while_rnn's sequence kernel); their other ops make no BLAS call.
+BLAS_VIA = {"control": frozenset(("WHILE",))}
+_VIA_OPS = frozenset().union(*BLAS_VIA.values())
 
 
 def _conv_2d(shapes, op):   # out pixels * Cout * (kh * kw * Cin / groups): im2col's m*n*k
@@ -242,13 +247,14 @@ GEMM_SIZE = {"CONV_2D": _conv_2d, "DEPTHWISE_CONV_2D": _depthwise,
 
 def op_bound(sizes) -> int:
     """A bound on m*n*k of any BLAS call a kernel makes for an op not in GEMM_SIZE whose
-    tensors (inputs, outputs, intermediates) have these element counts: their sum times the
-    largest. A GEMM C[m,n] = A[m,k] B[k,n] of a kernel has C within an output (or a slab of
-    one) and k within a weight or input, or A, B and C all within op tensors (m*n*k =
-    sqrt(|A| |B| |C|)); the sum also covers weights split into several tensors (an LSTM's
-    gates) that the kernel concatenates."""
+    tensors (inputs, outputs, intermediates) have these element counts: 4 times their sum times
+    the largest. A GEMM C[m,n] = A[m,k] B[k,n] of a kernel has C within an output (or a slab
+    of one) and k within a weight or input, or A, B and C all within op tensors (m*n*k =
+    sqrt(|A| |B| |C|)); the sum covers weights split into several tensors (an LSTM's gates)
+    that the kernel concatenates, the 4 a WHILE run as one recurrent kernel (while_rnn: its
+    gates' weights live in the body, sized there)."""
     sizes = list(sizes)
-    return sum(sizes) * max(sizes) if sizes else 0
+    return 4 * sum(sizes) * max(sizes) if sizes else 0
 
 
 def _blas_size(op, name, shapes, sizes) -> int:
@@ -260,7 +266,7 @@ def _blas_size(op, name, shapes, sizes) -> int:
         except (IndexError, TypeError):
             pass
     modules = registry.REGISTERED_BY.get(name)
-    if modules is not None and not modules & BLAS_MODULES:
+    if modules is not None and not modules & BLAS_MODULES and name not in _VIA_OPS:
         return 0
     return op_bound(sizes)
 
