@@ -390,7 +390,7 @@ def compile_steps(specs: list, steps: list):
                          *(lines or ["    pass"]), "  return run_steps", ""])
     namespace: dict = {}
     exec(compile(source, "<edgelite plan>", "exec"), namespace)  # our own source
-    run_steps = namespace["_make"](**bound)
+    run_steps = namespace["_make"](*bound.values())   # (keywords: quadratic in their number)
     run_steps.step_lines = run_steps.__code__.co_firstlineno + 1   # the line of step 0
     run_steps.bound = nbound    # steps bound at allocate (bind_step)
     run_steps.inlined = ninlined   # of those, steps written as their calls (no frame)
