@@ -16,6 +16,7 @@ leaves near a rounding edge are recomputed exactly from the patches or the input
 """
 from __future__ import annotations
 
+import sys
 from functools import partial
 
 import numpy as np
@@ -25,6 +26,7 @@ from .common import activation_code, clip, raw, with_optional_inputs
 from .conv_integer import PaddedSource, RowBlocks, conv_setup, integer_bias
 from .fixed_point import EXACT_F32, exact_float_type
 from .geometry import pool_windows
+from .int8_stage import Stage
 from .registry import register
 from .requantize import Requantizer, exact_rounding
 from .scratch import Scratch
@@ -43,6 +45,9 @@ except ImportError:   # numpy < 2
     from numpy.core.multiarray import c_einsum as einsum
 
 
+_MODULE = sys.modules[__name__]   # (a Stage looks `einsum` up here on each call)
+
+
 def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarray:
     """The GEMM's sums at flat output indices `near` (exact: float32-exact integers), from
     its patch rows and the weights as rows (channels, patch)."""
@@ -52,14 +57,18 @@ def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarr
 
 
 @register("CONV_2D", "int8", "uint8")
-def conv_2d(node):
+def conv_2d(node, input_lift: int = 0):
+    """`input_lift`: the input arrives as float32 values + that lift (int8 + 128: [0, 255]),
+    written into the patches by the op before it (fusion_int8.py): the lift joins the input
+    zero point, the sums are the same integers."""
     key = node.input(0).type_name
     x, wc, win, groups, cout, zx, zo, multiplier, shift, lo, hi = conv_setup(node, key, False)
+    zx += input_lift
     _, kh, kw, cg = wc.shape
     n, cin = x.shape[0], x.shape[3]
     oh, ow = win.oh, win.ow
     bias = integer_bias(node, 2, cout) - zx * wc.reshape(cout, -1).sum(1)
-    x_max = 128 if key == "int8" else 255
+    x_max = 128 if key == "int8" and not input_lift else 255
     acc_bound = np.abs(wc).reshape(cout, -1).sum(1) * x_max
     ftype = exact_float_type(float(acc_bound.max(initial=0)))
     k = kh * kw * cg
@@ -219,6 +228,11 @@ def conv_2d(node):
                     clip(s1, lo_, hi_, s1)
                     copyto(raw_out, s1, casting="unsafe")
                     np.bitwise_xor(raw_out, lift, raw_out)
+
+                copies = ((interior, inner),) if interior is not None else ()
+                inline.stage = Stage(dest if plain else None, copies + ((dest, src),),
+                                     ((dot, (c, wm, acc), {}),), s1, lo_, hi_, int(lift),
+                                     tail.passes, None)
                 return inline
 
             def one():
@@ -244,7 +258,13 @@ def conv_2d(node):
     if chosen is fast_run and len(chunks) == 1 and not plain and len(node.inputs) == 3:
         fast_run.pool_fusion = lambda g: _pooled_conv(
             g, n, oh, ow, kh, kw, cin, cout, patch, source, win, wmats[0], requant, buffers)
-    return with_optional_inputs(node, chosen, 3)               # (fast_run: views per block)
+    result = with_optional_inputs(node, chosen, 3)             # (fast_run: views per block)
+    # fusion_int8.py: whether a bound run may give a Stage (one small block), and take its
+    # input from the op before (read straight: 1x1 at stride 1).
+    result.stage_out = chosen is fast_run and len(chunks) == 1 and \
+        most * kc * np.dtype(ftype).itemsize <= OWN_COLUMNS and getattr(requant, "lift", 0) == 128
+    result.stage_in = result.stage_out and plain
+    return result
 
 
 def max_pool_fusion(conv, pool):
@@ -331,6 +351,12 @@ def _pooled_conv(g, n, oh, ow, kh, kw, cin, cout, patch, source, win, wm, requan
                 clip(s1, lo, hi, s1)
                 copyto(raw_out, s1, casting="unsafe")
                 np.bitwise_xor(raw_out, lift, raw_out)
+
+            copies = ((interior, inner),) if interior is not None else ()
+            compute = ((dot, (cols, wm, acc), {}),) + tuple(
+                ("maximum", (a, b), {"out": into}) for a, b, into in halves)
+            inline.stage = Stage(None, copies + ((dest, view),), compute, s1, lo, hi,
+                                 int(lift), tail.passes, None)
             return inline
 
         def fused():
@@ -343,6 +369,7 @@ def _pooled_conv(g, n, oh, ow, kh, kw, cin, cout, patch, source, win, wm, requan
             tail()
         return fused
     run.bind = bind
+    run.stage_out, run.stage_in = getattr(requant, "lift", 0) == 128, False
     return run
 
 
@@ -574,6 +601,10 @@ def depthwise_conv_2d(node):
                     clip(s1, lo_, hi_, s1)
                     copyto(raw_out, s1, casting="unsafe")
                     np.bitwise_xor(raw_out, lift, raw_out)
+                inline.stage = Stage(
+                    None, ((head, x),), (((_MODULE, "einsum"), (ROW_SPEC, ones_plane, weights),
+                                          {"out": acc1}),),
+                    s1, lo_, hi_, int(lift), finish.passes, None)
                 return inline
 
             def pixel():
@@ -606,4 +637,8 @@ def depthwise_conv_2d(node):
         return many
 
     run.bind = fixed
-    return with_optional_inputs(node, run, 3)
+    result = with_optional_inputs(node, run, 3)
+    result.stage_out = folded is not None and scaled and not exact and \
+        getattr(requant, "lift", 0) == 128
+    result.stage_in = False
+    return result

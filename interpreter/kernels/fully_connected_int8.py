@@ -17,6 +17,7 @@ from .common import clip, clip_, matmul_shape, raw
 from .conv_integer import integer_bias, integer_weights
 from .fixed_point import EXACT_F32, exact_float_type, f32, quantize_multiplier, round_half_away
 from .geometry import fully_connected_shape
+from .int8_stage import Stage
 from .quant_params import TYPE_RANGE, activation_range, channel_scales, expect_output_type, \
     quant_params
 from .requantize import Requantizer, exact_rounding
@@ -24,7 +25,9 @@ from .registry import register
 
 
 @register("FULLY_CONNECTED", "int8", "uint8")
-def fully_connected(node):
+def fully_connected(node, input_lift: int = 0):
+    """`input_lift`: as conv_int8.conv_2d's (the input as float32 values + the lift, written
+    into the kernel's row by the op before: fusion_int8.py)."""
     node.expect_inputs(2, 3)
     x, wt = node.input(0), node.input(1)
     key = x.type_name
@@ -34,6 +37,7 @@ def fully_connected(node):
     opts, out = node.options, node.outputs[0]
 
     in_scale, zx = quant_params(node, 0)
+    zx += input_lift
     out_scale, zo = quant_params(node, 0, output=True)
     q = wt.quantization
     if key == "uint8" and q is not None and q.scale.size > 1:
@@ -45,7 +49,7 @@ def fully_connected(node):
     bias = integer_bias(node, 2, units) - zx * wc.sum(1)
     lo, hi = activation_range(opts.fused_activation_function, out, node)
 
-    x_max = 128 if key == "int8" else 255
+    x_max = 128 if key == "int8" and not input_lift else 255
     acc_bound = float(np.abs(wc).sum(1).max(initial=0)) * x_max
     ftype = exact_float_type(acc_bound)
     fast = None if exact_rounding(node) or ftype != np.float32 else \
@@ -158,6 +162,12 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
         head, rows, out = xf[:, :depth], x.reshape(batch, depth), rest[-1].reshape(batch, units)
         lo, hi = (np.array(b, np.float32) for b in bounds)
         copyto, dot = raw(np.copyto), raw(np.dot)
+
+        def stage(finish):
+            """fusion_int8.Stage: floor(clip(acc)) is clip(floor(acc)) at integer bounds."""
+            return Stage(head, ((head, rows),), ((dot, (xf, wmat, acc), {}),), acc.reshape(-1),
+                         lo, hi, 0, None, finish)
+
         if batch * units == 1 and rest[-1].flags.c_contiguous:
             # One output (a detector's score): floor and clamp as Python numbers (three
             # numpy calls on one value cost ~1.5 µs more); the same value.
@@ -168,6 +178,10 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
                 copyto(head, rows, casting="unsafe")
                 dot(xf, wmat, acc)
                 dest[0] = min(max(floor(value(0)), low), high)
+
+            def finish_single():
+                dest[0] = min(max(floor(value(0)), low), high)
+            single.stage = stage(finish_single)
             return single
 
         def fixed():
@@ -176,7 +190,15 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
             np.floor(acc, acc)
             clip(acc, lo, hi, acc)          # in place, then the cast: cheaper than clip's cast
             copyto(out, acc, casting="unsafe")
+
+        def finish():
+            np.floor(acc, acc)
+            clip(acc, lo, hi, acc)
+            copyto(out, acc, casting="unsafe")
+
+        fixed.stage = stage(finish)
         return fixed
 
     run.bind = bind
+    run.stage_out = run.stage_in = run.stage_lift_zero = True
     return run
