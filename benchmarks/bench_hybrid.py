@@ -119,10 +119,16 @@ def compare(path: Path, blocks: int) -> dict:
     e, lt = med["edgelite"], med["litert"]
     row = {"edgelite_ms": e, "litert_ms": lt, "ratio": e / lt,
            "max_abs_diff": float(np.abs(out[0] - out[1]).max()),
-           "by_op": op_types(ours), "floor_ms": floor_ms(ours)}
+           "by_op": op_types(ours), "floor_ms": floor_ms(ours), "steps": steps_run(ours)}
     if "twin" in med:
         row.update(twin_ms=med["twin"], twin_litert_ms=med["twin_litert"])
     return row
+
+
+def steps_run(it) -> tuple:
+    """(plan steps an invoke runs, operators): fusion runs chains as one step (fusion.py)."""
+    plan = it._runtime.subgraph(0)
+    return len(getattr(plan, "run_ops", plan.steps)), len(plan.step_ops)
 
 
 def floor_ms(it, runs: int = 5) -> dict:
@@ -351,13 +357,13 @@ def main(argv=None) -> int:
         return 0
     print("| model | edgelite ms | LiteRT ms | edgelite/LiteRT | max abs diff | "
           "float twin: edgelite ms, / LiteRT float, / LiteRT this file | floor: GEMM + "
-          "einsum ms, / LiteRT |")
-    print("|---|---:|---:|---:|---:|---|---|")
+          "einsum ms, / LiteRT | steps run / ops |")
+    print("|---|---:|---:|---:|---:|---|---|---|")
     rows = {}
     for name in names:
         path = args.corpus / name
         if not path.exists():
-            print(f"| {name} | not in {args.corpus}: tools/tflite_corpus.py keras | | | | | |")
+            print(f"| {name} | not in {args.corpus}: tools/tflite_corpus.py keras | | | | | | |")
             continue
         r = rows[name] = compare(path, args.blocks)
         twin = "-"
@@ -367,7 +373,8 @@ def main(argv=None) -> int:
         fl = sum(r["floor_ms"].values())
         print(f"| {name} | {r['edgelite_ms']:.2f} | {r['litert_ms']:.2f} | {r['ratio']:.2f}x "
               f"| {r['max_abs_diff']:.2g} | {twin} | {r['floor_ms']['matmul']:.2f} + "
-              f"{r['floor_ms']['einsum']:.2f}, {fl / r['litert_ms']:.2f}x |", flush=True)
+              f"{r['floor_ms']['einsum']:.2f}, {fl / r['litert_ms']:.2f}x "
+              f"| {r['steps'][0]} / {r['steps'][1]} |", flush=True)
     print("\nedgelite's CPU ms by op type (each plan step timed alone; a fused step counts as "
           "its first op: a convolution with the swish it feeds, LOGISTIC with its MUL)\n")
     for name, r in rows.items():

@@ -15,21 +15,43 @@ import numpy as np
 
 from .fusion import F32, _only_reader
 from .kernels.common import activation_code
-from .kernels.scratch import Scratch
 
-# The chains' intermediate tensors (a 1x1 convolution's output before the 3x3 one reads it),
-# one block per interpreter apart from the kernels' work buffers (those overlap each other).
-_BETWEEN = weakref.WeakKeyDictionary()
+class _Between:
+    """The chains' intermediate tensors (a 1x1 convolution's output before the 3x3 one reads
+    it): one block per interpreter, apart from the kernels' work buffers (Scratch: those
+    overlap each other), held in the interpreter's budget under a key of its own."""
 
+    _pools = weakref.WeakKeyDictionary()
 
-def _between(node) -> Scratch:
-    owner = node.runtime
-    if owner is None:
-        return Scratch()
-    pool = _BETWEEN.get(owner)
-    if pool is None:
-        pool = _BETWEEN[owner] = Scratch(getattr(owner, "budget", None))
-    return pool
+    def __init__(self, budget):
+        self.size, self.block, self.budget = 0, None, budget
+
+    @classmethod
+    def of(cls, node) -> "_Between":
+        owner = node.runtime
+        if owner is None:
+            return cls(None)
+        pool = cls._pools.get(owner)
+        if pool is None:
+            pool = cls._pools[owner] = cls(getattr(owner, "budget", None))
+        return pool
+
+    def reserve(self, shape):
+        """get() -> a float32 array of `shape` in the block (the same one on every call)."""
+        nbytes = 4 * int(np.prod(shape, dtype=np.int64))
+        if self.budget is not None:
+            self.budget.hold(("fusion_hybrid",), max(self.size, nbytes),
+                             f"a fused hybrid chain's intermediate tensor {list(shape)}")
+        self.size = max(self.size, nbytes)
+        bound = []
+
+        def get() -> np.ndarray:
+            if not bound:
+                if self.block is None or self.block.nbytes < self.size:
+                    self.block = np.empty(self.size, np.uint8)
+                bound.append(self.block[:nbytes].view(F32).reshape(shape))
+            return bound[0]
+        return get
 
 
 def _hybrid_conv(link) -> bool:
@@ -133,10 +155,10 @@ def _finish(first, x, runs, links):
         return (first.oi, run, [x], out), count
     r1, r2 = runs
     node = links[0].node
-    get = _between(node).reserve([(tuple(node.outputs[0].shape), F32)])
+    get = _Between.of(node).reserve(tuple(node.outputs[0].shape))
 
     def run2(x, out):
-        y = get()[0]
+        y = get()
         r1(x, None, None, y)
         r2(y, None, None, out)
     return (first.oi, run2, [x], out), count
