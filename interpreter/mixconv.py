@@ -19,6 +19,7 @@ otherwise the ops run as they are.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import numpy as np
 
@@ -176,6 +177,7 @@ def fuse(plan, specs: list, own: set, reshapes: dict) -> list:
     if plan.runtime.reference and not UNDER_REFERENCE:
         return specs
     rooted = set(reshapes.values())      # tensors a reshape view reads: not intermediates
+    made = {}                            # the fused steps' runs -> their nodes
     done = True
     while done:
         done = False
@@ -199,6 +201,35 @@ def fuse(plan, specs: list, own: set, reshapes: dict) -> list:
                 {cut for cut, _, _, _ in branches if cut is not None}
             specs = [(specs[concat][0], run, [x, -1, -1], [c]) if i == concat else spec
                      for i, spec in enumerate(specs) if i not in gone or i == concat]
+            made[run] = node
             done = True
             break
+    return _chains(plan, specs, made, own | rooted) if made else specs
+
+
+def _chains(plan, specs: list, made: dict, own: set) -> list:
+    """Each fused block chained with the 1x1 CONV_2D or FULLY_CONNECTED that reads it alone
+    (fusion_int8.py; fusion.fuse ran before the blocks were one step): the ops' own nodes for
+    the steps that are one op each."""
+    from . import fusion, fusion_int8
+    from .plan import _node
+    sg = plan.sg
+    kept = set(sg.outputs) | {t for t, info in enumerate(sg.tensors) if info.is_variable} | own
+    k = 0
+    while k < len(specs):
+        node = made.get(specs[k][1])
+        if node is None or not getattr(specs[k][1], "stage_out", False):
+            k += 1
+            continue
+        nodes = {specs[k][0]: node}
+        for oi, _, ins, outs in specs[k + 1:k + 4]:
+            op = sg.operators[oi]
+            if list(ins) == list(op.inputs) and list(outs) == list(op.outputs):
+                nodes[oi] = _node(plan.runtime, plan.index, sg, oi, op, plan.infos)
+        readers = Counter(t for _, _, ins, _ in specs for t in ins if t >= 0)
+        found = fusion_int8.int8_chain(fusion.Context(sg, specs, nodes, readers, kept), k)
+        if found is not None:
+            spec, count = found
+            specs = specs[:k] + [spec] + specs[k + count:]
+        k += 1
     return specs

@@ -37,7 +37,7 @@ def test_wake_word_chain_against_ops_and_litert(models_dir):
         Interpreter(model_path=path, experimental_preserve_all_tensors=True)
     fused.allocate_tensors()
     kernels = [run.__qualname__.split(".")[0] for run, _ in fused._main.steps]
-    assert kernels.count("_chain_run") == 2, kernels
+    assert kernels.count("_chain_run") == 5, kernels
     feeds = _feeds(fused, 60)
     a, b = np.array(_stream(fused, feeds)), np.array(_stream(plain, feeds))
     assert np.abs(a - b).max() <= 1
