@@ -306,7 +306,7 @@ INT_TARGET static void CAT(block_rows, SUFFIX)(
     int Ho, int Wo, int N, int pt, int pl, int offx, int elo, int ehi, int dlo, int dhi,
     int offd, float lo, float hi, int b, int x0, int r0, int r1 RES_ARGS)
 {
-    float ring[3][PX][EP];
+    float16 ring[3][PX][EP / 16];  // vectors: one aligned store a LANES (not vstore's pieces)
     int xe[PXT][K0P];      // the strip's input pixels of a row, u8 quads (int16 pairs)
     int xs[TM][EP / KPER];  // the depthwise's output pixels, the projection's rows
     const int KS0 = (K0 + KPER - 1) / KPER, KSE = (E + KPER - 1) / KPER;
@@ -316,10 +316,10 @@ INT_TARGET static void CAT(block_rows, SUFFIX)(
     for (int oy = r0; oy < r1; oy++) {
         const int iy0 = oy * SH - pt;
         for (int iy = max(iy0, have + 1); iy <= iy0 + 2; iy++) {
-            float (*slot)[EP] = ring[(iy + 3) % 3];
+            float16 (*slot)[EP / 16] = ring[(iy + 3) % 3];
             if (iy < 0 || iy >= H) {
                 for (int q = 0; q < PX; q++)
-                    for (int c = 0; c < EP; c += 16) vstore16((float16)(0.0f), 0, &slot[q][c]);
+                    for (int c = 0; c < EP / 16; c++) slot[q][c] = (float16)(0.0f);
                 continue;
             }
             for (int q = 0; q < PXT; q++) {
@@ -365,7 +365,8 @@ INT_TARGET static void CAT(block_rows, SUFFIX)(
                                 ? CAT(convert_float, LANES)(clamp(CAT(mbqm, LANES)(
                                       acc[i][j] + bb, m, e), (IW_)(elo), (IW_)(ehi)))
                                 : (CAT(float, LANES))(0.0f);
-                            CAT(vstore, LANES)(v, 0, &slot[g0 + i][pe * PANEL_I + j * LANES]);
+                            *(CAT(float, LANES)*)((float*)slot[g0 + i] + pe * PANEL_I
+                                                  + j * LANES) = v;
                         }
                     }
                 }
@@ -376,10 +377,10 @@ INT_TARGET static void CAT(block_rows, SUFFIX)(
             for (int c = 0; c < E; c += 16) {
                 float16 acc = (float16)(0.0f);
                 _Pragma("unroll") for (int ky = 0; ky < 3; ky++) {
-                    float (*slot)[EP] = ring[(iy0 + ky + 3) % 3];
+                    float16 (*slot)[EP / 16] = ring[(iy0 + ky + 3) % 3];
                     _Pragma("unroll") for (int kx = 0; kx < 3; kx++)
-                        acc = fma(vload16(0, &slot[t * SW + kx][c]),
-                                  LDW16(dww, (ky * 3 + kx) * E + c), acc);
+                        acc = fma(slot[t * SW + kx][c / 16], LDW16(dww, (ky * 3 + kx) * E + c),
+                                  acc);
                 }
                 const int16 q = clamp(mbqm16(convert_int16(acc) + vload16(0, dwr + c),
                                              vload16(0, dwr + E + c),
