@@ -76,26 +76,52 @@ def numpy_call_count(it) -> dict:
     return counts
 
 
+def kernel_ops(plan):
+    """(op name, kernel name, input shape, weights shape or None, output shape) of each
+    kernel the plan's steps run, the ops inside an int8 chain (interpreter/fusion_int8.py)
+    one by one."""
+    for oi, (run, args) in zip(plan.step_ops, plan.steps):
+        if not args:
+            continue
+        kernel = getattr(run, "__qualname__", "")
+        if kernel.startswith("_chain_run"):
+            cells = dict(zip(run.__code__.co_freevars, (c.cell_contents for c in run.__closure__)))
+            links = [(cells["first"].run, cells["first"].node)] + \
+                [(lifted, link.node) for _, lifted, link, _ in cells["consumers"]]
+            for k, (step_run, node) in enumerate(links):
+                if k == 0:      # (maybe a fused step itself: conv + pool)
+                    w = args[1].shape if len(args) > 2 and hasattr(args[1], "shape") else None
+                    yield (plan.sg.operators[oi].opcode.name,
+                           getattr(step_run, "__qualname__", ""), args[0].shape, w,
+                           tuple(node.outputs[0].shape))
+                    continue
+                w = node.inputs[1].shape if len(node.inputs) > 1 and node.inputs[1] is not None \
+                    else None
+                yield (node.op, getattr(step_run, "__qualname__", ""),
+                       tuple(node.inputs[0].shape), w, tuple(node.outputs[0].shape))
+            continue
+        w = args[1].shape if len(args) > 2 and hasattr(args[1], "shape") else None
+        yield plan.sg.operators[oi].opcode.name, kernel, args[0].shape, w, args[-1].shape
+
+
 def compute_floor(plan, blocks: int) -> tuple:
     """(µs, calls) of the model's GEMMs and depthwise einsums alone (float32, zeros of their
     shapes)."""
     from numpy._core.multiarray import c_einsum
     calls = []
-    for oi, (run, args) in zip(plan.step_ops, plan.steps):
-        name, kernel = plan.sg.operators[oi].opcode.name, getattr(run, "__qualname__", "")
-        if not args:
-            continue
-        x, out = args[0], args[-1]
-        if name == "CONV_2D":
-            w = args[1].shape
-            a = np.zeros((out.size // out.shape[-1], int(np.prod(w[1:])) + 1), np.float32)
-            b = np.zeros((a.shape[1], out.shape[-1]), np.float32)
-        elif name == "FULLY_CONNECTED":
-            units, depth = args[1].shape
-            a = np.zeros((out.size // units, depth + 1), np.float32)
+    for name, kernel, x, w, out in kernel_ops(plan):
+        size = int(np.prod(out))
+        if name == "CONV_2D" and w is not None and len(w) == 4:
+            a = np.zeros((size // out[-1], int(np.prod(w[1:])) + 1), np.float32)
+            b = np.zeros((a.shape[1], out[-1]), np.float32)
+        elif name == "FULLY_CONNECTED" and w is not None:
+            units, depth = w
+            a = np.zeros((size // units, depth + 1), np.float32)
             b = np.zeros((depth + 1, units), np.float32)
-        elif kernel.startswith("depthwise_conv_2d"):     # (a MixConv block's too: mixconv.py)
-            k, c = x.size // x.shape[-1] // x.shape[0], out.shape[-1]
+        elif kernel.startswith("depthwise_conv_2d") or \
+                (name in ("DEPTHWISE_CONV_2D", "CONCATENATION") and "depthwise" in kernel):
+            # (a MixConv block's too: mixconv.py)
+            k, c = int(np.prod(x)) // x[-1] // x[0], out[-1]
             a, b = np.zeros((k + 1, c), np.float32), np.zeros((k + 1, c), np.float32)
             acc = np.empty(c, np.float32)
             calls.append(lambda a=a, b=b, acc=acc: c_einsum("ij,ij->j", a, b, out=acc))
