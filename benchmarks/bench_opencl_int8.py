@@ -14,6 +14,11 @@ median CPU time of the process per invoke (and wall), each / LiteRT int8, each /
 fp32 on the float twin (`<model minus _int8>.tflite`), launches, and whether each variant's
 outputs equal the first's (all are bit-exact to BUILTIN_REF in tests/delegates). --profile:
 bench_opencl.profile of each variant (OpenCL events: time by op and kernel).
+
+--against DIR [--rounds 3]: before / after across processes: this script's default variant
+run alternately with PYTHONPATH=DIR (a worktree of an older revision, `git worktree add
+DIR/edgelite <rev>`) and with the installed tree, `rounds` times each, each process with
+its own LiteRT int8 and delegate fp32 runners; the medians over the rounds.
 """
 from __future__ import annotations
 
@@ -61,6 +66,39 @@ def delegated(path: Path, options: dict, x, threads: int):
                                     experimental_delegates=[d]), x)
 
 
+def against(args) -> None:
+    """Old (PYTHONPATH=args.against) and new processes in turn; medians over the rounds."""
+    import subprocess
+    import tempfile
+    rows: dict = {"before": [], "after": []}
+    base = [sys.executable, __file__, "--model", args.model, "--threads", str(args.threads),
+            "--seconds", str(args.seconds), "--precision", args.precision]
+    if args.models:
+        base += ["--models", args.models]
+    for _ in range(args.rounds):
+        for name in rows:
+            env = dict(os.environ)
+            if name == "before":
+                env["PYTHONPATH"] = args.against
+            with tempfile.NamedTemporaryFile(suffix=".json") as f:
+                subprocess.run(base + ["--json", f.name], env=env, check=True,
+                               capture_output=True)
+                rows[name].append(json.loads(Path(f.name).read_text()))
+    print(f"### {args.model}, {args.threads} thread(s): {args.against} (before) vs this tree "
+          f"(after), {args.rounds} alternating processes each; {bo.machine()}\n")
+    print("| | CPU ms | / LiteRT int8 CPU | / delegate fp32 CPU | launches | load |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, runs in rows.items():
+        ms = [r["cpu_ms"]["now"] for r in runs]
+        lite = [r["cpu_ms"]["now"] / r["cpu_ms"]["LiteRT int8"] for r in runs]
+        fp32 = [r["cpu_ms"]["now"] / r["cpu_ms"]["delegate fp32 (float model)"] for r in runs]
+        print(f"| {name} | {np.median(ms):.2f} | {np.median(lite):.2f}x | "
+              f"{np.median(fp32):.2f}x | {runs[0]['launches']['now']} | "
+              f"{np.median([r['load'] for r in runs]):.1f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="mobilenet_v2_int8")
@@ -71,7 +109,11 @@ def main(argv=None) -> None:
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--against")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.against:
+        return against(args)
     from ai_edge_litert.interpreter import Interpreter as LiteRT
     folder = bo.models_dir(args.models)
     path = folder / f"{args.model}.tflite"
