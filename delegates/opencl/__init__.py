@@ -43,7 +43,7 @@ import weakref
 
 from edgelite.interpreter.delegation import Delegate, DelegateError, Partition
 
-from .device import open_device
+from .device import for_work, open_device
 from .fuse import plan as plan_fusions
 from .graph import Builder
 from .ops import CUSTOM_OPS, OPS
@@ -126,7 +126,8 @@ class OpenCLDelegate(Delegate):
     def prepare(self, partition: Partition):
         runtime = partition.nodes[0].runtime
         packed = self._packed.setdefault(runtime, {}) if runtime is not None else None
-        g = Builder(self.device_for(runtime), self.precision == "fp16", self.stats,
+        dev = for_work(self.device_for(runtime), partition.nodes, self.options.get("device"))
+        g = Builder(dev, self.precision == "fp16", self.stats,
                     half_weights=self.weights == "fp16", packed=packed)
         nodes, inputs, outputs = partition.nodes, partition.inputs, partition.outputs
         if any(self._hybrid(n) for n in nodes):  # weights dequantized once (quant.py)

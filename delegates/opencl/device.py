@@ -303,3 +303,50 @@ def open_device(want=None, threads=None) -> Device:
         dev = _DEVICES[key] = Device(cl, device)
         dev.threads = threads or device.max_compute_units
     return dev
+
+
+# A partition whose convolutions and matrix products average fewer multiply-adds a node than
+# this runs on PoCL's basic device (kernels on the calling thread) whatever "threads" asks:
+# its kernels (tens of microseconds) are too small to split across PoCL's workers, which wake
+# for every kernel (BlazeFace, 0.8M a node, 28 launches: 2 workers took 1.04 ms of wall and
+# CPU time an invoke where the calling thread alone took 0.76 at load 1.2). MobileNetV2
+# (5.7M a node) and hand landmarks (2.9M) keep the workers.
+SPLIT_MIN_MACS = 1_500_000
+
+
+def macs_per_node(nodes) -> float:
+    """Mean multiply-adds of the convolutions and matrix products among `nodes` (0: none)."""
+    total, count = 0, 0
+    for node in nodes:
+        op = node.op
+        if op not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"):
+            continue
+        k = 2 if op == "TRANSPOSE_CONV" else 1  # TRANSPOSE_CONV: weights after output_shape
+        if len(node.inputs) <= k or node.inputs[k] is None or not node.outputs:
+            continue
+        w, out = tuple(node.inputs[k].shape), tuple(node.outputs[0].shape)
+        taps = w[1] * w[2] if op == "DEPTHWISE_CONV_2D" and len(w) == 4 else \
+            _product(w[1:]) if op != "TRANSPOSE_CONV" else _product(w[1:3]) * w[0]
+        total += _product(out if op != "TRANSPOSE_CONV" else node.inputs[2].shape) * taps
+        count += 1
+    return total / count if count else 0.0
+
+
+def _product(dims) -> int:
+    out = 1
+    for d in dims:
+        out *= max(int(d), 0)
+    return out
+
+
+def for_work(dev: Device, nodes, want=None) -> Device:
+    """`dev`, or PoCL's basic device (the calling thread) when `dev` runs PoCL's workers and
+    `nodes` average fewer than SPLIT_MIN_MACS multiply-adds a convolution (see there)."""
+    if getattr(dev, "threads", 1) <= 1 or not dev.name.startswith("pthread") \
+            or macs_per_node(nodes) >= SPLIT_MIN_MACS:
+        return dev
+    from .pocl_cpu import is_pocl_cpu
+    if not is_pocl_cpu(dev.device):
+        return dev
+    one = open_device(want, 1)
+    return one if one.name.startswith("basic") else dev
