@@ -330,12 +330,10 @@ def compile_steps(specs: list, steps: list):
             f0(t4, c1, t6); f1(t6, c2, c3, t5)
             ...
 
-    with each kernel `r<s>`, array `t<i>` and other object `c<j>` a closure variable: no loop,
-    no tuple unpacked, nothing looked up but cells (~0.1 µs a step less than a loop). A bound
-    step (bind_step) made of plain calls (kernels/steps.py) is written as those calls, or as its
-    line of Python, on one line: no frame for the step (~0.06 µs). Line s+2 is step s
-    (`failed_step`). `steps`: each spec's (kernel, arrays) (a dynamic step's: none). Beyond
-    MAX_COMPILED_STEPS, a loop over `steps`."""
+    with kernels, arrays and other objects closure variables: no loop, no tuple unpacked
+    (~0.1 µs a step). A bound step (bind_step) of plain calls (kernels/steps.py) is written as
+    its calls on one line: no frame (~0.06 µs). Line s+2 is step s (`failed_step`). `steps`:
+    each spec's (kernel, arrays) (a dynamic step's: none). Beyond MAX_COMPILED_STEPS, a loop."""
     if len(specs) > MAX_COMPILED_STEPS:
         def run_steps():
             for run, args in steps:
@@ -343,20 +341,11 @@ def compile_steps(specs: list, steps: list):
         run_steps.steps, run_steps.step_lines, run_steps.bound = steps, None, 0
         run_steps.inlined = 0
         return run_steps
-    bound: dict = {}
-    names: dict = {}   # id of a bound object -> its closure name
+    from .kernels.steps import namer, step_line
+    bound: dict = {}   # closure name -> object
+    name = namer(bound)
     lines = []
     nbound = ninlined = 0
-
-    def name(value, prefix="c"):
-        if value is None or isinstance(value, (bool, str)) or type(value) is int \
-                or (type(value) is float and np.isfinite(value)):
-            return repr(value)
-        key = id(value)
-        if key not in names:
-            names[key] = f"{prefix}{len(names)}"
-            bound[names[key]] = value
-        return names[key]
 
     for (_, _, ins, outs), (run, args) in zip(specs, steps):
         if isinstance(run, _DynamicStep):   # it reads the array table itself
@@ -365,22 +354,9 @@ def compile_steps(specs: list, steps: list):
         fixed = bind_step(run, list(args))
         if fixed is not None:
             nbound += 1
-            calls = getattr(fixed, "calls", None)
-            source = getattr(fixed, "source", None)
-            if source is not None:   # one line of Python (steps.source_step)
-                template, objects = source
-                ninlined += 1
-                lines.append("    " + template.format(
-                    **{k: name(v) for k, v in objects.items()}))
-                continue
-            if calls is None:
-                lines.append(f"    {name(fixed, 'r')}()")
-                continue
-            ninlined += 1
-            lines.append("    " + ("; ".join(
-                f"{name(function, 'f')}({', '.join([name(a) for a in args_] + keys)})"
-                for function, args_, keywords in calls
-                for keys in [[f"{k}={name(v)}" for k, v in keywords.items()]]) or "pass"))
+            line = step_line(fixed, name)
+            ninlined += line is not None
+            lines.append(f"    {name(fixed, 'r')}()" if line is None else "    " + line)
             continue
         arrays = []
         for t, a in zip(list(ins) + list(outs), args):
@@ -390,10 +366,10 @@ def compile_steps(specs: list, steps: list):
                          *(lines or ["    pass"]), "  return run_steps", ""])
     namespace: dict = {}
     exec(compile(source, "<edgelite plan>", "exec"), namespace)  # our own source
-    run_steps = namespace["_make"](*bound.values())   # (keywords: quadratic in their number)
+    run_steps = namespace["_make"](*bound.values())   # (as keywords: quadratic)
     run_steps.step_lines = run_steps.__code__.co_firstlineno + 1   # the line of step 0
     run_steps.bound = nbound    # steps bound at allocate (bind_step)
-    run_steps.inlined = ninlined   # of those, steps written as their calls (no frame)
+    run_steps.inlined = ninlined   # of those, written as their calls (steps.step_line)
     run_steps.source = source
     return run_steps
 

@@ -10,12 +10,37 @@ import numpy as np
 
 from numpy.lib.stride_tricks import as_strided
 
-from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, check_float, clamp_activation,
-                     nan_to_low, reference_resolver)
+from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, bounds, check_float,
+                     clamp_activation, reference_resolver)
 from .steps import call, calls_step
 from .geometry import pool_windows
 from .registry import register
 from .taps import Window
+
+
+# nan_to_low's fmax against a lower bound of the array's own shape up to this many elements:
+# against a 0-d one numpy broadcasts, 0.78 vs 0.35 µs a call on 1352 values.
+FULL_BOUND_ELEMENTS = 1 << 16
+
+
+def nan_to_low(lo, hi):
+    """An in-place clamp max(x, lo) then min(x, hi) that takes NaN to `lo` (XNNPACK's, and
+    TFLite's max pool, whose max starts at lowest); carries its 0-d `bounds`."""
+    lo, hi = bounds(lo, hi)
+    fmax, minimum, upper = np.fmax, np.minimum, bool(hi != np.inf)
+
+    def clamp(x):
+        fmax(x, lo, x)
+        if upper:
+            minimum(x, hi, out=x)
+
+    def calls_on(x):
+        low = np.full(x.shape, lo) if 1 < x.size <= FULL_BOUND_ELEMENTS else lo
+        return ((fmax, (x, low, x), {}), (minimum, (x, hi), {"out": x}) if upper else None)
+    clamp.bounds = lo, hi
+    clamp.calls_on = calls_on   # its calls on a fixed x (steps.calls_step)
+    return clamp
+
 
 
 def _delegated(node) -> bool:

@@ -43,3 +43,36 @@ def step_calls(step):
     """The calls of a bound step: its `calls` (calls_step), else one call of it."""
     calls = getattr(step, "calls", None)
     return calls if calls is not None else (call(step),)
+
+
+def namer(bound: dict):
+    """name(value, prefix): a literal for None, a bool, a str, an int or a finite float; else
+    the closure name of `value` (`prefix` and a number), added to `bound` the first time."""
+    names: dict = {}   # id of a bound object -> its name
+
+    def name(value, prefix="c"):
+        if value is None or isinstance(value, (bool, str)) or type(value) is int \
+                or (type(value) is float and value - value == 0.0):
+            return repr(value)
+        key = id(value)
+        if key not in names:
+            names[key] = f"{prefix}{len(names)}"
+            bound[names[key]] = value
+        return names[key]
+    return name
+
+
+def step_line(step, name) -> str | None:
+    """The line plan.compile_steps writes for a bound step made of calls or of a line of
+    Python, `name(value)` naming each object (a closure variable, or a literal); None for any
+    other step (the plan calls it)."""
+    source = getattr(step, "source", None)
+    if source is not None:
+        template, objects = source
+        return template.format(**{k: name(v) for k, v in objects.items()})
+    calls = getattr(step, "calls", None)
+    if calls is None:
+        return None
+    return "; ".join(f"{name(function)}({', '.join([name(a) for a in args] + keys)})"
+                     for function, args, keywords in calls
+                     for keys in [[f"{k}={name(v)}" for k, v in keywords.items()]]) or "pass"
