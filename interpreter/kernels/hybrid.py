@@ -602,8 +602,11 @@ def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias, p
     multiply, quantized = np.multiply, hybrid_conv._quantized
 
     if pre is not None:      # (batch 1: conv_2d_default)
+        h, row = x.shape[1], x_rows // x.shape[1]
+        pre, xq_rows = pre.along_rows(x.shape[2]), xq.reshape(h, row)
+
         def run(x, w_, b_, out):
-            multiply(xq, quantized(x.reshape(1, x_rows), xq, asymmetric, pre), xq)
+            multiply(xq, quantized(x.reshape(h, row), xq_rows, asymmetric, pre), xq)
             run_float(xq_nhwc, None, out)
         return run
 
