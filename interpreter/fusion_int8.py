@@ -10,10 +10,12 @@ Not under BUILTIN_REF (fusion.py fuses nothing there); a kernel that cannot bind
 all (plan.bind_step) runs the chain op by op through int8 buffers of its own."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .fusion import _only_reader
-from .kernels.common import clip, raw
+from .kernels.common import clip, raw  # noqa: F401 (clip: the chains' _fusion_int8.clip)
 from .plan import ALIAS_OPS, bind_step
 
 CONSUMERS = ("CONV_2D", "FULLY_CONNECTED")
@@ -126,34 +128,55 @@ def _chain_run(first, consumers):
         for a, b in zip(stages, stages[1:]):
             if a.s.size != b.head.size:
                 return None
-        links = tuple((a.s.reshape(b.head.shape), a.lo, a.hi, b.head, b.compute)
-                      for a, b in zip(stages, stages[1:]))
-        copies, compute = stages[0].copies, stages[0].compute
-        passes, finish = stages[-1].passes, stages[-1].finish
-        copyto = raw(np.copyto)
-
-        def chain():
-            """The stages' calls, no Python frame of theirs (numpy's ufuncs looked up on each
-            call, as tests/interpreter/numpy_calls.py counts them)."""
-            for dest, src in copies:
-                copyto(dest, src, casting="unsafe")
-            for f, args, keywords in compute:
-                (getattr(np, f) if f.__class__ is str else getattr(*f) if f.__class__ is tuple
-                 else f)(*args, **keywords)
-            for s, lo, hi, head, steps in links:
-                clip(s, lo, hi, head)
-                np.floor(head, head)
-                for f, args, keywords in steps:
-                    (getattr(np, f) if f.__class__ is str else getattr(*f) if f.__class__ is tuple
-                     else f)(*args, **keywords)
-            if passes is None:
-                finish()
-                return
-            s, lo, hi, out, lift = passes
-            clip(s, lo, hi, s)
-            copyto(out, s, casting="unsafe")
-            np.bitwise_xor(out, lift, out)
-        return chain
+        return _generated(stages)
 
     run.bind = bind
     return run
+
+
+def _generated(stages):
+    """The chain's calls as one generated function of straight-line calls (no loop over the
+    stages' call lists, no dispatch on their kinds: ~0.1 µs a call); numpy's ufuncs, the
+    kernels' clip and names given as (module, name) looked up on each call, as
+    tests/interpreter/numpy_calls.py counts them."""
+    env = {"np": np, "copyto": raw(np.copyto), "_fusion_int8": sys.modules[__name__]}
+    lines = []
+
+    def name(value):
+        key = f"v{len(env)}"
+        env[key] = value
+        return key
+
+    def call(f, args, keywords):
+        if f.__class__ is str:
+            head = f"np.{f}"
+        elif f.__class__ is tuple:
+            head = f"{name(f[0])}.{f[1]}"
+        else:
+            head = name(f)
+        parts = [name(a) for a in args] + [f"{k}={name(v)}" for k, v in keywords.items()]
+        lines.append(f"    {head}({', '.join(parts)})")
+
+    for dest, src in stages[0].copies:
+        lines.append(f"    copyto({name(dest)}, {name(src)}, casting='unsafe')")
+    for f, args, keywords in stages[0].compute:
+        call(f, args, keywords)
+    for a, b in zip(stages, stages[1:]):
+        s, head = name(a.s.reshape(b.head.shape)), name(b.head)
+        lines.append(f"    _fusion_int8.clip({s}, {name(a.lo)}, {name(a.hi)}, {head})")
+        lines.append(f"    np.floor({head}, {head})")
+        for f, args, keywords in b.compute:
+            call(f, args, keywords)
+    last = stages[-1]
+    if last.passes is None:
+        lines.append(f"    {name(last.finish)}()")
+    else:
+        s, lo, hi, out, lift = (name(v) for v in last.passes)
+        lines += [f"    _fusion_int8.clip({s}, {lo}, {hi}, {s})",
+                  f"    copyto({out}, {s}, casting='unsafe')",
+                  f"    np.bitwise_xor({out}, {lift}, {out})"]
+    source = "def chain():\n" + "\n".join(lines) + "\n"
+    exec(compile(source, "<int8 chain>", "exec"), env)   # noqa: S102 (our own source)
+    chain = env["chain"]
+    chain.generated = source     # (for reading; `source` is plan.compile_steps' own attribute)
+    return chain
