@@ -11,7 +11,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .common import (F32, NONE, RELU, RELU6, RELU_N1_TO_1, bounds, check_float,
-                     clamp_activation, reference_resolver)
+                     clamp_activation, raw, reference_resolver)
 from .steps import call, calls_step
 from .geometry import pool_windows
 from .registry import register
@@ -128,6 +128,21 @@ def _summing_pool(node, square: bool):
             np.sqrt(o, out=o)
         if act is not None:
             act(o)
+
+    def bind(x, out):
+        """`run`'s calls on the plan's fixed arrays (plan.bind_step), the taps' views made once;
+        unpadded windows only (None: the plan keeps `run`)."""
+        if win.copy_in is not None:
+            return None
+        taps, o = win.tap_list(squares if square else x), win.out_view(out)
+        first = [call(raw(np.copyto), o, taps[0])] if len(taps) == 1 else \
+            [call(np.add, taps[0], taps[1], o)]
+        return calls_step(call(np.square, x, squares) if square else None, *first,
+                          *[call(np.add, o, t, o) for t in taps[2:]],
+                          call(np.divide, o, counts, o),
+                          call(np.sqrt, o, o) if square else None,
+                          *(() if act is None else act.calls_on(o)))
+    run.bind = bind
     return run
 
 

@@ -176,3 +176,22 @@ def test_mobilenet_v2_convolutions_and_adds_are_inlined(models_dir):
               and not hasattr(bind_step(run, list(args)), "calls")]
     assert set(framed) <= {"DEPTHWISE_CONV_2D", "MEAN"}, framed
     assert plan.run_steps.inlined >= 47
+
+
+@pytest.mark.parametrize("op", ["AVERAGE_POOL_2D", "L2_POOL_2D"])
+@pytest.mark.parametrize("window,strides", [((2, 2), (2, 2)), ((3, 3), (1, 1)), ((1, 3), (1, 2)),
+                                            ((1, 1), (1, 1))])
+@pytest.mark.parametrize("act", [0, 1, 3])
+def test_summing_pools_inline_and_match_their_run(op, window, strides, act):
+    """AVERAGE_POOL_2D / L2_POOL_2D of unpadded (VALID) windows as their calls in run_steps
+    (was a frame and a tap list rebuilt every invoke), the same values as `run`."""
+    content = op_model(op, [In((2, 7, 9, 3))],
+                       options=dict(filter_height=window[0], filter_width=window[1],
+                                    stride_h=strides[0], stride_w=strides[1], padding=1,
+                                    fused_activation_function=act))
+    it = ready(content)
+    assert it._main.run_steps.inlined == 1
+    x = np.random.default_rng(2).standard_normal((2, 7, 9, 3)).astype(np.float32) * 4
+    x[0, 1, 1, 0], x[1, 2, 3, 1] = np.nan, np.inf
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    assert_bound_equals_unbound(it)
