@@ -11,7 +11,7 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import (FLT_MAX, activation_code, bounds, broadcast_shape, clip, fixed_view,
+from .common import (FLT_MAX, activation_code, bounds, broadcast_shape, clip, fixed_view, raw,
                      reference_resolver, with_activation)
 from .steps import call, calls_step, source_step
 from .registry import register
@@ -266,7 +266,10 @@ def div(node):
     if a.dtype.kind == "f":
         def compute(x, y, out):
             np.divide(x, y, out=out)
-        return with_activation(compute, act)
+        run = with_activation(compute, act)
+        lims = activation_bounds(node, a.dtype)
+        run.bind = bind_operands(node, lambda x, y, out: bound_binary(np.divide, lims, x, y, out))
+        return run
     return with_activation(_truncating_divide(a.dtype, node.outputs[0].shape), act)
 
 
@@ -304,6 +307,9 @@ def floor_div(node):
         np.divide(x, y, out=quotient, dtype=np.float64)
         np.floor(quotient, out=quotient)
         np.copyto(out, quotient, casting="same_kind")
+    compute.bind = lambda x, y, out: calls_step(
+        call(np.divide, x, y, out=quotient, dtype=np.float64), call(np.floor, quotient, quotient),
+        call(raw(np.copyto), out, quotient, casting="same_kind"))
     return compute
 
 
@@ -329,6 +335,7 @@ def pow(node):
 
     def compute(x, y, out):
         np.power(x, y, out=out)
+    compute.bind = bind_operands(node, lambda x, y, out: calls_step(call(np.power, x, y, out)))
     return compute
 
 

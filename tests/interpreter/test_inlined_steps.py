@@ -195,3 +195,17 @@ def test_summing_pools_inline_and_match_their_run(op, window, strides, act):
     x[0, 1, 1, 0], x[1, 2, 3, 1] = np.nan, np.inf
     it.set_tensor(it.get_input_details()[0]["index"], x)
     assert_bound_equals_unbound(it)
+
+
+@pytest.mark.parametrize("op,act", [("DIV", 0), ("DIV", 1), ("FLOOR_DIV", 0), ("POW", 0)])
+@pytest.mark.parametrize("shapes", [((1,), (1,)), ((2, 5), (2, 5)), ((2, 5), (1, 5))])
+def test_float_div_pow_inline_and_match_their_run(op, act, shapes):
+    options = dict(fused_activation_function=act) if op == "DIV" else None
+    it = ready(op_model(op, [In(shapes[0]), In(shapes[1])], options=options))
+    assert it._main.run_steps.inlined == 1
+    rng = np.random.default_rng(4)
+    for d in it.get_input_details():
+        x = rng.standard_normal(d["shape"]).astype(np.float32) * 3
+        x.reshape(-1)[0] = 0.0
+        it.set_tensor(d["index"], x)
+    assert_bound_equals_unbound(it)
