@@ -496,6 +496,16 @@ def transpose_conv(node):
         np.copyto(out, acc[:, pt:pt + ho, pl:pl + wo])
         if tail is not None:
             tail(out, bias)
+
+    def bind(_shape, w, x, bias, out):   # run's calls on the plan's arrays (constant weights)
+        x2 = fixed_view(x, (n * h * wd, c))
+        tails = () if tail is None else tail.calls_on(out, bias)
+        if wm_const is None or x2 is None or tails is None:
+            return None
+        return calls_step(call(np.matmul, x2, wm_const, cols.reshape(n * h * wd, kh * kw * o)),
+                          call(scatter_patches, acc, cols, (sh, sw)),
+                          call(raw(np.copyto), out, acc[:, pt:pt + ho, pl:pl + wo]), *tails)
+    run.bind = bind
     return with_optional_inputs(node, run, 4)
 
 

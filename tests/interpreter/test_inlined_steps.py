@@ -209,3 +209,24 @@ def test_float_div_pow_inline_and_match_their_run(op, act, shapes):
         x.reshape(-1)[0] = 0.0
         it.set_tensor(d["index"], x)
     assert_bound_equals_unbound(it)
+
+
+@pytest.mark.parametrize("bias,act", [(True, 1), (False, 0)])
+def test_transpose_conv_inlines_and_matches_its_run(bias, act):
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    inputs = [np.array([1, 8, 8, 4], np.int32), w, In((1, 4, 4, 3))] + \
+        ([rng.standard_normal(4).astype(np.float32)] if bias else [])
+    it = ready(op_model("TRANSPOSE_CONV", inputs, options=dict(
+        stride_w=2, stride_h=2, padding=0, fused_activation_function=act)))
+    assert it._main.run_steps.inlined == 1
+    assert_bound_equals_unbound(it)
+
+
+@pytest.mark.parametrize("adj", [(False, False), (True, False), (False, True)])
+def test_batch_matmul_inlines_and_matches_its_run(adj):
+    a = (2, 5, 3) if adj[0] else (2, 3, 5)
+    b = (2, 4, 5) if adj[1] else (2, 5, 4)
+    it = ready(op_model("BATCH_MATMUL", [In(a), In(b)], options=dict(adj_x=adj[0], adj_y=adj[1])))
+    assert it._main.run_steps.inlined == 1
+    assert_bound_equals_unbound(it)
