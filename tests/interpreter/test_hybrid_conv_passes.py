@@ -92,10 +92,11 @@ def test_the_1x1_projection_matches_the_two_pass_form():
 
 
 def test_a_large_hybrid_3x3_conv_copies_no_im2col(monkeypatch):
-    """DenseNet's 3x3 growth layers (56x56x128 -> 32): one GEMM of the padded image by all
-    nine taps' weights and nine adds of shifted views of its product over the output
-    (hybrid_conv.shifted_conv_run); im2col copied nine times the input first. Counted: the
-    elements numpy writes by copyto, by the passes over the output, and the GEMMs' shapes."""
+    """DenseNet's 3x3 growth layers (56x56x128 -> 32): one GEMM of the image by all nine taps'
+    weights and nine adds of shifted sub-rectangles of its product over the output, each tap
+    the pixels inside the image (hybrid_conv.shifted_conv_run); im2col copied nine times the
+    input first, a padded layout multiplied the zero border too. Counted: the elements numpy
+    writes by copyto, by the adds, and the GEMMs' shapes."""
     h, w, c, o = 30, 28, 8, 5
     case = hybrid_case("s", "CONV_2D", (1, h, w, c), (o, 3, 3, c), conv_options(act=1))
     products = []
@@ -113,6 +114,9 @@ def test_a_large_hybrid_3x3_conv_copies_no_im2col(monkeypatch):
     copied = sum(n for name, n in seen if name == "copyto")
     assert copied < h * w * c, seen                  # no im2col (9 x the input)
     assert products[-1][1] == (c, 9 * o), products   # one GEMM, every tap's weights side by side
-    assert [name for name, n in seen if n == h * w * o].count("add") == 9, seen
+    assert products[-1][0] == (h * w, c), products   # of the image's pixels: no zero border
+    adds = [n for name, n in seen if name == "add"]
+    assert len(adds) == 9 and adds[0] == h * w * o, seen   # the first tap covers the output
+    assert sum(adds) == sum(r * k for r in (h, h - 1, h - 1) for k in (w, w - 1, w - 1)) * o
     # the row scale on the [C, 9 * O] weights, not a pass over the input
     assert [name for name, n in seen if n == h * w * c] == ["multiply", "rint"], seen
