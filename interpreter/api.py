@@ -188,8 +188,12 @@ class Interpreter:
                 self._main.prepare()
             # No BLAS call of these steps threads: invoke leaves OpenBLAS's count alone (issue
             # 17; a signature runner's re-prepare makes new steps, which take the limit again)
-            self._blas_free = self._main.run_steps if threads.resolve(self._num_threads) == 1 \
+            want = threads.resolve(self._num_threads)
+            self._blas_free = self._main.run_steps if want == 1 \
                 and threads.serial(self._runtime) else None
+            # At num_threads > 1: OpenBLAS's threads, or depthwise rows on edgelite's workers
+            self._runtime.split_rows = want > 1 and threads.rows_first(self._runtime)
+            self._blas_threads = 1 if self._runtime.split_rows else self._num_threads
             self._allocated = True
 
     def resize_tensor_input(self, input_index, tensor_size, strict=False) -> None:
@@ -370,7 +374,7 @@ class Interpreter:
                 raise RuntimeError("Invoke called on model that is not ready: call "
                                    "allocate_tensors() first (and again after "
                                    "resize_tensor_input)")
-            entered = None if self._blas_free is plan.run_steps else _enter(self._num_threads)
+            entered = None if self._blas_free is plan.run_steps else _enter(self._blas_threads)
             try:   # the block left whatever comes after its entry (a KeyboardInterrupt in
                 token = ERRORS.set(IGNORE_ERRORS)   # ERRORS.set: a fast entry left behind
                 try:                                # makes every change of the count hang)

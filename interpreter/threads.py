@@ -318,6 +318,46 @@ def serial(runtime) -> bool:
     return True
 
 
+# -- at num_threads > 1: OpenBLAS's threads, or rows on edgelite's workers ---------------------
+# OpenBLAS's workers spin (x86-64: nops, no yield) ~2**28 cycles after each threaded call, so
+# in an invoke whose GEMMs OpenBLAS threads its worker holds the second core throughout: a
+# worker of edgelite's (workers.py) splitting a depthwise layer then shares that core with it
+# and loses. So a plan runs one way: OpenBLAS at num_threads (its GEMMs split), or OpenBLAS at
+# one thread and the depthwise layers' rows split on edgelite's workers, whichever has more
+# work to split. Per multiply-add one thread here (Zen 5, OpenBLAS's Haswell kernels): a GEMM
+# of the set's convolutions ~34 G/s, numpy's depthwise einsum ~5.3 G/s (mp_hand_landmark:
+# 124 M GEMM multiply-adds in 3.6 ms, 21.6 M depthwise in 4.1 ms).
+GEMM_PER_DEPTHWISE = 6.4   # GEMM multiply-adds in the time of one depthwise multiply-add
+SPLIT_ROWS = os.environ.get("EDGELITE_SPLIT_ROWS", "auto").lower()   # auto, always, never
+
+
+def rows_first(runtime) -> bool:
+    """Whether the main plan's depthwise rows (split on edgelite's workers, OpenBLAS at one
+    thread) are more work to share than its GEMMs OpenBLAS would thread (SPLIT_ROWS "auto")."""
+    if SPLIT_ROWS in ("always", "never"):
+        return SPLIT_ROWS == "always"
+    main = runtime.plans.get(0)
+    if main is None or not main.ready:
+        return False
+    from .kernels.depthwise_rows import SPLIT_MACS
+    shapes = [info.shape for info in main.infos]
+    gemm = depthwise = 0
+    for op in runtime.model.subgraphs[0].operators:
+        name = op.opcode.name
+        size = GEMM_SIZE.get(name)
+        if size is None or len(op.inputs) < 2 or op.inputs[1] < 0:
+            continue
+        try:
+            macs = size(shapes, op)
+        except (IndexError, TypeError):
+            continue
+        if name == "DEPTHWISE_CONV_2D":
+            depthwise += macs if macs >= SPLIT_MACS else 0
+        elif macs > 2 * SERIAL_F32:   # what OpenBLAS splits across 2 threads
+            gemm += macs
+    return depthwise * GEMM_PER_DEPTHWISE > gemm
+
+
 @contextlib.contextmanager
 def limit(num_threads: int | None):
     """Within the block, BLAS uses at most `num_threads` threads (None or -1: DEFAULT). Safe

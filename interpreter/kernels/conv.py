@@ -449,8 +449,8 @@ def depthwise_conv_2d(node):
     if want > 1:   # rows in parts on the worker threads, when large enough
         from .depthwise_rows import SPLIT_MACS, depthwise_rows
         if n * ho * wo * o * kh * kw >= SPLIT_MACS:
-            return with_optional_inputs(
-                node, depthwise_rows(grids, weights, const_w, b, act, (n, ho, wo, o), want), 3)
+            return with_optional_inputs(node, depthwise_rows(
+                grids, weights, const_w, b, act, (n, ho, wo, o), want, node.runtime), 3)
 
     def run(x, w, bias, out):
         if const_w is None:

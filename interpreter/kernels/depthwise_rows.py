@@ -14,7 +14,7 @@ from .common import F32
 SPLIT_MACS = 1 << 18
 
 
-def depthwise_rows(grids, weights, const_w, b, act, shape, want):
+def depthwise_rows(grids, weights, const_w, b, act, shape, want, runtime=None):
     """DEPTHWISE_CONV_2D's run at num_threads > 1: each grid's output rows in parts shared
     with the worker threads (interpreter/workers.py), the bias and activation on each part; every
     value is the same sum of the same products as one thread's."""
@@ -32,7 +32,8 @@ def depthwise_rows(grids, weights, const_w, b, act, shape, want):
         if runtime_bias:
             row_bias[:] = np.tile(np.reshape(bias, -1), wo)
         acc = out.reshape(n, ho, wo * o)
-        helpers = threads.effective(want) - 1
+        # the plan's choice (threads.rows_first; OpenBLAS's threads otherwise hold the cores)
+        helpers = threads.effective(want) - 1 if getattr(runtime, "split_rows", False) else 0
         for grid in grids:
             views, partial = grid.views(x)
             cuts = np.linspace(0, grid.end - grid.start, helpers + 2).astype(int) \

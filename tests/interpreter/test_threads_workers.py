@@ -1,7 +1,9 @@
 """The worker threads that share a kernel's work at num_threads > 1 (interpreter/workers.py,
 issue 17 goal 5), and DEPTHWISE_CONV_2D's rows split across them (kernels/depthwise_rows.py):
 the same numbers as one thread's, bit for bit; the caller never waits for a helper that has
-not started. Timing-free: the parts handed out are counted."""
+not started; a plan splits depthwise rows (OpenBLAS at one thread) or lets OpenBLAS thread its
+GEMMs, whichever has more work to split (threads.rows_first). Timing-free: the parts handed out
+are counted."""
 from __future__ import annotations
 
 import threading
@@ -15,12 +17,10 @@ from tests.opmodel import In, op_model
 
 
 @pytest.fixture
-def fixed():
-    adaptive, threads.ADAPTIVE = threads.ADAPTIVE, False   # 2 threads whatever the load
-    try:
-        yield
-    finally:
-        threads.ADAPTIVE = adaptive
+def fixed(monkeypatch):
+    """2 threads whatever the load; depthwise rows split whatever the plan's GEMMs."""
+    monkeypatch.setattr(threads, "ADAPTIVE", False)
+    monkeypatch.setattr(threads, "SPLIT_ROWS", "always")
 
 
 def test_run_parts_runs_each_part_once():
@@ -116,3 +116,22 @@ def test_hand_landmark_hands_out_its_depthwise_rows(models_dir, fixed):
     assert none == 0 and posted >= 13, posted
     for a, b in zip(split, whole):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name, rows", [("mp_hand_landmark.tflite", True),
+                                        ("mobilenet_v2.tflite", False)])
+def test_rows_or_blas(models_dir, monkeypatch, name, rows):
+    """mp_hand_landmark's depthwise layers (21.6 M multiply-adds, 4.1 ms at 1 thread) outweigh
+    its GEMMs (124 M, 3.6 ms): at num_threads 2 OpenBLAS keeps one thread and the rows split;
+    MobileNetV2's GEMMs (280 M) win: OpenBLAS threads them and no layer splits (its worker
+    spins on the second core between GEMMs: a split there shares that core)."""
+    monkeypatch.setattr(threads, "ADAPTIVE", False)
+    it = Interpreter(model_path=str(models_dir / name), num_threads=2)
+    it.allocate_tensors()
+    assert it._runtime.split_rows is rows
+    assert it._blas_threads == (1 if rows else 2)
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.zeros(d["shape"], np.float32))
+    before = workers.posted
+    it.invoke()
+    assert (workers.posted > before) is rows
