@@ -9,9 +9,15 @@ per-channel fixed-point multiplier and shift, MultiplyByQuantizedMultiplier with
 roundings, the fused activation's integer range) in OpenCL C integers (common.cl: requantN);
 ADD is add.cc's arithmetic (integer.cl). So the outputs are BUILTIN_REF's, bit for bit, in
 fp32 and fp16 storage alike. Padding taps read 0 = the zero point, as TFLite's kernels skip them.
-On x86 CPUs with AVX2 the 1x1 convolutions are integer products instead (gemm_int.cl,
-build_conv): int16 pairs of activations and weights through pmaddwd into int32 accumulators, a
-depthwise convolution that fuse.py folded into one launched on its own before it.
+On x86 CPUs with AVX2 the 1x1 convolutions and FULLY_CONNECTED are integer products instead
+(gemm_int.cl, build_conv): int16 pairs of activations and weights through pmaddwd into int32
+accumulators, or with VNNI u8 quads through vpdpbusd (u8_offset: the rows made unsigned, the
+weight sums folded into the bias). What fuse.py folds in runs inside the product's launch: a
+depthwise convolution before it (DW_FUSED), and for the largest blocks the expansion before
+that (plan_blocks, BLOCK_FUSED); a residual ADD of its output runs in its epilogue
+(plan_residuals, RES_ADD). EDGELITE_OPENCL_U8=0, EDGELITE_OPENCL_INT_DW=split,
+EDGELITE_OPENCL_INT_BLOCK=0 and EDGELITE_OPENCL_INT_RES=0 turn each off (for A/B:
+benchmarks/bench_opencl_int8.py).
 
 `reason(node)`: why a node cannot (None: it can); `requant(node)`: its integer parameters;
 `IntViews`: the float views the builders see (the float kernels, with REQUANT epilogues).
