@@ -35,6 +35,7 @@ from .taps import check_padded
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
 SCALED_WIDTH = 4.5e-3    # the most outputs (fraction) near an edge for the scale in the weights
 OWN_COLUMNS = 16 << 10   # a bound CONV_2D's single block of patches up to this size is its own
+TAKE_BELOW_CHANNELS = 4  # a pooled convolution of fewer input channels gathers by a take
 SPEC = "ijnyk,ijk->nyk"  # DEPTHWISE_CONV_2D's sums: taps [kh, taps, n, oh, row] times weights
 ROW_SPEC = "ij,ij->j"    # the same of one output row (n = oh = 1): taps [kh * taps, row]
 # np.einsum without its Python wrapper (what it calls when not optimizing); bound runs look it
@@ -317,6 +318,23 @@ def _pooled_conv(g, n, oh, ow, kh, kw, cin, cout, patch, source, win, wm, requan
         inner = None if source.direct else x[:, :source.rows, :source.cols]
         return (source.interior if inner is not None else None), inner, view
 
+    # Few input channels (the first layer: 1 or 3): the bound run's patches as one take of
+    # precomputed indices from a float32 padded copy with a 1.0 after it (the ones column
+    # too); numpy's strided copy of runs of `cin` values costs 2x (digits CNN: 1.5 -> 0.7 µs).
+    gather = None
+    if cin < TAKE_BELOW_CHANNELS and not source.direct:
+        shape, fill, _, (pt, pl) = source._make
+        size = int(np.prod(shape))
+        padded = np.full(size + 1, fill, np.float32)
+        padded[size] = 1.0
+        ids = win.patches(np.arange(size).reshape(shape))[:, :poh * g.kh, :pw * g.kw]
+        ids = ids.reshape(n, poh, g.kh, pw, g.kw, kh, kw, cin).transpose(2, 4, 0, 1, 3, 5, 6, 7)
+        index = np.empty(cols.shape, np.intp)
+        index[:, :patch] = ids.reshape(len(cols), patch)
+        index[:, patch] = size
+        interior = padded[:size].reshape(shape)[:, pt:pt + source.rows, pl:pl + source.cols]
+        gather = padded, interior, index
+
     def run(x, w_, b_, out):
         if not made or made[0] is not x:
             made[:] = [x, *views(x)]
@@ -338,6 +356,26 @@ def _pooled_conv(g, n, oh, ow, kh, kw, cin, cout, patch, source, win, wm, requan
         if tail is None:
             return None
         copyto, dot = raw(np.copyto), raw(np.dot)
+        if tail.passes is not None and gather is not None:
+            s1, lo, hi, raw_out, lift = tail.passes
+            padded, interior, index = gather
+            take = padded.take
+
+            def taken():       # `inline`, the patches by one take
+                copyto(interior, inner, casting="unsafe")
+                take(index, None, cols, "clip")
+                dot(cols, wm, acc)
+                for a, b, into in halves:
+                    np.maximum(a, b, out=into)
+                clip(s1, lo, hi, s1)
+                copyto(raw_out, s1, casting="unsafe")
+                np.bitwise_xor(raw_out, lift, raw_out)
+
+            compute = ((take, (index, None, cols, "clip"), {}), (dot, (cols, wm, acc), {})) + \
+                tuple(("maximum", (a, b), {"out": into}) for a, b, into in halves)
+            taken.stage = Stage(None, ((interior, inner),), compute, s1, lo, hi, int(lift),
+                                tail.passes, None)
+            return taken
         if tail.passes is not None:
             s1, lo, hi, raw_out, lift = tail.passes
 

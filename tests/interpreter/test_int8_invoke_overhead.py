@@ -152,6 +152,8 @@ def test_digits_int8_gemms_through_dot(models_dir, monkeypatch):
     assert counts["broadcasts"] == 0, counts
     assert counts["ufuncs"] + counts["builtins"] <= 22, counts   # (26 before the int8 chain)
     assert counts.get("maximum") == 4 and counts.get("ufunc.reduce", 0) == 0, counts
+    # the first layer's patches (1 input channel) by one take from a float32 padded copy
+    assert counts.get("ndarray.take") == 1, counts
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
