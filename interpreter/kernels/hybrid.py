@@ -36,7 +36,7 @@ import numpy as np
 
 from edgelite.schema.ops import ACTIVATION_BOUNDS
 
-from .common import TANH, bias_epilogue, clip_, matmul_shape, \
+from .common import TANH, bias_epilogue, clip_, matmul_shape, raw, \
     with_optional_inputs
 from .eigen_math import eigen_tanh_
 from .fixed_point import EXACT_F32, round_half_away
@@ -668,6 +668,8 @@ def _dequantized_fc_run(rows, units, depth, w, channel, bias, asymmetric: bool, 
     weights_t = np.ascontiguousarray(dequantized_weights(w, channel, 0).T)    # [depth, units]
     xq = np.empty((rows, depth), F32)
     one_row = rows == 1
+    if one_row:
+        return _one_row_fc_run(units, depth, weights_t, xq, bias, asymmetric, act)
 
     def run(x, w_, *rest):
         out = rest[-1].reshape(rows, units)
@@ -680,6 +682,31 @@ def _dequantized_fc_run(rows, units, depth, w, channel, bias, asymmetric: bool, 
             np.add(out, bias, out=out)
         if act is not None:
             act(out)
+    return run
+
+
+def _one_row_fc_run(units, depth, weights_t, xq, bias, asymmetric: bool, act):
+    """_dequantized_fc_run of one row (squeeze-excite's one-pixel convolutions, a batch-1
+    FULLY_CONNECTED): the row's bounds by argmin / argmax (a quarter of a reduction's call
+    cost), its scale and inverse into two 0-d arrays (hybrid_row.RowProduct's form), np.dot's
+    C function; the same numbers, ~2 us less a call."""
+    scalars = (np.zeros((), F32), np.zeros((), F32))
+    bias_row = None if bias is None else np.ascontiguousarray(bias.reshape(1, units), F32)
+    dot, add = raw(np.dot), np.add
+    bound = []
+
+    def run(x, w_, *rest):
+        out = rest[-1]
+        if not bound or bound[0] is not x or bound[1] is not out:
+            bound[:] = [x, out, x.reshape(1, depth), out.reshape(1, units)]
+        x1, out1 = bound[2], bound[3]
+        dequantize_row(x1, xq, asymmetric, x1.item(x1.argmin()), x1.item(x1.argmax()),
+                       scalars)
+        dot(xq, weights_t, out1)
+        if bias_row is not None:
+            add(out1, bias_row, out1)
+        if act is not None:
+            act(out1)
     return run
 
 

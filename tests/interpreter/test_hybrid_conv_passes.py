@@ -120,3 +120,27 @@ def test_a_large_hybrid_3x3_conv_copies_no_im2col(monkeypatch):
     assert sum(adds) == sum(r * k for r in (h, h - 1, h - 1) for k in (w, w - 1, w - 1)) * o
     # the row scale on the [C, 9 * O] weights, not a pass over the input
     assert [name for name, n in seen if n == h * w * c] == ["multiply", "rint"], seen
+
+
+@pytest.mark.parametrize("op,x_shape,w_shape,options", [
+    ("CONV_2D", (1, 1, 1, 40), (6, 1, 1, 40), conv_options(act=1)),        # squeeze-excite's
+    ("FULLY_CONNECTED", (1, 33), (9, 33), dict(fused_activation_function=0,
+                                               asymmetric_quantize_inputs=True,
+                                               keep_num_dims=False))])
+def test_a_one_row_hybrid_product_takes_its_bounds_by_argmin_argmax(op, x_shape, w_shape,
+                                                                   options, monkeypatch):
+    """A one-row hybrid product (EfficientNet's 32 squeeze-excite convolutions, a batch-1
+    FULLY_CONNECTED): the row's bounds by argmin / argmax, no min / max reduction (a quarter
+    of their call cost; hybrid_row.RowProduct's form), the same numbers as BUILTIN_REF's to
+    float32 rounding (test_quantized_passes)."""
+    from edgelite.interpreter.kernels import hybrid
+    calls = []
+    for name in ("_min", "_max"):
+        real = getattr(hybrid, name)
+        monkeypatch.setattr(hybrid, name, lambda *a, _f=real, **k: calls.append(1) or _f(*a, **k))
+    case = hybrid_case("r", op, x_shape, w_shape, options, per_channel=op == "CONV_2D")
+    it = Interpreter(model_content=case.model)
+    run_interpreter(it, case.feeds)
+    calls.clear()
+    it.invoke()
+    assert calls == [], calls
