@@ -243,6 +243,22 @@ def opencl(t: Table, tmp: Path, quick: bool):
         if start:
             t.add("4 OpenCL first start, warm cache ≤ 2 s", row["model"], start["process_s"],
                   None, None, 2.0, "s", "process start to first invoke done", budget=True)
+    for n in (1, 2):  # int8 MobileNetV2 through the delegate's integer kernels
+        q = _run("bench_opencl_int8.py", ["--threads", str(n), "--seconds",
+                                          "0.5" if quick else "2"], tmp / f"opencl_int8_{n}.json")
+        if q is None:
+            t.missing("3 OpenCL int8 ≤ 2x LiteRT int8", "mobilenet_v2_int8",
+                      "bench_opencl_int8.py failed")
+            continue
+        cpu, ours = q["cpu_ms"], q["cpu_ms"]["now"]
+        t.add(f"3 OpenCL int8 (integer) ≤ 2x LiteRT int8, {n} thread{'s' * (n > 1)}",
+              "mobilenet_v2_int8", ours, cpu["LiteRT int8"], ours / cpu["LiteRT int8"], 2.0,
+              "ms", "CPU time")
+        fp32 = cpu.get("delegate fp32 (float model)")
+        if fp32:
+            t.add(f"2 int8 ≤ 0.8x float, OpenCL delegate, {n} thread{'s' * (n > 1)}",
+                  "mobilenet_v2_int8", ours, fp32, ours / fp32, 0.8, "ms",
+                  "CPU time; reference = the delegate's fp32 on mobilenet_v2")
 
 
 def start_up(t: Table, quick: bool):
