@@ -25,6 +25,14 @@ def depthwise_rows(grids, weights, const_w, b, act, shape, want, runtime=None):
     if b is not None and b.data is not None:
         row_bias[:] = np.tile(np.reshape(b.data, -1).astype(F32), wo)
     runtime_bias = b is not None and b.data is None
+    cuts_for = {}   # helpers -> each grid's row cuts
+
+    def cuts_of(helpers):
+        cuts = cuts_for.get(helpers)
+        if cuts is None:
+            cuts = cuts_for[helpers] = [
+                [int(c) for c in np.linspace(0, g.end - g.start, helpers + 2)] for g in grids]
+        return cuts
 
     def run(x, w, bias, out):
         if const_w is None:
@@ -34,10 +42,8 @@ def depthwise_rows(grids, weights, const_w, b, act, shape, want, runtime=None):
         acc = out.reshape(n, ho, wo * o)
         # the plan's choice (threads.rows_first; OpenBLAS's threads otherwise hold the cores)
         helpers = threads.effective(want) - 1 if getattr(runtime, "split_rows", False) else 0
-        for grid in grids:
+        for grid, cuts in zip(grids, cuts_of(max(helpers, 0))):
             views, partial = grid.views(x)
-            cuts = np.linspace(0, grid.end - grid.start, helpers + 2).astype(int) \
-                if helpers > 0 else (0, grid.end - grid.start)
 
             def part(i, views=views, partial=partial, start=grid.start, cuts=cuts):
                 s = slice(cuts[i], cuts[i + 1])
