@@ -13,8 +13,8 @@ not count), medians of alternating blocks:
   the dispatch floor: the calls other than the GEMMs and einsums, each at the cost of the
   cheapest numpy call there is (a 64-value copyto's C function);
 - the compute floor: each CONV_2D / FULLY_CONNECTED's float32 GEMM and each depthwise einsum
-  alone, calls included, on arrays of its shapes (the arithmetic edgelite's default int8
-  kernels run);
+  (one output pixel: its product pass and ones-row dot) alone, calls included, on arrays of
+  its shapes (the arithmetic edgelite's default int8 kernels run), inside int8 chains too;
 - the floor: dispatch + compute, the least any numpy step list could cost, as x LiteRT.
 
 A goal below the floor cannot be met by the numpy path however its kernels are arranged: only
@@ -123,6 +123,12 @@ def compute_floor(plan, blocks: int) -> tuple:
             # (a MixConv block's too: mixconv.py)
             k, c = int(np.prod(x)) // x[-1] // x[0], out[-1]
             a, b = np.zeros((k + 1, c), np.float32), np.zeros((k + 1, c), np.float32)
+            if int(np.prod(out)) == c:     # one pixel: a product pass and a ones row's dot
+                tmp, ones, row = np.empty_like(a), np.ones((1, k + 1), np.float32), \
+                    np.empty((1, c), np.float32)
+                calls.append(lambda a=a, b=b, t=tmp: np.multiply(a, b, out=t))
+                calls.append(lambda o=ones, t=tmp, r=row: np.dot(o, t, r))
+                continue
             acc = np.empty(c, np.float32)
             calls.append(lambda a=a, b=b, acc=acc: c_einsum("ij,ij->j", a, b, out=acc))
             continue
