@@ -23,9 +23,11 @@ digits, each digit's sums exact, combined in float64 (a CONV_2D first splits its
 into groups whose sums are exact: one grouped convolution). That is BUILTIN_REF's arithmetic;
 under the default resolver a convolution or FULLY_CONNECTED runs the float kernel on weights
 dequantized at prepare and the quantized-then-dequantized input instead (dequantize_rows),
-and at batch 1 three CONV_2D forms run their own GEMM with the quantization in fewer passes
-(issue 17): a 1x1 projection (the row scale on the narrower output), one pixel (a one-row
-FULLY_CONNECTED) and a large stride-1 kxk (no im2col): hybrid_conv.py.
+and at batch 1 the convolutions run their own products with the quantization in fewer passes
+(issue 17): a 1x1 and a large stride-1 kxk CONV_2D (no im2col) and a DEPTHWISE_CONV_2D (the
+input quantized into the taps' padded buffer), the row scale on the weights (hybrid_conv.py),
+one pixel as a one-row FULLY_CONNECTED; conv_2d_default builds a CONV_2D that takes its
+producer's per-channel MUL and clamp (fusion_hybrid.py).
 """
 from __future__ import annotations
 
