@@ -15,7 +15,9 @@ bench_opencl, but a cold cache costs that process minutes). Two PoCL builds cann
 process (each brings its own LLVM), hence processes; they alternate (side A, side B, side A,
 ...) so load from other processes falls on both alike. Each cell: median over the rounds of
 bench_opencl's median CPU time of the whole process per invoke (PoCL's workers included), and
-LiteRT's in the same processes.
+LiteRT's in the same processes; then the same table in wall time. A side may also be an
+older edgelite: NAME=PYTHON,PYTHONPATH=/tmp/wt/ (a git worktree at /tmp/wt/edgelite) runs
+this tree's bench_opencl.py on that code.
 """
 from __future__ import annotations
 
@@ -75,11 +77,14 @@ def main(argv=None) -> None:
             for name, python, env in (sides if r % 2 == 0 else sides[::-1]):
                 print(f"round {r + 1}, {t} thread(s), {name} ...", file=sys.stderr, flush=True)
                 for res in run_side(python, env, args, t):
-                    c = res["median_cpu_ms"]
+                    c, w = res["median_cpu_ms"], res["median_ms"]
                     cell = cells.setdefault((res["model"], t, name),
-                                            {"opencl": [], "litert": []})
+                                            {"opencl": [], "litert": [], "opencl_wall": [],
+                                             "litert_wall": []})
                     cell["opencl"].append(c[f"opencl fp32 {t}t"])
                     cell["litert"].append(c[f"LiteRT {t}t"])
+                    cell["opencl_wall"].append(w[f"opencl fp32 {t}t"])
+                    cell["litert_wall"].append(w[f"LiteRT {t}t"])
                     devices[name] = res["device"]
         loads.append(os.getloadavg()[0])
     names = [s[0] for s in sides]
@@ -101,6 +106,18 @@ def main(argv=None) -> None:
         table.append({"model": model, "threads": int(t), "litert_ms": lite,
                       **{f"{n}_ms": med[n] for n in names},
                       **{f"{n}_all_ms": cells[(model, t, n)]["opencl"] for n in names}})
+    print("\nWall time, the same runs (median of the rounds' median single invokes):\n")
+    print(f"| model | threads | {head} | LiteRT | {names[-1]} / {names[0]} |")
+    print("|---|---:|" + "---:|" * (2 * len(names) + 2))
+    for row in table:
+        model, t = row["model"], row["threads"]
+        med = {n: statistics.median(cells[(model, str(t), n)]["opencl_wall"]) for n in names}
+        lite = statistics.median(v for n in names
+                                 for v in cells[(model, str(t), n)]["litert_wall"])
+        cells_ = " | ".join(f"{med[n]:.2f} ms | {med[n] / lite:.2f}x" for n in names)
+        print(f"| {model} | {t} | {cells_} | {lite:.2f} ms | "
+              f"{med[names[-1]] / med[names[0]]:.2f}x |")
+        row.update({"litert_wall_ms": lite, **{f"{n}_wall_ms": med[n] for n in names}})
     if args.json:
         Path(args.json).write_text(json.dumps({"devices": devices, "rows": table}, indent=1))
 
