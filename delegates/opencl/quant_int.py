@@ -151,7 +151,7 @@ def reason(node, dev=None) -> str | None:
         if node.op == "MEAN":
             return _mean_reason(node)
         if node.op == "FULLY_CONNECTED":
-            return _fc_reason(node, int_dot(dev) is not None)
+            return _fc_reason(node, _fc_on_gemm_int(node, dev))
     except KernelError as e:
         return str(e)
     return _same_quantization(node)
@@ -214,6 +214,13 @@ def _fc_reason(node, int32: bool = False) -> str | None:
     elif sums.max(initial=0) >= EXACT_F32:
         return f"its sums may reach {int(sums.max())}, beyond float32's exact integers (2^24)"
     return None
+
+
+def _fc_on_gemm_int(node, dev) -> bool:
+    """A FULLY_CONNECTED runs on gemm_int.cl (int32 sums) where the CPU has pmaddwd and its
+    depth fits a work-item's private rows (KMAX); deeper ones take the float kernel and its
+    2^24 bound (a depth past KMAX overran the rows: ConvNeXt-Tiny's 3072 crashed PoCL)."""
+    return int_dot(dev) is not None and node.inputs[1].shape[1] <= KMAX
 
 
 def fc_requant(node) -> FcRequant:
@@ -494,7 +501,7 @@ def build_fc(node, g) -> None:
     from .helpers import nd
     from .ops_conv import build_fully_connected
     dot = int_dot(g.dev)
-    if dot is None:
+    if not _fc_on_gemm_int(node, g.dev):
         build_fully_connected(node, g)
         return
     lanes = dot // 32

@@ -433,3 +433,31 @@ def test_okay_nabu_int8_integer_is_bit_exact(models_dir):
         np.testing.assert_array_equal(ours, ref.get_tensor(o["index"]))
         seen.add(ours.tobytes())
     assert len(seen) > 1  # the state moves the output
+
+
+@pytest.mark.parametrize("depth", [2048, 3000])
+def test_deep_fully_connected_runs_within_the_private_rows(depth):
+    """An int8 FULLY_CONNECTED deeper than gemm_int.cl's private rows (KMAX = 2048) takes the
+    float kernel (sums checked below 2^24), one within them the integer product: both equal
+    BUILTIN_REF (a depth of 3072 overran the rows and crashed PoCL: ConvNeXt-Tiny int8)."""
+    from edgelite.delegates.opencl import quant_int
+    from tests.opmodel import In, Out, op_model, run_interpreter, run_litert
+    rng = np.random.default_rng(depth)
+    units = 40
+    w = rng.integers(-3, 4, (units, depth)).astype(np.int8)
+    bias = rng.integers(-2000, 2000, units).astype(np.int32)
+    model = op_model("FULLY_CONNECTED", [In((2, depth), "int8", (0.05, 3)), w, bias],
+                     [Out((2, units), "int8", (0.5, -7))],
+                     const_quant={1: ([0.01] * units, [0] * units, 0),
+                                  2: ([0.0005] * units, [0] * units, 0)})
+    x = rng.integers(-128, 128, (2, depth)).astype(np.int8)
+    delegate = _delegate(int8="integer")
+    it = Interpreter(model_content=model, experimental_delegates=[delegate])
+    ours = run_interpreter(it, [x])
+    assert [p["where"] for p in placement(it)] == [delegate.name]
+    kernels = [name for _, name, _ in it._runtime.plans[0].steps[0][0].labels]
+    on_gemm_int = quant_int.int_dot(delegate.dev) is not None and depth <= quant_int.KMAX
+    assert kernels[0].startswith("gemm_integer") == on_gemm_int, kernels
+    theirs = run_litert(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert len(np.unique(theirs[0])) > 10
