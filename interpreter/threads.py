@@ -34,6 +34,11 @@ interpreter whose plans make only such calls (`serial`) skips the block at one t
 process's count is never touched, and another thread changing it cannot reach those calls
 (OpenBLAS reads the count only above its size threshold). `openblas_set_num_threads_local`
 would not do: in the pthreads builds numpy bundles it sets the process's count (0.3.31).
+
+**At num_threads > 1, one kind of parallelism a plan.** OpenBLAS splits a plan's large GEMMs,
+or (`rows_first`) OpenBLAS stays at one thread and the depthwise layers' rows are split on
+edgelite's own worker threads (workers.py, kernels/depthwise_rows.py): OpenBLAS's idle workers
+spin for ~2**28 cycles after each threaded call, holding the second core through the invoke.
 """
 from __future__ import annotations
 
