@@ -75,17 +75,34 @@ def _ensure(helpers: int) -> None:
             _started += 1
 
 
+def _closed_task() -> _Task:
+    task = _Task(None, 0)
+    task.closed = True
+    return task
+
+
 def _forget_in_child() -> None:
-    global _tasks, _started, _start_lock
+    global _tasks, _started, _start_lock, _WAKE
     _tasks, _started, _start_lock = queue.SimpleQueue(), 0, threading.Lock()
+    _WAKE = _closed_task()   # its lock may have been held by a parent's helper
 
 
+_WAKE = _closed_task()   # what wake() posts: a task with nothing left to take
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def helpers_started() -> int:
     return _started
+
+
+def wake(helpers: int) -> None:
+    """Wakes up to `helpers` helpers ahead of a run_parts (they find nothing and sleep again):
+    a helper woken a moment ago starts ~40 instead of ~110 µs after the task is posted (this
+    VM, load ~2), so a kernel calls this before the serial work that precedes its parts."""
+    if helpers > 0 and _started:
+        for _ in range(min(helpers, _started)):
+            _tasks.put(_WAKE)
 
 
 def run_parts(fn, parts: int, helpers: int) -> None:

@@ -43,6 +43,7 @@ def depthwise_rows(grids, weights, const_w, b, act, shape, want, runtime=None):
         # the plan's choice (threads.rows_first; OpenBLAS's threads otherwise hold the cores)
         helpers = threads.effective(want) - 1 if getattr(runtime, "split_rows", False) else 0
         for grid, cuts in zip(grids, cuts_of(max(helpers, 0))):
+            workers.wake(helpers)   # during the copy into the padded buffer
             views, partial = grid.views(x)
 
             def part(i, views=views, partial=partial, start=grid.start, cuts=cuts):

@@ -135,3 +135,34 @@ def test_rows_or_blas(models_dir, monkeypatch, name, rows):
     before = workers.posted
     it.invoke()
     assert (workers.posted > before) is rows
+
+
+def test_wake_then_parts():
+    """wake() posts tasks with nothing left to take: the helpers skip them, the parts after run
+    once each."""
+    workers.run_parts(lambda i: None, 2, 1)   # a helper started
+    seen = []
+    for _ in range(20):
+        workers.wake(1)
+        del seen[:]
+        workers.run_parts(seen.append, 6, 1)
+        assert sorted(seen) == list(range(6))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork here")
+def test_forked_child_gets_its_own_helpers():
+    """A forked child (no helper threads of its parent's) runs its parts and does not hang."""
+    import os
+
+    workers.run_parts(lambda i: None, 2, 1)
+    pid = os.fork()
+    if pid == 0:   # the child: exit 0 only if the parts ran
+        try:
+            done = []
+            workers.wake(1)
+            workers.run_parts(done.append, 4, 1)
+            os._exit(0 if sorted(done) == [0, 1, 2, 3] else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
