@@ -327,18 +327,20 @@ def serial(runtime) -> bool:
 # OpenBLAS's workers spin (x86-64: nops, no yield) ~2**28 cycles after each threaded call, so
 # in an invoke whose GEMMs OpenBLAS threads its worker holds the second core throughout: a
 # worker of edgelite's (workers.py) splitting a depthwise layer then shares that core with it
-# and loses. So a plan runs one way: OpenBLAS at num_threads (its GEMMs split), or OpenBLAS at
-# one thread and the depthwise layers' rows split on edgelite's workers, whichever has more
-# work to split. Per multiply-add one thread here (Zen 5, OpenBLAS's Haswell kernels): a GEMM
-# of the set's convolutions ~34 G/s, numpy's depthwise einsum ~5.3 G/s (mp_hand_landmark:
-# 124 M GEMM multiply-adds in 3.6 ms, 21.6 M depthwise in 4.1 ms).
-GEMM_PER_DEPTHWISE = 6.4   # GEMM multiply-adds in the time of one depthwise multiply-add
+# and loses (mp_hand_landmark 2/1 wall 1.10 with both). So a plan runs one way: OpenBLAS at
+# num_threads, or OpenBLAS at one thread and the depthwise rows split on edgelite's workers.
+# Measured in idle blocks (others < 0.25 cores, 6-9 blocks of 0.3 s each, this 2-vCPU VM):
+# splitting rows with OpenBLAS at one thread gave mp_hand_landmark 1.26 and selfie segmentation
+# 1.19 (OpenBLAS's threads: 0.94, 0.92) and a lone 112x112x24 depthwise layer 0.92 (a helper
+# starts ~40-110 us after it is asked, against parts of ~200 us). So rows are split only in a
+# plan with no GEMM OpenBLAS would thread.
 SPLIT_ROWS = os.environ.get("EDGELITE_SPLIT_ROWS", "auto").lower()   # auto, always, never
 
 
 def rows_first(runtime) -> bool:
-    """Whether the main plan's depthwise rows (split on edgelite's workers, OpenBLAS at one
-    thread) are more work to share than its GEMMs OpenBLAS would thread (SPLIT_ROWS "auto")."""
+    """Whether the main plan splits its depthwise rows on edgelite's workers (OpenBLAS at one
+    thread) rather than letting OpenBLAS thread its GEMMs: it has depthwise layers above
+    SPLIT_MACS and no GEMM OpenBLAS would split (SPLIT_ROWS "auto"; see above)."""
     if SPLIT_ROWS in ("always", "never"):
         return SPLIT_ROWS == "always"
     main = runtime.plans.get(0)
@@ -360,7 +362,7 @@ def rows_first(runtime) -> bool:
             depthwise += macs if macs >= SPLIT_MACS else 0
         elif macs > 2 * SERIAL_F32:   # what OpenBLAS splits across 2 threads
             gemm += macs
-    return depthwise * GEMM_PER_DEPTHWISE > gemm
+    return depthwise > 0 and gemm == 0
 
 
 @contextlib.contextmanager

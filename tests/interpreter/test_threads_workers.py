@@ -118,15 +118,26 @@ def test_hand_landmark_hands_out_its_depthwise_rows(models_dir, fixed):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("name, rows", [("mp_hand_landmark.tflite", True),
+def _dw_model() -> bytes:
+    rng = np.random.default_rng(0)
+    return op_model("DEPTHWISE_CONV_2D", [In((1, 112, 112, 24)),
+                                          rng.standard_normal((1, 3, 3, 24)).astype(np.float32),
+                                          rng.standard_normal(24).astype(np.float32)],
+                    options=dict(stride_h=1, stride_w=1, depth_multiplier=1, padding=0,
+                                 dilation_h_factor=1, dilation_w_factor=1))
+
+
+@pytest.mark.parametrize("name, rows", [("depthwise only", True),
+                                        ("mp_hand_landmark.tflite", False),
                                         ("mobilenet_v2.tflite", False)])
 def test_rows_or_blas(models_dir, monkeypatch, name, rows):
-    """mp_hand_landmark's depthwise layers (21.6 M multiply-adds, 4.1 ms at 1 thread) outweigh
-    its GEMMs (124 M, 3.6 ms): at num_threads 2 OpenBLAS keeps one thread and the rows split;
-    MobileNetV2's GEMMs (280 M) win: OpenBLAS threads them and no layer splits (its worker
-    spins on the second core between GEMMs: a split there shares that core)."""
+    """A plan whose GEMMs OpenBLAS would thread lets it (mp_hand_landmark: 124 M GEMM
+    multiply-adds; its worker spins on the second core between GEMMs, a split there shares that
+    core): no layer splits. A plan of depthwise layers alone keeps OpenBLAS at one thread and
+    splits their rows."""
     monkeypatch.setattr(threads, "ADAPTIVE", False)
-    it = Interpreter(model_path=str(models_dir / name), num_threads=2)
+    it = Interpreter(model_content=_dw_model(), num_threads=2) if name == "depthwise only" \
+        else Interpreter(model_path=str(models_dir / name), num_threads=2)
     it.allocate_tensors()
     assert it._runtime.split_rows is rows
     assert it._blas_threads == (1 if rows else 2)
