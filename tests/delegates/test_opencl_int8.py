@@ -461,3 +461,35 @@ def test_deep_fully_connected_runs_within_the_private_rows(depth):
     theirs = run_litert(model, [x])
     np.testing.assert_array_equal(ours[0], theirs[0])
     assert len(np.unique(theirs[0])) > 10
+
+
+def test_mobilenet_v2_int8_integer_batch_of_two(models_dir):
+    """The fused integer launches (a depthwise inside its product, whole blocks, residual ADDs
+    in the epilogue) index every image of a batch: MobileNetV2 int8 resized to 2 images (the
+    reference input and a random one) equals BUILTIN_REF's, logits too, in the same 34
+    launches."""
+    from edgelite.delegates.opencl.quant_int import int_dot
+    path = models_dir / "mobilenet_v2_int8.tflite"
+    delegate = _delegate(int8="integer")
+    it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
+    d = it.get_input_details()[0]
+    shape = [2] + list(d["shape"][1:])
+    it.resize_tensor_input(d["index"], shape)
+    it.allocate_tensors()
+    if int_dot(delegate.dev) is not None:
+        assert it._runtime.plans[0].steps[0][0].launches == 34
+    ref = _reference(path, experimental_preserve_all_tensors=True)
+    ref.resize_tensor_input(d["index"], shape)
+    ref.allocate_tensors()
+    x = np.concatenate(_mobilenet_inputs(models_dir, d["shape"])[:2])
+    for r in (it, ref):
+        r.set_tensor(d["index"], x)
+        r.invoke()
+    logits = next(t["index"] for t in ref.get_tensor_details()
+                  if list(t["shape"]) == [2, 1000]
+                  and t["index"] != ref.get_output_details()[0]["index"])
+    for k in (logits, ref.get_output_details()[0]["index"]):
+        np.testing.assert_array_equal(it.get_tensor(k), ref.get_tensor(k))
+    ours = it.get_tensor(logits).astype(np.int32)
+    # random weights: the logits barely depend on the image, but they do
+    assert (ours[0] != ours[1]).any() and ours.max() - ours.min() > 100
