@@ -9,7 +9,6 @@ import dataclasses
 
 import numpy as np
 
-from .common import raw
 from .registry import register
 
 ANY = ("none", "float32", "float16", "int8", "uint8", "int16", "int32", "int64", "bool",
@@ -40,6 +39,18 @@ def _resource_id(node) -> int:
     return int(np.asarray(handle.data).reshape(-1)[0])
 
 
+WHOLE = slice(None)
+
+
+def _bytes(a: np.ndarray, write: bool = True):
+    """The bytes of a C-contiguous array (writable where `write`) as a flat memoryview, else
+    None (no bytes: empty, Python objects)."""
+    if not a.flags.c_contiguous or (write and not a.flags.writeable) or a.size == 0 \
+            or a.dtype.hasobject:
+        return None
+    return memoryview(a.reshape(-1).view(np.uint8))
+
+
 @register("READ_VARIABLE", "resource")
 def read_variable(node):
     rid = _resource_id(node)
@@ -56,15 +67,27 @@ def read_variable(node):
         np.copyto(out, value, casting="unsafe")
 
     def bind(handle, out):
-        """`run` on the plan's fixed arrays (plan.bind_step): numpy's copy without its
-        dispatcher, the checks the same."""
-        get, copyto, shape = resources.get, raw(np.copyto), out.shape
+        """`run` on the plan's fixed arrays (plan.bind_step), the checks the same: the bytes
+        through memoryviews when the variable's array is C-contiguous and of the output's
+        type, else `run` (np.copyto and its cast). A memoryview's slice assignment is one
+        memmove, 0.06 µs (np.copyto 0.3 µs on these few hundred bytes); the variable's view is
+        made again only when its array changes (an ASSIGN of another shape,
+        reset_all_variables)."""
+        dest = _bytes(out)
+        if dest is None:
+            return None
+        get, put, shape, dtype = resources.get, dest.__setitem__, out.shape, out.dtype
+        last = [WHOLE, None]    # the variable's array (none yet), its bytes
 
         def read():
             value = get(rid)
-            if value is None or value.shape != shape:
-                run(handle, out)          # (its error)
-            copyto(out, value, casting="unsafe")
+            if value is not last[0]:
+                last[:] = value, None if value is None or value.shape != shape \
+                    or value.dtype != dtype else _bytes(value, False)
+            if last[1] is None:
+                run(handle, out)          # (its error, or its cast)
+            else:
+                put(WHOLE, last[1])
         return read
     run.bind = bind
     return run
@@ -84,15 +107,23 @@ def assign_variable(node):
             np.copyto(current, value)
 
     def bind(handle, value):
-        """`run` on the plan's fixed arrays (plan.bind_step)."""
-        get, copyto, shape, dtype = resources.get, raw(np.copyto), value.shape, value.dtype
+        """`run` on the plan's fixed arrays (plan.bind_step): the bytes through memoryviews
+        into the variable's array (as READ_VARIABLE's bind)."""
+        source = _bytes(value, False)
+        if source is None:
+            return None
+        get, shape, dtype = resources.get, value.shape, value.dtype
+        last = [WHOLE, None]    # the variable's array (none yet), the setter of its bytes
 
         def assign():
             current = get(rid)
-            if current is None or current.shape != shape or current.dtype != dtype:
-                run(handle, value)
-            else:
-                copyto(current, value)
+            if current is not last[0]:
+                if current is None or current.shape != shape or current.dtype != dtype \
+                        or _bytes(current) is None:
+                    run(handle, value)
+                    return
+                last[:] = current, _bytes(current).__setitem__
+            last[1](WHOLE, source)
         return assign
     run.bind = bind
     return run
