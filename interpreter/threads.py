@@ -85,6 +85,31 @@ FAST = -2                     # what enter returns for a block on the fast path
 JOIN_S = 0.1                  # how long a block at the count running waits for a change
 
 
+def _version() -> tuple:
+    """The loaded OpenBLAS's version from its config string ((0,) where unknown)."""
+    import re
+    for path in _paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _SETTERS:
+            get = getattr(lib, name.replace("_set_num_threads", "_get_config"), None)
+            if get is not None:
+                get.restype = ctypes.c_char_p
+                m = re.search(rb"OpenBLAS (\d+)\.(\d+)\.(\d+)", get() or b"")
+                return tuple(int(g) for g in m.groups()) if m else (0,)
+    return (0,)
+
+
+def _paths() -> list:
+    try:
+        with open("/proc/self/maps") as f:
+            return sorted({line.split()[-1] for line in f if "openblas" in line.lower()})
+    except OSError:
+        return []
+
+
 def _find():
     global _api
     if _api is not None:
@@ -93,12 +118,7 @@ def _find():
         if _api is not None:
             return _api
         found = ()
-        try:
-            with open("/proc/self/maps") as f:
-                paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower()})
-        except OSError:
-            paths = []
-        for path in paths:
+        for path in _paths():
             try:
                 lib = ctypes.CDLL(path)
             except OSError:
@@ -290,6 +310,8 @@ def serial(runtime) -> bool:
     no dynamic dimension and the main plan at its file's shapes), no user custom op (its code
     may call BLAS at any size). Then an invoke at one thread needs no limit: OpenBLAS's count
     does not matter to it, and the process's count stays as the user set it (issue 17)."""
+    if _version() < (0, 3, 27):   # the bound is checked on 0.3.28's sources and 0.3.31
+        return False
     model = runtime.model
     main = runtime.plans.get(0)
     if main is None or not main.ready or main.dynamic:

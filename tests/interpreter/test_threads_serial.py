@@ -110,10 +110,12 @@ def probe(models_dir):
 
 
 def test_serial_models_leave_the_count_alone(probe):
+    checked = threads._version() >= (0, 3, 27)   # older (numpy 1.24's 0.3.21): not serial
     for name in ("digits_cnn.tflite", "digits_cnn_int8.tflite", "mwk_okay_nabu.tflite"):
         facts = probe["models"][name]
-        assert facts["serial"], name
-        assert facts["setter_calls"] == 0, facts   # was 2 (1 thread, then the process's 2)
+        assert facts["serial"] == checked, name
+        # was 2 (1 thread, then the process's 2); an unchecked OpenBLAS keeps the limit
+        assert facts["setter_calls"] == (0 if checked else 2), facts
         assert facts["count_after"] == 2, facts
 
 
