@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from edgelite.interpreter import Interpreter
-from tests.interpreter.frames import calls
 from tests.opmodel import In, assert_close, op_model, run_litert
 
 SHAPES = [(1, 128, 128, 16), (2, 16, 16, 32), (1, 7, 7, 96), (1, 1, 1, 8)]
@@ -43,4 +42,7 @@ def test_global_pool(op, shape):
         want = _fold(x, np.maximum)
     np.testing.assert_array_equal(ours, want)
     assert_close([ours], run_litert(model, [x], False), rtol=1e-5, atol=1e-5)
-    assert calls(it.invoke)[1] <= 24   # C calls of the invoke; the fold made h*w - 1 adds
+    # the pool's step, written into the plan's run_steps: its calls (a ufunc call is no C
+    # call to the profiler: counting those could not fail); the fold made h*w - 1 of them
+    (line,) = it._main.run_steps.source.splitlines()[2:-1]
+    assert line.count(";") + 1 <= 5, line[:200]
