@@ -60,6 +60,7 @@ FREE_SHARE = 0.7      # a core counts as free when other processes leave this mu
 _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
             "openblas_set_num_threads64_", "openblas_set_num_threads")
 _api = None
+_blas_version: tuple = (0,)   # the library's version (_find)
 _find_lock = threading.Lock()
 
 # The process-wide setting while edgelite blocks run: how many are inside, with which count,
@@ -86,39 +87,26 @@ JOIN_S = 0.1                  # how long a block at the count running waits for 
 
 
 def _version() -> tuple:
-    """The loaded OpenBLAS's version from its config string ((0,) where unknown)."""
-    import re
-    for path in _paths():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in _SETTERS:
-            get = getattr(lib, name.replace("_set_num_threads", "_get_config"), None)
-            if get is not None:
-                get.restype = ctypes.c_char_p
-                m = re.search(rb"OpenBLAS (\d+)\.(\d+)\.(\d+)", get() or b"")
-                return tuple(int(g) for g in m.groups()) if m else (0,)
-    return (0,)
-
-
-def _paths() -> list:
-    try:
-        with open("/proc/self/maps") as f:
-            return sorted({line.split()[-1] for line in f if "openblas" in line.lower()})
-    except OSError:
-        return []
+    """The loaded OpenBLAS's version, from the config string of the library `_find` chose
+    ((0,) where unknown)."""
+    _find()
+    return _blas_version
 
 
 def _find():
-    global _api
+    global _api, _blas_version
     if _api is not None:
         return _api
     with _find_lock:
         if _api is not None:
             return _api
         found = ()
-        for path in _paths():
+        try:
+            with open("/proc/self/maps") as f:
+                paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower()})
+        except OSError:
+            paths = []
+        for path in paths:
             try:
                 lib = ctypes.CDLL(path)
             except OSError:
@@ -130,6 +118,12 @@ def _find():
                     setter.argtypes, setter.restype = [ctypes.c_int], None
                     get.restype = ctypes.c_int
                     found = (setter, get)
+                    config = getattr(lib, name.replace("_set_num_threads", "_get_config"), None)
+                    if config is not None:
+                        import re
+                        config.restype = ctypes.c_char_p
+                        m = re.search(rb"OpenBLAS (\d+)\.(\d+)\.(\d+)", config() or b"")
+                        _blas_version = tuple(map(int, m.groups())) if m else (0,)
                     break
             if found:
                 break
