@@ -104,7 +104,7 @@ _PYTHON_OPS = {np.add: "+", np.subtract: "-", np.multiply: "*"}
 
 def python_binary(op: str, a, b, out, constants, lims):
     """A one-element float32 `a op b` (then the clamp to `lims`) as one line of Python on
-    memoryviews of the arrays (common.source_step); a constant operand is read once, as a
+    memoryviews of the arrays (steps.source_step); a constant operand is read once, as a
     Python float. The clamp as clip's: NaN stays, -0.0 stays -0.0 at a lower bound 0 (the
     stored value read back first: a product rounding to -0.0 is -0.0 there); None where an
     array is not a plain float32 one."""
@@ -126,12 +126,11 @@ def python_binary(op: str, a, b, out, constants, lims):
     line = f"{{out}}[0] = {terms[0]} {op} {terms[1]}"
     if lims is not None:
         lo, hi = (float(v) for v in lims)
-        value = "v"
         if lo == 0.0:
             line += "; v = {out}[0]"
         else:
             line = line.replace("{out}[0] = ", "v = ")
-        clamp = value
+        clamp = "v"
         if hi != np.inf:
             objects["hi"] = hi
             clamp = f"({{hi}} if v > {{hi}} else {clamp})"
@@ -177,7 +176,7 @@ def bind_operands(node, make):
 
 
 def bound_binary(ufunc, lims, a, b, out):
-    """`binary`'s run on the plan's arrays, as plain calls (common.calls_step): operands `a`,
+    """`binary`'s run on the plan's arrays, as plain calls (steps.calls_step): operands `a`,
     `b` of `out`'s shape, 0-d, or broadcasting; a clamped one-element output through a
     scratch array (numpy's in-place call on one element takes its slow path: 0.74 vs 0.24 µs)."""
     if lims is None:

@@ -124,7 +124,7 @@ def with_producer(producer, shape, node):
         if produce is None:
             produce = lambda: producer(*ins, head)   # noqa: E731
 
-        # the producer's calls written out in this step's (common.step_calls): one frame
+        # the producer's calls written out in this step's (steps.step_calls): one frame
         # for the whole chain (none in the plan's run_steps) instead of one per layer
         run = calls_step(*step_calls(produce), call(dot, weights, ext, o1),
                          None if lo is None else call(clip, o1, lo, hi, o1))

@@ -1,4 +1,4 @@
-"""Bound steps made of plain calls (common.calls_step) are written into the plan's generated
+"""Bound steps made of plain calls (steps.calls_step) are written into the plan's generated
 run_steps as those calls (plan.compile_steps, issue 17): no Python frame for the step. Timing-
 free guards: Python frames per invoke (each bound of these fails on the tree before, which ran
 a frame a step and one per fused layer), steps inlined, a failure inside an inlined step still
