@@ -10,48 +10,21 @@ fusion.py's."""
 from __future__ import annotations
 
 import weakref
+from itertools import takewhile
 
 import numpy as np
 
-from .fusion import F32, _only_reader
+from .fusion import F32, _chain
 from .kernels.common import activation_code
+from .kernels.scratch import Scratch
 
-class _Between:
+class _Between(Scratch):
     """The chains' intermediate tensors (a 1x1 convolution's output before the 3x3 one reads
-    it): one block per interpreter, apart from the kernels' work buffers (Scratch: those
-    overlap each other), held in the interpreter's budget under a key of its own."""
+    it): a Scratch block of their own per interpreter, apart from the kernels' work buffers
+    (those overlap each other), held in the budget under a key of its own."""
 
     _pools = weakref.WeakKeyDictionary()
-
-    def __init__(self, budget):
-        self.size, self.block, self.budget = 0, None, budget
-
-    @classmethod
-    def of(cls, node) -> "_Between":
-        owner = node.runtime
-        if owner is None:
-            return cls(None)
-        pool = cls._pools.get(owner)
-        if pool is None:
-            pool = cls._pools[owner] = cls(getattr(owner, "budget", None))
-        return pool
-
-    def reserve(self, shape):
-        """get() -> a float32 array of `shape` in the block (the same one on every call)."""
-        nbytes = 4 * int(np.prod(shape, dtype=np.int64))
-        if self.budget is not None:
-            self.budget.hold(("fusion_hybrid",), max(self.size, nbytes),
-                             f"a fused hybrid chain's intermediate tensor {list(shape)}")
-        self.size = max(self.size, nbytes)
-        bound = []
-
-        def get() -> np.ndarray:
-            if not bound:
-                if self.block is None or self.block.nbytes < self.size:
-                    self.block = np.empty(self.size, np.uint8)
-                bound.append(self.block[:nbytes].view(F32).reshape(shape))
-            return bound[0]
-        return get
+    key = ("fusion_hybrid",)
 
 
 def _hybrid_conv(link) -> bool:
@@ -91,54 +64,40 @@ def hybrid_chain(ctx, i):
     MUL's product and clamp into its quantization, the second the first one's clamp (the
     first then writes its sums unclamped into a buffer between them). At least two ops."""
     from .kernels.hybrid import conv_2d_default
-    from .kernels.hybrid_conv import Pre, pointwise_applies
+    from .kernels.hybrid_conv import Pre, _clamp, pointwise_applies
     first = ctx.link(i)
     if first is None:
         return None
-    pre, k, x = None, i, None
-    if first.node.op == "MUL":
+    head, pre = ("MUL",) if first.node.op == "MUL" else (), None
+    if head:
         found = _channel_mul(first)
         if found is None:
             return None
         x, channel, lims = found
-        pre, k = Pre(channel, lims), i + 1
-    links = []
-    while k < len(ctx.specs) and len(links) < 2:
-        link = ctx.link(k)
-        if link is None or not _hybrid_conv(link):
-            break
-        feed = first.outs[0] if not links and pre is not None else \
-            links[-1].outs[0] if links else None
-        if feed is not None and (link.ins[0] != feed or not _only_reader(ctx, feed)
-                                 or feed in link.ins[1:]):
-            break
-        links.append(link)
-        k += 1
-    if pre is None and links:
-        x = links[0].ins[0]
-    if not links or (pre is None and (len(links) < 2
-                                      or not activation_code(links[0].node.options))):
+        pre = Pre(channel, lims)
+    chain = _chain(ctx, i, head + ("CONV_2D",) * 2) or _chain(ctx, i, head + ("CONV_2D",))
+    links = list(takewhile(_hybrid_conv, (chain or [])[len(head):]))
+    if not links:
         return None
-    from .kernels.hybrid_conv import _clamp
-    second = None
     a = links[0].node
+    if not head:    # two convolutions, the first's clamp taken by the second
+        x = links[0].ins[0]
+        if len(links) < 2 or not activation_code(a.options):
+            return None
+    second = None
     if len(links) == 2 and pointwise_applies(a, a.inputs[0].shape, a.inputs[1].shape,
                                              a.outputs[0].shape):
         # the second convolution takes the first's clamp only from a 1x1 (its sums then go
         # to the buffer unclamped); another form keeps its own
-        lims = _clamp(a) if activation_code(a.options) else None
+        lims = _clamp(a)
         second = conv_2d_default(links[1].node, None if lims is None else Pre(None, lims))
-    if second is None:
-        links = links[:1]
-        if pre is None:
-            return None
-    runs = [conv_2d_default(a, pre, clamp_output=second is None or not activation_code(
-        a.options))]
-    if runs[0] is None:
+    links = links[:1 + (second is not None)]
+    if len(head) + len(links) < 2:
         return None
-    if second is not None:
-        runs.append(second)
-    return _finish(first, x, runs, links)
+    first_run = conv_2d_default(a, pre, clamp_output=second is None)
+    if first_run is None:
+        return None
+    return _finish(first, x, [first_run] + [second] * (second is not None), links)
 
 
 def _finish(first, x, runs, links):
@@ -155,10 +114,10 @@ def _finish(first, x, runs, links):
         return (first.oi, run, [x], out), count
     r1, r2 = runs
     node = links[0].node
-    get = _Between.of(node).reserve(tuple(node.outputs[0].shape))
+    get = _Between.of(node).reserve([(tuple(node.outputs[0].shape), F32)])
 
     def run2(x, out):
-        y = get()
+        y, = get()
         r1(x, None, None, y)
         r2(y, None, None, out)
     return (first.oi, run2, [x], out), count

@@ -475,6 +475,11 @@ def _float_kernel(node, weights: np.ndarray, out_shape=None, bias=None, fused: b
 
 @register("CONV_2D", "hybrid")
 def conv_2d(node):
+    return with_optional_inputs(node, _conv_2d_run(node), 3)
+
+
+def _conv_2d_run(node, pre=None, clamp_output: bool = True):
+    """conv_2d's run(x, w, b, out); pre, clamp_output: conv_2d_default's."""
     node.expect_inputs(2, 3)
     x = node.input(0)
     w, scales, _ = _int8_weights(node, 1)
@@ -482,8 +487,7 @@ def conv_2d(node):
     node.outputs[0].shape = _conv_shape(node, x.shape, w.shape, w.shape[0])
     per_channel = groups != 1 or (scales.size > 1 and np.any(scales != scales[0]))
     channel = _channel_scales(node, scales, w.shape[0], 0)
-    run = _conv_run(node, w, channel, per_channel, (1, 2, 3), "conv")
-    return with_optional_inputs(node, run, 3)
+    return _conv_run(node, w, channel, per_channel, (1, 2, 3), "conv", pre, clamp_output)
 
 
 @register("DEPTHWISE_CONV_2D", "hybrid")
@@ -502,7 +506,8 @@ def _conv_shape(node, x_shape, w_shape, cout) -> tuple:
     return (x_shape[0], win.oh, win.ow, cout)
 
 
-def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str):
+def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str, pre=None,
+              clamp_output: bool = True):
     x = node.input(0)
     n = x.shape[0]
     out_shape = node.outputs[0].shape
@@ -510,7 +515,7 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
     bias = _float_bias(node, 2, cout)
     code = int(node.options.fused_activation_function or 0)
     if not exact_rounding(node) and (code == 0 or code in ACTIVATION_BOUNDS):
-        return _dequantized_conv_run(node, w, channel, asymmetric, kind, bias)
+        return _dequantized_conv_run(node, w, channel, asymmetric, kind, bias, pre, clamp_output)
     tail = bias_epilogue(node.optional_input(2),
                          _activation(node, node.options.fused_activation_function, False),
                          (n * out_shape[1], out_shape[2] * cout), out_shape[2])
@@ -546,26 +551,18 @@ def _conv_run(node, w, channel, asymmetric: bool, reduce_axes: tuple, kind: str)
 
 def conv_2d_default(node, pre=None, clamp_output: bool = True):
     """A hybrid CONV_2D's default-resolver run at batch 1 (the shifted, 1x1 or float-kernel
-    form) for a fused chain (fusion_hybrid.py): its input left as `pre` says
+    form) for a fused chain (fusion_hybrid.py): conv_2d with its input left as `pre` says
     (hybrid_conv.Pre: the producer's channel multipliers and clamp, done here), its own fused
     activation left out when not `clamp_output` (the next op does it); None where the
     convolution does not run those forms (BUILTIN_REF, batch > 1, one pixel, grouped, an
     activation other than a clamp)."""
-    x = node.input(0)
-    if node.op != "CONV_2D" or exact_rounding(node) or x.shape[0] != 1 \
-            or tuple(x.shape[1:3]) == (1, 1):
-        return None
+    x, w = node.input(0), node.input(1)
     code = int(node.options.fused_activation_function or 0)
-    if code != 0 and code not in ACTIVATION_BOUNDS:
+    if node.op != "CONV_2D" or exact_rounding(node) or x.shape[0] != 1 \
+            or tuple(x.shape[1:3]) == (1, 1) or (code != 0 and code not in ACTIVATION_BOUNDS) \
+            or conv_2d_groups(node, x.shape, w.shape) != 1:
         return None
-    w, scales, _ = _int8_weights(node, 1)
-    if conv_2d_groups(node, x.shape, w.shape) != 1:
-        return None
-    node.outputs[0].shape = _conv_shape(node, x.shape, w.shape, w.shape[0])
-    asymmetric = scales.size > 1 and bool(np.any(scales != scales[0]))
-    channel = _channel_scales(node, scales, w.shape[0], 0)
-    bias = _float_bias(node, 2, w.shape[0])
-    return _dequantized_conv_run(node, w, channel, asymmetric, "conv", bias, pre, clamp_output)
+    return _conv_2d_run(node, pre, clamp_output)
 
 
 def _dequantized_conv_run(node, w, channel, asymmetric: bool, kind: str, bias, pre=None,

@@ -133,6 +133,16 @@ def _clamp(node):
     return bounds(*ACTIVATION_BOUNDS[code]) if code in ACTIVATION_BOUNDS else None
 
 
+def _epilogue(rows, scale, bias_row, lims) -> None:
+    """rows times the row scale (None: folded into the weights), plus the tiled bias, clamped."""
+    if scale is not None:
+        np.multiply(rows, scale, rows)
+    if bias_row is not None:
+        np.add(rows, bias_row, rows)
+    if lims is not None:
+        clip_(rows, lims[0], lims[1])
+
+
 def shifted_conv_run(node, weights, bias, asymmetric: bool, pre: Pre | None = None):
     """The default resolver's kxk CONV_2D without im2col: the input quantized into a buffer
     [H*W, C]; one GEMM of it by every tap's weights side by side times the row scale,
@@ -229,7 +239,7 @@ def pointwise_run(node, weights, bias, asymmetric: bool, pre: Pre | None = None,
     lims = _clamp(node) if clamp_output else None
     pre = None if pre is None else pre.along_rows(wd)
     get = Scratch.of(node).reserve([((p, c), F32)] + [((p, c + 1), F32)] * ones)
-    multiply, add, matmul, copyto = np.multiply, np.add, np.matmul, raw(np.copyto)
+    multiply, matmul, copyto = np.multiply, np.matmul, raw(np.copyto)
     item = np.dtype((np.void, 4 * c))
 
     def run(x, w_, b_, out):
@@ -243,13 +253,7 @@ def pointwise_run(node, weights, bias, asymmetric: bool, pre: Pre | None = None,
         if on_weights:
             multiply(w2, scale, w_scaled)
         matmul(buf, w_run, out.reshape(p, o))
-        rows = out.reshape(h, wd * o)
-        if not on_weights:
-            multiply(rows, scale, rows)
-        if tiled is not None:
-            add(rows, tiled, rows)
-        if lims is not None:
-            clip_(rows, lims[0], lims[1])
+        _epilogue(out.reshape(h, wd * o), None if on_weights else scale, tiled, lims)
     return run
 
 
@@ -275,7 +279,7 @@ def depthwise_run(node, weights, bias, asymmetric: bool):
     q = np.empty(x.shape, F32) if direct else None
     bias_row = None if bias is None else np.tile(bias, wo)
     lims = _clamp(node)
-    multiply, add, einsum, rint = np.multiply, np.add, np.einsum, np.rint
+    multiply, add, einsum = np.multiply, np.add, np.einsum
     rest = range(1, len(tiled))
 
     def run(x, w_, b_, out):
@@ -292,20 +296,11 @@ def depthwise_run(node, weights, bias, asymmetric: bool):
                 views, partial = grid.views(q)
             else:
                 views, partial = grid.views(x, inv)
-                buf = grid.padded.buffer
-                rint(buf, buf)
-                if clamp is not None:
-                    clip_(buf, *clamp)
+                _rounded(grid.padded.buffer, clamp)
             band = acc[:, grid.start:grid.end]
             einsum("ijnyk,ijk->nyk", views[0], scaled[0], out=band)
             for k in rest:
                 einsum("ijnyk,ijk->nyk", views[k], scaled[k], out=partial)
                 add(band, partial, out=band)
-        rows = acc[0]
-        if not on_weights:
-            multiply(rows, scale, rows)
-        if bias_row is not None:
-            add(rows, bias_row, rows)
-        if lims is not None:
-            clip_(rows, lims[0], lims[1])
+        _epilogue(acc[0], None if on_weights else scale, bias_row, lims)
     return run

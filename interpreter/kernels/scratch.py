@@ -15,6 +15,7 @@ class Scratch:
     block of its own."""
 
     _pools = weakref.WeakKeyDictionary()
+    key = ("scratch",)     # what the block is held under in the budget
 
     def __init__(self, budget=None):
         self.size = 0
@@ -41,7 +42,7 @@ class Scratch:
             nbytes = _nbytes(shape, dtype)
             total += (nbytes + 63) // 64 * 64
         if self.budget is not None:  # the block this reservation may make (the largest yet)
-            self.budget.hold(("scratch",), max(self.size, total),
+            self.budget.hold(self.key, max(self.size, total),
                              f"the kernels' work buffers {[list(s) for s, _ in specs]}")
         self.size = max(self.size, total)
         arrays = []

@@ -88,7 +88,9 @@ def test_the_fused_dense_layer_is_the_ops_bit_for_bit_and_near_litert(settings):
 def test_a_fused_dense_layer_keeps_nan_as_the_ops_do():
     content = dense_layer_model()
     x = _input((1, 9, 8, 12), nan=True)
-    fused = run_interpreter(Interpreter(model_content=content), [x])[0]
+    it = Interpreter(model_content=content)
+    fused = run_interpreter(it, [x])[0]
+    assert _ops(it) == ["MUL", "CONCATENATION"], _ops(it)   # fused (else this compares nothing)
     one_by_one = run_interpreter(Interpreter(model_content=content,
                                              experimental_preserve_all_tensors=True), [x])[0]
     np.testing.assert_array_equal(fused, one_by_one)
