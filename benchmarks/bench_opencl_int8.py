@@ -119,9 +119,11 @@ def main(argv=None) -> None:
     path = folder / f"{args.model}.tflite"
     x = bo._input(path)
     variants = parse_variants(args.variants)
-    runners, launches, outputs = {}, {}, {}
+    runners, launches, outputs, precisions = {}, {}, {}, {}
     for name, env in variants.items():
-        options = {"int8": "integer", "precision": env.pop("precision", args.precision)}
+        env = dict(env)   # (variants stays whole for --profile)
+        precisions[name] = env.pop("precision", args.precision)
+        options = {"int8": "integer", "precision": precisions[name]}
         with environment(env):
             it = delegated(path, options, x, args.threads)
         runners[name] = it
@@ -154,9 +156,10 @@ def main(argv=None) -> None:
               f"{same} |")
     if args.profile:
         for name, env in variants.items():
+            env = {k: v for k, v in env.items() if k != "precision"}
             with environment(env):
                 print(f"\n#### variant {name}\n")
-                print(bo.profile(path, args.precision, None, int8="integer"))
+                print(bo.profile(path, precisions[name], None, int8="integer"))
     if args.json:
         Path(args.json).write_text(json.dumps({"cpu_ms": cpu_ms, "wall_ms": wall,
                                                "launches": launches,

@@ -125,8 +125,11 @@ class OpenCLDelegate(Delegate):
 
     def prepare(self, partition: Partition):
         runtime = partition.nodes[0].runtime
-        packed = self._packed.setdefault(runtime, {}) if runtime is not None else None
         dev = for_work(self.device_for(runtime), partition.nodes, self.options.get("device"))
+        # packed weights are buffers of one device's context: kept per interpreter and device
+        # (a resize may move a partition to the other PoCL device, device.for_work)
+        packed = self._packed.setdefault(runtime, {}).setdefault(dev, {}) \
+            if runtime is not None else None
         g = Builder(dev, self.precision == "fp16", self.stats,
                     half_weights=self.weights == "fp16", packed=packed)
         nodes, inputs, outputs = partition.nodes, partition.inputs, partition.outputs

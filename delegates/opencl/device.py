@@ -12,6 +12,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 from edgelite.interpreter.delegation import DelegateError
 
@@ -315,28 +316,19 @@ SPLIT_MIN_MACS = 1_500_000
 
 
 def macs_per_node(nodes) -> float:
-    """Mean multiply-adds of the convolutions and matrix products among `nodes` (0: none)."""
-    total, count = 0, 0
+    """Mean multiply-adds of the convolutions and matrix products among `nodes` (0: none):
+    threads.GEMM_SIZE's count of each."""
+    from edgelite.interpreter.threads import GEMM_SIZE
+    sizes = []
     for node in nodes:
-        op = node.op
-        if op not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"):
+        size = GEMM_SIZE.get(node.op)
+        if size is None or len(node.inputs) < 2 or node.inputs[1] is None:
             continue
-        k = 2 if op == "TRANSPOSE_CONV" else 1  # TRANSPOSE_CONV: weights after output_shape
-        if len(node.inputs) <= k or node.inputs[k] is None or not node.outputs:
-            continue
-        w, out = tuple(node.inputs[k].shape), tuple(node.outputs[0].shape)
-        taps = w[1] * w[2] if op == "DEPTHWISE_CONV_2D" and len(w) == 4 else \
-            _product(w[1:]) if op != "TRANSPOSE_CONV" else _product(w[1:3]) * w[0]
-        total += _product(out if op != "TRANSPOSE_CONV" else node.inputs[2].shape) * taps
-        count += 1
-    return total / count if count else 0.0
-
-
-def _product(dims) -> int:
-    out = 1
-    for d in dims:
-        out *= max(int(d), 0)
-    return out
+        tensors = [t for t in (*node.inputs, *node.outputs) if t is not None]
+        op = SimpleNamespace(inputs=[-1 if t is None else t.index for t in node.inputs],
+                             outputs=[t.index for t in node.outputs])
+        sizes.append(size({t.index: tuple(t.shape) for t in tensors}, op))
+    return sum(sizes) / len(sizes) if sizes else 0.0
 
 
 def for_work(dev: Device, nodes, want=None) -> Device:

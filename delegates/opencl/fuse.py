@@ -203,20 +203,30 @@ def _depthwise_into_pointwise(nodes, graph, f) -> None:
 EXPAND_MIN = 56 * 56 * 144
 
 
+def block_expansion(graph, f, dw, smallest: int | None = None):
+    """The 1x1 CONV_2D expanding the input of `dw` (a depthwise folded into its 1x1
+    projection) where the three can be one launch: a 3x3 depthwise of stride 1 or 2, no
+    dilation or fused pad, the expansion's output read by `dw` alone and `smallest` elements
+    a batch or more (EXPAND_MIN: fuse.py's float blocks); else None."""
+    o = dw.options
+    x = dw.inputs[0]
+    ex = graph.producer.get(x.index)
+    stride = int(o.stride_h or 1)
+    if ex is None or not _pointwise(ex) or tuple(dw.inputs[1].shape[1:3]) != (3, 3) \
+            or stride not in (1, 2) or int(o.stride_w or 1) != stride \
+            or int(o.dilation_h_factor or 1) != 1 or int(o.dilation_w_factor or 1) != 1 \
+            or dw.index in f.input_pad or ex.index in f.input_pad \
+            or ex.index in f.residual or ex.index in f.depthwise \
+            or len(ex.outputs) != 1 or not graph.only_reader(x, dw) \
+            or int(np.prod(x.shape[1:])) < (EXPAND_MIN if smallest is None else smallest):
+        return None
+    return ex
+
+
 def _expand_into_block(graph, f, integer) -> None:
     for conv, dw in list(f.depthwise.items()):
-        o = dw.options
-        x = dw.inputs[0]
-        ex = graph.producer.get(x.index)
-        stride = int(o.stride_h or 1)
-        if ex is None or not _pointwise(ex) or conv in integer or ex.index in integer \
-                or dw.index in integer or tuple(dw.inputs[1].shape[1:3]) != (3, 3) \
-                or stride not in (1, 2) or int(o.stride_w or 1) != stride \
-                or int(o.dilation_h_factor or 1) != 1 or int(o.dilation_w_factor or 1) != 1 \
-                or dw.index in f.input_pad or ex.index in f.input_pad \
-                or ex.index in f.residual or ex.index in f.depthwise \
-                or len(ex.outputs) != 1 or not graph.only_reader(x, dw) \
-                or int(np.prod(x.shape[1:])) < EXPAND_MIN:
+        ex = block_expansion(graph, f, dw)
+        if ex is None or conv in integer or ex.index in integer or dw.index in integer:
             continue
         f.expand[conv] = ex
         f.skipped.add(ex.index)

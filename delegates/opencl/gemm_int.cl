@@ -45,6 +45,8 @@
 #endif
 #undef INT_TARGET
 #undef KPER
+#undef PACK_ROW
+#undef PACK16
 #if INT_U8
 #define KPER 4
 #else
@@ -132,6 +134,37 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 #define RES_INT(q, at) (q)
 #endif
 
+// A row of K values at `row` (T storage) packed into `dst` as int16 pairs (u8 quads: each
+// value + off), zeros beyond K: the product's private rows (KS_ = K / KPER rounded up).
+#if INT_U8
+#define PACK_ROW(dst, row, K_, KS_, off_) { int k_ = 0; \
+    for (; 4 * k_ + 16 <= (K_); k_ += 4) \
+        vstore4(as_int4(convert_uchar16(convert_int16(LD16((row), 4 * k_)) + (off_))), 0, \
+                &(dst)[k_]); \
+    for (; k_ < (KS_); k_++) { \
+        uchar4 u_ = (uchar4)(0); \
+        if (4 * k_ < (K_)) u_.s0 = (uchar)(convert_int(LD((row), 4 * k_)) + (off_)); \
+        if (4 * k_ + 1 < (K_)) u_.s1 = (uchar)(convert_int(LD((row), 4 * k_ + 1)) + (off_)); \
+        if (4 * k_ + 2 < (K_)) u_.s2 = (uchar)(convert_int(LD((row), 4 * k_ + 2)) + (off_)); \
+        if (4 * k_ + 3 < (K_)) u_.s3 = (uchar)(convert_int(LD((row), 4 * k_ + 3)) + (off_)); \
+        (dst)[k_] = as_int(u_); } }
+#else
+#define PACK_ROW(dst, row, K_, KS_, off_) { int k_ = 0; \
+    for (; 2 * k_ + 16 <= (K_); k_ += 8) \
+        vstore8(as_int8(convert_short16(LD16((row), 2 * k_))), 0, &(dst)[k_]); \
+    for (; 2 * k_ + 1 < (K_); k_++) \
+        (dst)[k_] = as_int((short2)(convert_short(LD((row), 2 * k_)), \
+                                    convert_short(LD((row), 2 * k_ + 1)))); \
+    if ((K_) & 1) (dst)[k_] = as_int((short2)(convert_short(LD((row), (K_) - 1)), (short)(0))); }
+#endif
+
+// 16 requantized values q (int16) stored as the products' private rows at channel c
+#if INT_U8
+#define PACK16(q, o, row, c) vstore4(as_int4(convert_uchar16((q) + (o))), 0, &(row)[(c) / 4])
+#else
+#define PACK16(q, o, row, c) vstore8(as_int8(convert_short16(q)), 0, &(row)[(c) / 2])
+#endif
+
 #ifndef BLOCK_FUSED
 // DW_FUSED (quant_int.build_conv: a depthwise convolution that fuse.py folded into the 1x1
 // one, depth multiplier 1, K a multiple of 16): `a` is the depthwise's input [n, H, W, K], and
@@ -177,37 +210,12 @@ INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
             const int16 q = clamp(mbqm16(convert_int16(acc) + vload16(0, dwr + c),
                                          vload16(0, dwr + K + c), vload16(0, dwr + 2 * K + c)),
                                   (int16)(dlo), (int16)(dhi));
-#if INT_U8
-            vstore4(as_int4(convert_uchar16(q + off)), 0, &xs[i][c / 4]);
-#else
-            vstore8(as_int8(convert_short16(q)), 0, &xs[i][c / 2]);
-#endif
+            PACK16(q, off, xs[i], c);
         }
     }
 #else
     for (int i = 0; i < TM; i++) {
-        __global const T* row = a + (size_t)min(m0 + i, M - 1) * K;
-        int k = 0;
-#if INT_U8
-        for (; 4 * k + 16 <= K; k += 4)
-            vstore4(as_int4(convert_uchar16(convert_int16(LD16(row, 4 * k)) + off)), 0,
-                    &xs[i][k]);
-        for (; k < KS; k++) {
-            uchar4 q = (uchar4)(0);
-            if (4 * k < K) q.s0 = (uchar)(convert_int(LD(row, 4 * k)) + off);
-            if (4 * k + 1 < K) q.s1 = (uchar)(convert_int(LD(row, 4 * k + 1)) + off);
-            if (4 * k + 2 < K) q.s2 = (uchar)(convert_int(LD(row, 4 * k + 2)) + off);
-            if (4 * k + 3 < K) q.s3 = (uchar)(convert_int(LD(row, 4 * k + 3)) + off);
-            xs[i][k] = as_int(q);
-        }
-#else
-        for (; 2 * k + 16 <= K; k += 8)
-            vstore8(as_int8(convert_short16(LD16(row, 2 * k))), 0, &xs[i][k]);
-        for (; 2 * k + 1 < K; k++)
-            xs[i][k] = as_int((short2)(convert_short(LD(row, 2 * k)),
-                                       convert_short(LD(row, 2 * k + 1))));
-        if (K & 1) xs[i][k] = as_int((short2)(convert_short(LD(row, K - 1)), (short)(0)));
-#endif
+        PACK_ROW(xs[i], a + (size_t)min(m0 + i, M - 1) * K, K, KS, off);
     }
 #endif
     const int pend = min(p0 + per_item, panels);
@@ -291,11 +299,6 @@ __kernel void KERNEL(gemm_integer)(
             const SW_ x_ = SPLAT((rows)[i_][k_]); \
             acc[i_][0] = DOT(acc[i_][0], x_, w0_); \
             acc[i_][1] = DOT(acc[i_][1], x_, w1_); } }
-#if INT_U8
-#define PACK16(q, o, row, c) vstore4(as_int4(convert_uchar16((q) + (o))), 0, &(row)[(c) / 4])
-#else
-#define PACK16(q, o, row, c) vstore8(as_int8(convert_short16(q)), 0, &(row)[(c) / 2])
-#endif
 #define PXT ((PX + TM - 1) / TM * TM)
 
 INT_TARGET static void CAT(block_rows, SUFFIX)(
@@ -325,28 +328,7 @@ INT_TARGET static void CAT(block_rows, SUFFIX)(
             for (int q = 0; q < PXT; q++) {
                 __global const T* row = x + ((size_t)(b * H + iy) * W + clamp(ix0 + q, 0, W - 1))
                                             * K0;
-                int k = 0;
-#if INT_U8
-                for (; 4 * k + 16 <= K0; k += 4)
-                    vstore4(as_int4(convert_uchar16(convert_int16(LD16(row, 4 * k)) + offx)),
-                            0, &xe[q][k]);
-                for (; k < KS0; k++) {
-                    uchar4 u = (uchar4)(0);
-                    if (4 * k < K0) u.s0 = (uchar)(convert_int(LD(row, 4 * k)) + offx);
-                    if (4 * k + 1 < K0) u.s1 = (uchar)(convert_int(LD(row, 4 * k + 1)) + offx);
-                    if (4 * k + 2 < K0) u.s2 = (uchar)(convert_int(LD(row, 4 * k + 2)) + offx);
-                    if (4 * k + 3 < K0) u.s3 = (uchar)(convert_int(LD(row, 4 * k + 3)) + offx);
-                    xe[q][k] = as_int(u);
-                }
-#else
-                for (; 2 * k + 16 <= K0; k += 8)
-                    vstore8(as_int8(convert_short16(LD16(row, 2 * k))), 0, &xe[q][k]);
-                for (; 2 * k + 1 < K0; k++)
-                    xe[q][k] = as_int((short2)(convert_short(LD(row, 2 * k)),
-                                               convert_short(LD(row, 2 * k + 1))));
-                if (K0 & 1)
-                    xe[q][k] = as_int((short2)(convert_short(LD(row, K0 - 1)), (short)(0)));
-#endif
+                PACK_ROW(xe[q], row, K0, KS0, offx);
             }
             for (int pe = 0; pe < EP / PANEL_I; pe++) {
                 __global const short* wpe = we + (size_t)pe * KS0 * PANEL_I * 2;
@@ -434,7 +416,6 @@ __kernel void KERNEL(expand_depthwise_then_gemm_integer)(
                             offx, elo, ehi, dlo, dhi, offd, lo, hi, b, x0, r0, r1 RES_PASS);
 }
 #undef PANEL_DOT
-#undef PACK16
 #undef PXT
 #endif  // BLOCK_FUSED
 #undef EPI_I
@@ -446,3 +427,5 @@ __kernel void KERNEL(expand_depthwise_then_gemm_integer)(
 #undef PANEL_I
 #undef KMAX2
 #undef KPER
+#undef PACK_ROW
+#undef PACK16

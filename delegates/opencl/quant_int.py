@@ -548,13 +548,10 @@ def build_conv(node, g) -> None:
     from .helpers import nd
     from .ops_conv import build_conv_2d, build_depthwise_conv_2d
     plan = gemm_int_plan(node, g)
-    ex = g.fusion.expand.get(node.index) if node.index in getattr(g, "blocks", ()) \
-        else None
-    if ex is not None and plan is not None and _build_block(ex, node, g, *plan):
+    ex = g.fusion.expand.get(node.index)  # plan_blocks' (fuse.py plans no integer block)
+    if ex is not None:
+        _build_block(ex, node, g, *plan)
         return
-    if ex is not None:  # planned (plan_blocks) but not built: the expansion on its own
-        g.fusion.expand.pop(node.index)
-        build_conv(ex, g)
     if plan is None:
         build_conv_2d(node, g)
         return
@@ -562,10 +559,8 @@ def build_conv(node, g) -> None:
     if dw is not None and not SPLIT_DEPTHWISE:
         build_conv_2d(node, g)
         return
-    if dw is not None and _fused_depthwise(dw, plan[1]):
-        _build_depthwise_then_gemm(dw, node, g, *plan)
-        return
-    if dw is not None:
+    fused = dw is not None and _fused_depthwise(dw, plan[1])
+    if dw is not None and not fused:
         build_depthwise_conv_2d(dw, g)
     dot, k = plan
     lanes = dot // 32
@@ -578,15 +573,25 @@ def build_conv(node, g) -> None:
     tm = GEMM_TM[dot]
     tiles, panels = -(-m // tm), -(-n // (2 * lanes))
     res, rdef = _residual(node, g)
+    defines = {**_defines(g.dev, dot, tm, u8), **rdef}
+    i32 = np.int32
+    if fused:  # DW_FUSED: one work-item a row tile (panel groups would redo the depthwise)
+        from .ops_conv import _DepthwiseConv2D
+        d = _DepthwiseConv2D(dw, g, 16)
+        gsize, lsize = nd(g, (tiles, 1), (1, 1))
+        g.launch("gemm_int", "depthwise_conv_2d_then_gemm_integer", gsize, lsize,
+                 [g.value(d.src), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n),
+                  i32(panels), np.float32(rq.lo), np.float32(rq.hi), i32(off), d.wbuf, d.bbuf,
+                  i32(d.h), i32(d.w), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), i32(d.lo),
+                  i32(d.hi), *res], {**defines, **d.defines, "DW_FUSED": 1})
+        return
     # a second dimension of panel groups where the rows alone give few work-items
     groups = max(1, min(panels, -(-32 // tiles)))
     per_item = -(-panels // groups)
     gsize, lsize = nd(g, (tiles, -(-panels // per_item)), (1, 1))
-    i32 = np.int32
     g.launch("gemm_int", "gemm_integer", gsize, lsize,
              [g.value(x), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(per_item),
-              np.float32(rq.lo), np.float32(rq.hi), i32(off), *res], {**_defines(g.dev, dot, tm,
-                                                                                  u8), **rdef})
+              np.float32(rq.lo), np.float32(rq.hi), i32(off), *res], defines)
 
 
 def _fused_depthwise(dw, k: int) -> bool:
@@ -596,33 +601,6 @@ def _fused_depthwise(dw, k: int) -> bool:
     if os.environ.get("EDGELITE_OPENCL_INT_DW", "fused") == "split":
         return False
     return dw.inputs[1].shape[3] == dw.inputs[0].shape[3] == k and k % 16 == 0
-
-
-def _build_depthwise_then_gemm(dw, node, g, dot: int, k: int) -> None:
-    """The depthwise `dw` and the 1x1 `node` reading it as one launch (gemm_int.cl's
-    DW_FUSED): each work-item computes the depthwise pixels of its rows into its private
-    rows, then their products; one work-item a row tile (no panel groups: they would compute
-    the depthwise again)."""
-    from .helpers import nd
-    from .ops_conv import _DepthwiseConv2D
-    d = _DepthwiseConv2D(dw, g, 16)
-    lanes = dot // 32
-    rq, w = g.requant[node.index], node.inputs[1]
-    n = w.shape[0]
-    x, out = node.inputs[0], g.fusion.output.get(node.index, node.outputs[0])
-    wbuf, rbuf, off, u8 = _packed(g, node, x, np.asarray(w.data, np.float32).reshape(n, k).T,
-                                  rq, dot, w.data)
-    m = int(np.prod(x.shape[:3]))
-    tm = GEMM_TM[dot]
-    panels = -(-n // (2 * lanes))
-    gsize, lsize = nd(g, (-(-m // tm), 1), (1, 1))
-    i32 = np.int32
-    res, rdef = _residual(node, g)
-    g.launch("gemm_int", "depthwise_conv_2d_then_gemm_integer", gsize, lsize,
-             [g.value(d.src), wbuf, rbuf, g.tensor(out), i32(m), i32(k), i32(n), i32(panels),
-              np.float32(rq.lo), np.float32(rq.hi), i32(off), d.wbuf, d.bbuf, i32(d.h),
-              i32(d.w), i32(d.ho), i32(d.wo), i32(d.pt), i32(d.pl), i32(d.lo), i32(d.hi),
-              *res], {**_defines(g.dev, dot, tm, u8), **d.defines, "DW_FUSED": 1, **rdef})
 
 
 # The smallest expanded tensor (elements a batch) whose block plan_blocks makes one launch.
@@ -681,40 +659,44 @@ def plan_integer(g, nodes: list, outputs: list) -> None:
 
 
 def plan_blocks(g, nodes: list, outputs: list) -> None:
-    """On a CPU with pmaddwd, a large integer inverted-residual block (fuse.py's folded
-    depthwise after a 1x1 expansion whose output only it reads: 3x3, stride 1 or 2, no fused
-    pad, an expanded tensor of BLOCK_MIN elements or more) as one launch (gemm_int.cl's
-    BLOCK_FUSED): g.fusion.expand[projection] = the expansion, skipped; g.blocks the
-    projections. EDGELITE_OPENCL_INT_BLOCK=0 keeps two launches."""
-    from .fuse import _Graph, _pointwise
-    g.blocks = set()
-    if int_dot(g.dev) is None or os.environ.get("EDGELITE_OPENCL_INT_BLOCK", "1") == "0":
+    """On a CPU with pmaddwd, a large integer inverted-residual block (fuse.block_expansion:
+    an expanded tensor of BLOCK_MIN elements or more, 16-channel vectors, the expansion's
+    depth within KMAX, the ring of three expanded rows within RING_BYTES, both products u8
+    quads or both int16 pairs) as one launch (gemm_int.cl's BLOCK_FUSED):
+    g.fusion.expand[projection] = the expansion, skipped. EDGELITE_OPENCL_INT_BLOCK=0 keeps
+    two launches."""
+    from .fuse import _Graph, block_expansion
+    dot = int_dot(g.dev)
+    if dot is None or os.environ.get("EDGELITE_OPENCL_INT_BLOCK", "1") == "0":
         return
     graph, f = _Graph(nodes, outputs), g.fusion
+    by_index = {n.index: n for n in nodes}
     smallest = int(os.environ.get("EDGELITE_OPENCL_INT_BLOCK_MIN", BLOCK_MIN))
+    panel, tm = dot // 16, GEMM_TM[dot]
     for conv, dw in list(f.depthwise.items()):
-        x = dw.inputs[0]
-        ex = graph.producer.get(x.index)
-        o = dw.options
-        stride = int(o.stride_h or 1)
-        if ex is None or not _pointwise(ex) or not {conv, dw.index, ex.index} <= set(g.requant) \
-                or tuple(dw.inputs[1].shape[1:3]) != (3, 3) or stride not in (1, 2) \
-                or int(o.stride_w or 1) != stride or int(o.dilation_h_factor or 1) != 1 \
-                or int(o.dilation_w_factor or 1) != 1 or dw.index in f.input_pad \
-                or ex.index in f.input_pad or ex.index in f.depthwise or ex.index in f.residual \
-                or len(ex.outputs) != 1 or not graph.only_reader(x, dw) \
-                or x.shape[3] % 16 or int(np.prod(x.shape[1:])) < smallest \
-                or ex.inputs[0].shape[3] > KMAX:
+        ex = block_expansion(graph, f, dw, smallest)
+        node = by_index[conv]
+        if ex is None or not {conv, dw.index, ex.index} <= set(g.requant) \
+                or dw.inputs[0].shape[3] % 16 or ex.inputs[0].shape[3] > KMAX \
+                or gemm_int_plan(node, g) is None:
+            continue
+        e, px = ex.inputs[1].shape[0], (tm - 1) * int(dw.options.stride_h or 1) + 3
+        if 3 * px * -(-e // panel) * panel * 4 > RING_BYTES:
+            continue
+        we, w = ex.inputs[1], node.inputs[1]
+        offx = u8_offset(g.dev, dot, ex.inputs[0],
+                         np.asarray(we.data, np.float32).reshape(e, -1).T)
+        offd = u8_offset(g.dev, dot, node.inputs[0],
+                         np.asarray(w.data, np.float32).reshape(w.shape[0], -1).T)
+        if (offx is None) != (offd is None):
             continue
         f.expand[conv] = ex
         f.skipped.add(ex.index)
-        g.blocks.add(conv)
 
 
-def _build_block(ex, node, g, dot: int, k: int) -> bool:
+def _build_block(ex, node, g, dot: int, k: int) -> None:
     """The expansion `ex`, the depthwise folded into `node` and `node` as one launch
-    (gemm_int.cl's BLOCK_FUSED); False where its private ring would not fit, or the two
-    products would not both take u8 quads (or both int16 pairs)."""
+    (gemm_int.cl's BLOCK_FUSED), as plan_blocks checked it fits."""
     from .helpers import nd
     from .ops_conv import _DepthwiseConv2D
     dw = g.fusion.depthwise[node.index]
@@ -725,15 +707,10 @@ def _build_block(ex, node, g, dot: int, k: int) -> bool:
     x, we, rqe = ex.inputs[0], ex.inputs[1], g.requant[ex.index]
     e, k0 = we.shape[0], we.shape[3]
     px, ep = (tm - 1) * s + 3, -(-e // panel) * panel
-    if e != k or 3 * px * ep * 4 > RING_BYTES:
-        return False
     rq, w = g.requant[node.index], node.inputs[1]
     n = w.shape[0]
     we_kn = np.asarray(we.data, np.float32).reshape(e, k0).T
     w_kn = np.asarray(w.data, np.float32).reshape(n, k).T
-    offx, offd = u8_offset(g.dev, dot, x, we_kn), u8_offset(g.dev, dot, node.inputs[0], w_kn)
-    if (offx is None) != (offd is None):
-        return False
     webuf, rebuf, offx, u8 = _packed(g, ex, x, we_kn, rqe, dot, we.data)
     wbuf, rbuf, offd, _ = _packed(g, node, node.inputs[0], w_kn, rq, dot, w.data)
     out = g.fusion.output.get(node.index, node.outputs[0])
@@ -754,7 +731,6 @@ def _build_block(ex, node, g, dot: int, k: int) -> bool:
               i32(offx), i32(rqe.lo), i32(rqe.hi), i32(d.lo), i32(d.hi), i32(offd),
               np.float32(rq.lo), np.float32(rq.hi), i32(parts), i32(rpi), i32(batches), *res],
              {**defines, **rdef})
-    return True
 
 
 # integer builders of their own; the others are the float ones' (with REQUANT epilogues)

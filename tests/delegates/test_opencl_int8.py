@@ -493,3 +493,31 @@ def test_mobilenet_v2_int8_integer_batch_of_two(models_dir):
     ours = it.get_tensor(logits).astype(np.int32)
     # random weights: the logits barely depend on the image, but they do
     assert (ours[0] != ours[1]).any() and ours.max() - ours.min() > 100
+
+
+@pytest.mark.parametrize("env,launches", [
+    ({"EDGELITE_OPENCL_INT_DW": "split"}, 48), ({"EDGELITE_OPENCL_INT_BLOCK": "0"}, 37),
+    ({"EDGELITE_OPENCL_INT_RES": "0"}, 44), ({"EDGELITE_OPENCL_U8": "0"}, 34),
+    ({"EDGELITE_OPENCL_INT_BLOCK_MIN": "0"}, 32)], ids=lambda v: str(v))
+def test_mobilenet_v2_int8_integer_switches_stay_bit_exact(models_dir, monkeypatch, env,
+                                                           launches):
+    """Each of the integer path's switches (the A/B of bench_opencl_int8.py) leaves MobileNetV2
+    int8 bit-exact to BUILTIN_REF; the fused launches they turn off are where they were: the
+    split depthwise, unfused blocks and residual ADDs, and the blocks at every size
+    (INT_BLOCK_MIN 0 reaches the wide blocks), which nothing else runs."""
+    from edgelite.delegates.opencl.quant_int import int_dot
+    path = models_dir / "mobilenet_v2_int8.tflite"
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    delegate = _delegate(int8="integer")
+    it = Interpreter(model_path=str(path), experimental_delegates=[delegate])
+    it.allocate_tensors()
+    if int_dot(delegate.dev) is not None:
+        assert it._runtime.plans[0].steps[0][0].launches == launches
+    ref, d = _reference(path), it.get_input_details()[0]
+    x = _mobilenet_inputs(models_dir, d["shape"])[0]
+    for r in (it, ref):
+        r.set_tensor(d["index"], x)
+        r.invoke()
+    o = it.get_output_details()[0]["index"]
+    np.testing.assert_array_equal(it.get_tensor(o), ref.get_tensor(o))
