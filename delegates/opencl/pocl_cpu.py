@@ -15,15 +15,26 @@ kernel, as `__attribute__((target("arch=<it>")))`. The work-group function PoCL 
 kernel inlines it whatever the target, and on a host that LLVM already names the library's CPU,
 or one above it, the attribute changes nothing.
 
-One case still needs more: LLVM 14 names CPUs newer than itself "generic", which its own front
-end then rejects, so that every program build fails with "unknown target CPU 'generic'" (pocl
-issue #1049; AMD Zen 4/5 hit it) before any attribute is read. The device keeps the name in a
-heap string that its `llvm_cpu` field points to, right after the target triple's.
-`fix_target_cpu` finds that pair in the device structure and writes, in place, the library's
-CPU name (a CPU unknown to LLVM 14 is newer than all of these and has their features). It only
-ever writes over a string that reads "generic" in a PoCL CPU device on x86-64, and only into
-the bytes that malloc gave it. Later PoCL releases read `POCL_LLVM_CPU_NAME`; 3.0 has no such
-switch. `EDGELITE_POCL_CPU` overrides the name for both ("off" disables both).
+Two cases still need more, both an LLVM 14 that predates the host CPU. (1) LLVM 14 names
+CPUs newer than itself "generic", which its own front end then rejects, so that every program
+build fails with "unknown target CPU 'generic'" (pocl issue #1049; AMD Zen 5 hits it) before any
+attribute is read. (2) It names every AMD family 19h CPU "znver3", Zen 4 included (znver4
+arrived in LLVM 16): a CPU without AVX-512, while PoCL picks the skylake-avx512 library by the
+host's flags. Then the kernels (TARGET) and the library have AVX-512 and the builtins'
+declarations, compiled for the device's CPU, have not: clang rejects every 512-bit vector that
+crosses between them ("AVX vector return of type 'float16' without 'avx512f' enabled changes
+the ABI", every VW=16 kernel), and an integer kernel built anyway crashed at its launch
+(measured on a Zen 4, EPYC family 25 model 17). The device keeps the name in a heap string that
+its `llvm_cpu` field points to, right after the target triple's. `fix_target_cpu` finds that
+pair in the device structure and writes, in place, the library's CPU name: the same state as a
+host that LLVM names after the library's CPU, and on (1) a CPU unknown to LLVM 14 is newer than
+all of these and has their features, on (2) the host has every feature of skylake-avx512's.
+It only ever writes over a string that reads "generic", or a CPU name that `AVX512` lacks when
+the library's CPU is in it, in a PoCL CPU device on x86-64, and only into the bytes that malloc
+gave it. Later PoCL releases read `POCL_LLVM_CPU_NAME`; 3.0 has no such switch. The one way
+around (2) without a write is to keep every vector at 256 bits on such a host (VW <= 8, the
+integer product at 256 bits without VNNI), which gives up the width the host has.
+`EDGELITE_POCL_CPU` overrides the name for both ("off" disables both).
 
 Debian's PoCL 3.1 (`pocl-opencl-icd`, LLVM 15, a "distro" build) takes the device's CPU name
 from the kernel library it picks by the same feature tests (its device is named
@@ -39,6 +50,14 @@ import functools
 import os
 
 _FIELDS_SCANNED = 512  # pointer-sized words of the device structure to look through
+_NAME_BYTES = 32  # the most of a CPU name string read
+
+# LLVM CPU names with AVX-512 (F, CD, BW, DQ, VL: skylake-avx512's), the x86-64 ones LLVM 14 to
+# 19 know.
+AVX512 = frozenset({"skylake-avx512", "cascadelake", "cooperlake", "cannonlake",
+                    "icelake-client", "icelake-server", "tigerlake", "rocketlake",
+                    "sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d",
+                    "znver4", "znver5", "x86-64-v4"})
 
 
 def _host_flags() -> set:
@@ -123,8 +142,31 @@ def needs_fix(device) -> bool:
     return _find_cpu_name(device) is not None
 
 
+def device_cpu(device) -> str | None:
+    """The CPU name PoCL's device compiles for (what LLVM calls the host, or what
+    `fix_target_cpu` wrote), read from the device structure; None where it is not found."""
+    found = _cpu_name_string(device)
+    return None if found is None else found[1]
+
+
+def _stale(name: str, want: str) -> bool:
+    """Whether the device's CPU `name` must become `want` (the library's CPU): "generic", or a
+    CPU without the AVX-512 that the library has."""
+    return name == "generic" or (want in AVX512 and name not in AVX512 and name != want)
+
+
 def _find_cpu_name(device) -> int | None:
-    """The address of the device's "generic" CPU name string, or None."""
+    """The address of the device's CPU name string when `_stale`, or None."""
+    want = _wanted_cpu()
+    found = _cpu_name_string(device)
+    if found is None or not want or want == "off" or not _stale(found[1], want):
+        return None
+    return found[0]
+
+
+def _cpu_name_string(device) -> tuple | None:
+    """(address, name) of the device's CPU name: the string that the pointer after the one to
+    its target triple ("x86_64-...") points to; None elsewhere."""
     try:
         import pyopencl as cl
         if "Portable Computing Language" not in device.platform.name \
@@ -143,16 +185,19 @@ def _find_cpu_name(device) -> int | None:
     words = (ctypes.c_uint64 * _FIELDS_SCANNED).from_address(base)
     for i in range(1, _FIELDS_SCANNED):
         prev, cur = words[i - 1], words[i]
-        if readable(prev, 8) and readable(cur, 8) \
-                and ctypes.string_at(prev, 7) == b"x86_64-" \
-                and ctypes.string_at(cur, 8) == b"generic\0":
-            return cur
+        if readable(prev, 8) and readable(cur, _NAME_BYTES) \
+                and ctypes.string_at(prev, 7) == b"x86_64-":
+            raw = ctypes.string_at(cur, _NAME_BYTES)
+            name, nul, _ = raw.partition(b"\0")
+            text = name.decode("latin-1")
+            if nul and text and all(c.isascii() and (c.isalnum() or c in "-_.") for c in text):
+                return cur, text
     return None
 
 
 def fix_target_cpu(device) -> str | None:
-    """Give PoCL a CPU name LLVM knows when it has "generic"; returns the name written (None
-    when nothing needed or could be done)."""
+    """Give PoCL's device the library's CPU name where its own is `_stale`; returns the name
+    written (None when nothing needed or could be done)."""
     want = _wanted_cpu()
     if not want or want == "off":
         return None

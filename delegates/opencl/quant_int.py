@@ -37,6 +37,7 @@ from edgelite.interpreter.kernels.quant_params import activation_range, channel_
 from edgelite.interpreter.kernels.reduce_int8 import quantized_reduction
 from edgelite.interpreter.kernels.registry import KernelError
 
+from .pocl_cpu import AVX512
 from .quant import ACTIVATION_TYPES, Views, _quantized
 from .quant import reason as quantized_reason
 
@@ -375,10 +376,7 @@ def build_mean(node, g) -> None:
 
 # LLVM CPU names (the `arch=` of the device's TARGET, pocl_cpu.py) with AVX512-BW: 512-bit
 # pmaddwd; with AVX2: 256-bit. Other CPUs keep the float kernels (exact sums in float32).
-AVX512BW = frozenset({"skylake-avx512", "cascadelake", "cooperlake", "cannonlake",
-                      "icelake-client", "icelake-server", "tigerlake", "rocketlake",
-                      "sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d",
-                      "znver4", "znver5", "x86-64-v4"})
+AVX512BW = AVX512
 AVX2 = AVX512BW | {"haswell", "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake",
                    "arrowlake", "arrowlake-s", "lunarlake", "gracemont", "znver1", "znver2",
                    "znver3", "bdver4", "x86-64-v3"}
