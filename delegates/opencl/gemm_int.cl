@@ -116,6 +116,12 @@ typedef short short32_ __attribute__((ext_vector_type(32)));
 #define ST_LANES(v, p) CAT(vstore, LANES)((v), 0, (p))
 #define LD_LANES(p) CAT(vload, LANES)(0, (p))
 #endif
+// v (LANES floats) to o: all of them, or the first `left` where the row ends before LANES.
+#define STORE_LANES(v, o, left) do { \
+    if ((left) >= LANES) { ST_LANES((v), (o)); } else { \
+        float t_[LANES]; \
+        CAT(vstore, LANES)((v), 0, t_); \
+        for (int n_ = 0; n_ < (left); n_++) ST(t_[n_], (o), n_); } } while (0)
 // RES_ADD (quant_int.plan_residuals): the integer ADD of the product's output and `res` (a
 // tensor of the output's shape, written before) in the epilogue, as integer.cl's add_integer
 // (both shifted left by 20, rescaled by m1, e1 / m2, e2, summed, rescaled by mo, eo, clamped to
@@ -250,14 +256,7 @@ INT_TARGET static void CAT(gemm_integer_rows, SUFFIX)(
             for (int i = 0; i < min(TM, M - m0); i++) {
                 const size_t at = (size_t)(m0 + i) * N + n0;
                 const CAT(float, LANES) v = EPI_I(acc[i][j], at);  // clamped to [lo, hi]
-                __global T* o = out + at;
-                if (n0 + LANES <= N) {
-                    ST_LANES(v, o);
-                } else {
-                    float t[LANES];
-                    CAT(vstore, LANES)(v, 0, t);
-                    for (int n = 0; n < N - n0; n++) ST(t[n], o, n);
-                }
+                STORE_LANES(v, out + at, N - n0);
             }
         }
     }
@@ -386,14 +385,7 @@ INT_TARGET static void CAT(block_rows, SUFFIX)(
                     const CAT(float, LANES) v = CAT(convert_float, LANES)(RES_INT(clamp(
                         CAT(mbqm, LANES)(acc[i][j] + bb, m, e), (IW_)((int)lo), (IW_)((int)hi)),
                         at));
-                    __global T* o = out + at;
-                    if (n0 + LANES <= N) {
-                        ST_LANES(v, o);
-                    } else {
-                        float tt[LANES];
-                        CAT(vstore, LANES)(v, 0, tt);
-                        for (int n = 0; n < N - n0; n++) ST(tt[n], o, n);
-                    }
+                    STORE_LANES(v, out + at, N - n0);
                 }
             }
         }
@@ -420,6 +412,7 @@ __kernel void KERNEL(expand_depthwise_then_gemm_integer)(
 #endif  // BLOCK_FUSED
 #undef EPI_I
 #undef ST_LANES
+#undef STORE_LANES
 #undef LD_LANES
 #undef RES_ARGS
 #undef RES_PASS

@@ -438,14 +438,8 @@ def _quads_packed(w_kn: np.ndarray, rq, lanes: int, off: int):
     """Weights [K, N] (int8 values) as int8 quads per panel of 2 x lanes channels, [panels,
     K4, PANEL, 4] (zeros beyond K and N), and the panels' epilogue rows (as _pairs_packed)
     with the bias less off x the weight sums (gemm_int.cl's INT_U8)."""
-    k, n = w_kn.shape
-    step, k4 = 2 * lanes, -(-k // 4)
-    panels = -(-n // step)
-    wq = np.zeros((4 * k4, panels * step), np.int8)
-    wq[:k, :n] = np.rint(w_kn)
-    wq = np.ascontiguousarray(wq.reshape(k4, 4, panels, step).transpose(2, 0, 3, 1))
-    _, rows = _pairs_packed(np.zeros((1, n), np.float32), _u8_rq(rq, w_kn, off), lanes)
-    return wq, rows
+    return _panel_groups(w_kn, lanes, 4, np.int8), \
+        _epilogue_rows(_u8_rq(rq, w_kn, off), w_kn.shape[1], lanes)
 
 
 def _packed(g, node, x, w_kn, rq, dot: int, source):
@@ -464,20 +458,32 @@ def _packed(g, node, x, w_kn, rq, dot: int, source):
 
 def _pairs_packed(w_kn: np.ndarray, rq, lanes: int):
     """Weights [K, N] (exact integers) as int16 pairs per panel of 2 x lanes channels,
-    [panels, K2, PANEL, 2] (zeros beyond K and N); the panels' epilogue rows: a convolution's
-    (Requant) int32 bias, multiplier and shift [panels, 3, PANEL], a FULLY_CONNECTED's
-    (FcRequant) as _fc_rows."""
+    [panels, K2, PANEL, 2] (zeros beyond K and N), and the panels' epilogue rows."""
+    return _panel_groups(w_kn, lanes, 2, np.int16), _epilogue_rows(rq, w_kn.shape[1], lanes)
+
+
+def _panel_groups(w_kn: np.ndarray, lanes: int, per: int, dtype) -> np.ndarray:
+    """Weights [K, N] in groups of `per` consecutive k per channel, per panel of 2 x lanes
+    channels: [panels, ceil(K / per), PANEL, per] of `dtype`, zeros beyond K and N."""
     k, n = w_kn.shape
-    step, k2 = 2 * lanes, -(-k // 2)
+    step, groups = 2 * lanes, -(-k // per)
     panels = -(-n // step)
-    wp = np.zeros((2 * k2, panels * step), np.int16)
-    wp[:k, :n] = np.rint(w_kn)
-    wp = np.ascontiguousarray(wp.reshape(k2, 2, panels, step).transpose(2, 0, 3, 1))
+    w = np.zeros((per * groups, panels * step), dtype)
+    w[:k, :n] = np.rint(w_kn)
+    return np.ascontiguousarray(w.reshape(groups, per, panels, step).transpose(2, 0, 3, 1))
+
+
+def _epilogue_rows(rq, n: int, lanes: int) -> np.ndarray:
+    """The epilogue rows of n channels per panel of 2 x lanes: a convolution's (Requant) int32
+    bias, multiplier and shift [panels, 3, PANEL], a FULLY_CONNECTED's (FcRequant) as
+    _fc_rows."""
     if isinstance(rq, FcRequant):
-        return wp, _fc_rows(rq, lanes)
+        return _fc_rows(rq, lanes)
+    step = 2 * lanes
+    panels = -(-n // step)
     rows = np.zeros((3, panels * step), np.int32)
     rows[0, :n], rows[1, :n], rows[2, :n] = rq.bias, rq.multiplier, rq.shift
-    return wp, np.ascontiguousarray(rows.reshape(3, panels, step).transpose(1, 0, 2))
+    return np.ascontiguousarray(rows.reshape(3, panels, step).transpose(1, 0, 2))
 
 
 def _fc_rows(rq: FcRequant, lanes: int) -> np.ndarray:
