@@ -11,8 +11,10 @@ last call) until the round robin has run `--seconds`. Per runner: the median wal
 invoke and the median CPU time of the whole process per invoke (over blocks): on a machine that
 other processes load, two threads' wall time depends on getting the second core, and CPU time
 says what the threads cost (spinning included). The goal (issue 17): 2 threads faster than 1 on
-every model above 1 ms. OPENBLAS_NUM_THREADS is left as the environment has it (unset: OpenBLAS
-starts with a thread per core, as a user's process does).
+every model above 1 ms. In this process OPENBLAS_NUM_THREADS is 1 whatever the environment
+says (importing bench_models sets it before numpy loads, as in every benchmark here), and
+num_threads=2 raises OpenBLAS's thread count through threads.py; the table below measures the
+process a user gets, without the variable.
 
 First, the default process (issue 17): the CPU time of an invoke at num_threads 1 in a process
 without OPENBLAS_NUM_THREADS (OpenBLAS at a thread per core) against one with

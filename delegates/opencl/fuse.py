@@ -50,6 +50,7 @@ class Fusion:
     input_pad: dict = field(default_factory=dict)  # conv node -> (unpadded input, top, left)
     depthwise: dict = field(default_factory=dict)  # 1x1 conv node -> depthwise node before it
     expand: dict = field(default_factory=dict)     # such a 1x1 conv -> the 1x1 conv expanding
+    residual_int: dict = field(default_factory=dict)  # integer 1x1 product -> (tensor, AddParams)
 
 
 class _Graph:

@@ -615,11 +615,10 @@ RING_BYTES = 32 << 10  # gemm_int.cl BLOCK_FUSED's private ring of three expande
 def plan_residuals(g, nodes: list, outputs: list) -> None:
     """On a CPU with pmaddwd, an integer ADD of a 1x1 product's output (its one reader) and a
     tensor written before that product, same shapes: the ADD in the product's epilogue
-    (gemm_int.cl's RES_ADD), skipped; g.residual_int[product] = (the other tensor, the
-    product's and its multipliers and shifts in AddParams' order). EDGELITE_OPENCL_INT_RES=0
-    keeps the ADD's launch."""
+    (gemm_int.cl's RES_ADD), skipped; g.fusion.residual_int[product] = (the other tensor,
+    the product's and its multipliers and shifts in AddParams' order).
+    EDGELITE_OPENCL_INT_RES=0 keeps the ADD's launch."""
     from .fuse import _Graph
-    g.residual_int = {}
     if int_dot(g.dev) is None or os.environ.get("EDGELITE_OPENCL_INT_RES", "1") == "0":
         return
     graph, f = _Graph(nodes, outputs), g.fusion
@@ -630,7 +629,7 @@ def plan_residuals(g, nodes: list, outputs: list) -> None:
         for mine, other, swap in ((0, 1, False), (1, 0, True)):
             t, o = add.inputs[mine], add.inputs[other]
             conv = graph.producer.get(t.index)
-            if conv is None or conv.index in g.residual_int or conv.index in f.skipped \
+            if conv is None or conv.index in f.residual_int or conv.index in f.skipped \
                     or not isinstance(g.requant.get(conv.index), Requant) \
                     or len(conv.outputs) != 1 or not graph.only_reader(t, add) \
                     or not graph.written_before(o, conv) \
@@ -638,7 +637,7 @@ def plan_residuals(g, nodes: list, outputs: list) -> None:
                     or gemm_int_plan(conv, g) is None:
                 continue
             m = (p.m2, p.e2, p.m1, p.e1) if swap else (p.m1, p.e1, p.m2, p.e2)
-            g.residual_int[conv.index] = (o, AddParams(*m, p.mo, p.eo, p.lo, p.hi))
+            f.residual_int[conv.index] = (o, AddParams(*m, p.mo, p.eo, p.lo, p.hi))
             f.output[conv.index] = add.outputs[0]
             f.skipped.add(add.index)
             break
@@ -646,7 +645,7 @@ def plan_residuals(g, nodes: list, outputs: list) -> None:
 
 def _residual(node, g) -> tuple:
     """(extra kernel arguments, defines) of gemm_int.cl's RES_ADD for `node`: none without."""
-    r = getattr(g, "residual_int", {}).get(node.index)
+    r = g.fusion.residual_int.get(node.index)
     if r is None:
         return [], {}
     other, p = r
