@@ -53,12 +53,17 @@ def _differing(a: dict, b: dict) -> list:
     return [i for i in a if i in b and a[i].shape == b[i].shape and not np.array_equal(a[i], b[i])]
 
 
-def test_reset_starts_the_stream_over_like_a_fresh_litert(models_dir):
+def _three(models_dir, make):
+    """A fresh LiteRT's tensors after the last feed; `make`'s after every feed, and after
+    every feed with reset_all_variables before the last."""
     path = str(models_dir / "mwk_okay_nabu.tflite")
     feeds = _feeds(models_dir)
-    fresh = _tensors(_litert(path), feeds[-1:], False)
-    continued = _tensors(_ours(path), feeds, False)
-    after_reset = _tensors(_ours(path), feeds, True)
+    return (_tensors(_litert(path), feeds[-1:], False), _tensors(make(path), feeds, False),
+            _tensors(make(path), feeds, True))
+
+
+def test_reset_starts_the_stream_over_like_a_fresh_litert(models_dir):
+    fresh, continued, after_reset = _three(models_dir, _ours)
     assert len(fresh) > 50
     assert _differing(continued, fresh), "the state should change the invoke (a vacuous test)"
     assert set(after_reset) == set(fresh)
@@ -66,10 +71,6 @@ def test_reset_starts_the_stream_over_like_a_fresh_litert(models_dir):
 
 
 def test_litert_keeps_resource_variables_across_reset(models_dir):
-    path = str(models_dir / "mwk_okay_nabu.tflite")
-    feeds = _feeds(models_dir)
-    fresh = _tensors(_litert(path), feeds[-1:], False)
-    continued = _tensors(_litert(path), feeds, False)
-    after_reset = _tensors(_litert(path), feeds, True)
+    fresh, continued, after_reset = _three(models_dir, _litert)
     assert _differing(after_reset, continued) == []
     assert _differing(after_reset, fresh)
