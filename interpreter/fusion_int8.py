@@ -10,12 +10,11 @@ Not under BUILTIN_REF (fusion.py fuses nothing there); a kernel that cannot bind
 all (plan.bind_step) runs the chain op by op through int8 buffers of its own."""
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from .fusion import _only_reader
-from .kernels.common import clip, raw  # noqa: F401 (clip: the chains' _fusion_int8.clip)
+from .kernels.int8_stage import CLIP, copy
+from .kernels.steps import call, joined
 from .plan import ALIAS_OPS, bind_step
 
 CONSUMERS = ("CONV_2D", "FULLY_CONNECTED")
@@ -91,8 +90,8 @@ def int8_chain(ctx, i):
 def _chain_run(first, consumers):
     """run(*first's inputs, last output): op by op through int8 buffers of its own, each
     consumer (prepared for lifted input) reading x + lift as uint8 (the int8 bits with the top
-    one flipped), the same bits as the bound chain; bound (plan.bind_step), one function of the
-    stages."""
+    one flipped), the same bits as the bound chain; bound (plan.bind_step), one step of the
+    stages' calls (_chain_step)."""
     n_in = len(first.ins)
     # Each link's int8 tensor, private (the op-by-op run's), and the consumer's view of it
     # (lifted: as uint8 x + 128).
@@ -128,55 +127,24 @@ def _chain_run(first, consumers):
         for a, b in zip(stages, stages[1:]):
             if a.s.size != b.head.size:
                 return None
-        return _generated(stages)
+        return _chain_step(stages)
 
     run.bind = bind
     return run
 
 
-def _generated(stages):
-    """The chain's calls as one generated function of straight-line calls (no loop over the
-    stages' call lists, no dispatch on their kinds: ~0.1 µs a call); numpy's ufuncs, the
-    kernels' clip and names given as (module, name) looked up on each call, as
-    tests/interpreter/numpy_calls.py counts them."""
-    env = {"np": np, "copyto": raw(np.copyto), "_fusion_int8": sys.modules[__name__]}
-    lines = []
-
-    def name(value):
-        key = f"v{len(env)}"
-        env[key] = value
-        return key
-
-    def call(f, args, keywords):
-        if f.__class__ is str:
-            head = f"np.{f}"
-        elif f.__class__ is tuple:
-            head = f"{name(f[0])}.{f[1]}"
-        else:
-            head = name(f)
-        parts = [name(a) for a in args] + [f"{k}={name(v)}" for k, v in keywords.items()]
-        lines.append(f"    {head}({', '.join(parts)})")
-
-    for dest, src in stages[0].copies:
-        lines.append(f"    copyto({name(dest)}, {name(src)}, casting='unsafe')")
-    for f, args, keywords in stages[0].compute:
-        call(f, args, keywords)
+def _chain_step(stages):
+    """The chain's calls as one bound step (kernels/steps.joined): the first stage's copies
+    and compute, each link's clip into the next stage's patches and floor there and that
+    stage's compute, the last stage's ending. A step of calls (or a line of Python, where the
+    last is one): plan.compile_steps writes it into run_steps, no frame for the chain or its
+    stages; numpy's ufuncs and the kernels' clip looked up on each call (by (module, name)),
+    as tests/interpreter/numpy_calls.py counts them."""
+    first, calls = stages[0], []
+    calls += [copy(dest, src) for dest, src in first.copies]
+    calls += first.compute
     for a, b in zip(stages, stages[1:]):
-        s, head = name(a.s.reshape(b.head.shape)), name(b.head)
-        lines.append(f"    _fusion_int8.clip({s}, {name(a.lo)}, {name(a.hi)}, {head})")
-        lines.append(f"    np.floor({head}, {head})")
-        for f, args, keywords in b.compute:
-            call(f, args, keywords)
-    last = stages[-1]
-    if last.passes is None:
-        lines.append(f"    {name(last.finish)}()")
-    else:
-        s, lo, hi, out, lift = (name(v) for v in last.passes)
-        lines += [f"    _fusion_int8.clip({s}, {lo}, {hi}, {s})",
-                  f"    copyto({out}, {s}, casting='unsafe')",
-                  f"    np.bitwise_xor({out}, {lift}, {out})"]
-    source = "def chain():\n" + "\n".join(lines) + "\n"
-    exec(compile(source, "<int8 chain>", "exec"), env)   # noqa: S102 (our own source)
-    chain = env["chain"]
-    chain.generated = source     # (for reading; `source` is plan.compile_steps' own attribute)
-    return chain
+        calls += [call(CLIP, a.s.reshape(b.head.shape), a.lo, a.hi, b.head),
+                  call((np, "floor"), b.head, b.head)]
+        calls += b.compute
+    return joined(*calls, *stages[-1].ending())

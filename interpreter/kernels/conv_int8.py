@@ -22,14 +22,15 @@ from functools import partial
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .common import activation_code, clip, raw, with_optional_inputs
+from .common import activation_code, raw, with_optional_inputs
 from .conv_integer import PaddedSource, RowBlocks, conv_setup, integer_bias
 from .fixed_point import EXACT_F32, exact_float_type
 from .geometry import pool_windows
-from .int8_stage import Stage
+from .int8_stage import copy, finished, requantized_step
 from .registry import register
 from .requantize import Requantizer, exact_rounding
 from .scratch import Scratch
+from .steps import call, calls_step
 from .taps import check_padded
 
 IN_PLACE = 1 << 17       # outputs from which requantization runs in place
@@ -38,15 +39,16 @@ OWN_COLUMNS = 16 << 10   # a bound CONV_2D's single block of patches up to this 
 TAKE_BELOW_CHANNELS = 4  # a pooled convolution of fewer input channels gathers by a take
 SPEC = "ijnyk,ijk->nyk"  # DEPTHWISE_CONV_2D's sums: taps [kh, taps, n, oh, row] times weights
 ROW_SPEC = "ij,ij->j"    # the same of one output row (n = oh = 1): taps [kh * taps, row]
-# np.einsum without its Python wrapper (what it calls when not optimizing); bound runs look it
-# up here on each call (tests/interpreter/test_quantized_passes.py counts it).
+# np.einsum without its Python wrapper (what it calls when not optimizing); bound steps look it
+# up here on each call, as call((_MODULE, "einsum"), ...) (tests/interpreter/
+# test_quantized_passes.py counts it).
 try:
-    from numpy._core.multiarray import c_einsum as einsum
+    from numpy._core.multiarray import c_einsum as einsum  # noqa: F401
 except ImportError:   # numpy < 2
-    from numpy.core.multiarray import c_einsum as einsum
+    from numpy.core.multiarray import c_einsum as einsum  # noqa: F401
 
 
-_MODULE = sys.modules[__name__]   # (a Stage looks `einsum` up here on each call)
+_MODULE = sys.modules[__name__]   # (where bound steps look `einsum` up)
 
 
 def _dot_rows(rows: np.ndarray, wrows: np.ndarray, near: np.ndarray) -> np.ndarray:
@@ -196,13 +198,12 @@ def conv_2d(node, input_lift: int = 0):
 
     def fixed(x, w_, b_, out):
         """`fast_run` on the plan's fixed arrays (plan.bind_step): the same copies, matmuls
-        and requantization passes, their views and the requantizer's constants made once."""
+        and requantization passes as calls (steps.calls_step: a line of the plan's
+        run_steps), their views and the requantizer's constants made once."""
         bind(x, out)                # (which made source's padded buffer and its interior)
-        copy_in = interior = inner = None
-        if not source.direct:       # source(x) on fixed arrays: the input into the padded one
-            interior, inner, copy = source.interior, x[:, :source.rows, :source.cols], \
-                raw(np.copyto)
-            copy_in = lambda: copy(interior, inner, casting="unsafe")      # noqa: E731
+        # source(x) on fixed arrays: the input into the padded one
+        copies = () if source.direct else \
+            ((source.interior, x[:, :source.rows, :source.cols]),)
         wm, work = wmats[0], bound[3]
         blocks = []
         for dest, src, ones, c, acc, flat in bound[2]:
@@ -210,7 +211,7 @@ def conv_2d(node, input_lift: int = 0):
             if tail is None:
                 return None
             blocks.append((dest, src, ones, c, acc, tail))
-        copyto, dot = raw(np.copyto), raw(np.dot)
+        dot = raw(np.dot)
         if len(blocks) == 1 and blocks[0][3].nbytes <= OWN_COLUMNS:
             # One small block: patches of its own, the ones column set here once (the shared
             # buffer is another kernel's between runs).
@@ -218,41 +219,12 @@ def conv_2d(node, input_lift: int = 0):
             c = np.empty(c.shape, c.dtype)
             c[:, patch] = 1.0
             dest = c[:, :patch] if plain else c[:, :patch].reshape(dest.shape)
-            if tail.passes is not None:
-                s1, lo_, hi_, raw_out, lift = tail.passes
-
-                def inline():       # `one` with copy_in and the requantizer's passes inline
-                    if interior is not None:
-                        copyto(interior, inner, casting="unsafe")
-                    copyto(dest, src, casting="unsafe")
-                    dot(c, wm, acc)
-                    clip(s1, lo_, hi_, s1)
-                    copyto(raw_out, s1, casting="unsafe")
-                    np.bitwise_xor(raw_out, lift, raw_out)
-
-                copies = ((interior, inner),) if interior is not None else ()
-                inline.stage = Stage(dest if plain else None, copies + ((dest, src),),
-                                     ((dot, (c, wm, acc), {}),), s1, lo_, hi_, int(lift),
-                                     tail.passes, None)
-                return inline
-
-            def one():
-                if copy_in is not None:
-                    copy_in()
-                copyto(dest, src, casting="unsafe")
-                dot(c, wm, acc)
-                tail()
-            return one
-
-        def many():
-            if copy_in is not None:
-                copy_in()
-            for dest, src, ones, c, acc, tail in blocks:
-                copyto(dest, src, casting="unsafe")
-                ones.fill(1.0)
-                dot(c, wm, acc)
-                tail()
-        return many
+            return requantized_step(dest if plain else None, copies + ((dest, src),),
+                                    (call(dot, c, wm, acc),), tail)
+        return calls_step(*[copy(*pair) for pair in copies],
+                          *[one for dest, src, ones, cols, acc, tail in blocks
+                            for one in (copy(dest, src), call(ones.fill, 1.0),
+                                        call(dot, cols, wm, acc), *finished(tail))])
 
     fast_run.bind = fixed
     chosen = fast_run if scaled and not exact and groups == 1 and len(chunks) <= 64 else run
@@ -348,64 +320,24 @@ def _pooled_conv(g, n, oh, ow, kh, kw, cin, cout, patch, source, win, wm, requan
         requant.finish(pooled, out, buffers()[2:], None)
 
     def bind(x, w_, b_, out):
-        """`run` on the plan's fixed arrays (plan.bind_step): the same calls."""
+        """`run` on the plan's fixed arrays (plan.bind_step): the same calls, as a step of
+        calls (int8_stage.requantized_step)."""
         if not out.flags.c_contiguous:
             return None
         interior, inner, view = views(x)
         tail = requant.bind_finish(pooled, out, buffers()[2:], False)
         if tail is None:
             return None
-        copyto, dot = raw(np.copyto), raw(np.dot)
+        dot = raw(np.dot)
+        pooled_sums = (call(dot, cols, wm, acc),) + tuple(
+            call((np, "maximum"), a, b, out=into) for a, b, into in halves)
         if tail.passes is not None and gather is not None:
-            s1, lo, hi, raw_out, lift = tail.passes
+            # the patches by one take (and the ones column with them)
             padded, interior, index = gather
-            take = padded.take
-
-            def taken():       # `inline`, the patches by one take
-                copyto(interior, inner, casting="unsafe")
-                take(index, None, cols, "clip")
-                dot(cols, wm, acc)
-                for a, b, into in halves:
-                    np.maximum(a, b, out=into)
-                clip(s1, lo, hi, s1)
-                copyto(raw_out, s1, casting="unsafe")
-                np.bitwise_xor(raw_out, lift, raw_out)
-
-            compute = ((take, (index, None, cols, "clip"), {}), (dot, (cols, wm, acc), {})) + \
-                tuple(("maximum", (a, b), {"out": into}) for a, b, into in halves)
-            taken.stage = Stage(None, ((interior, inner),), compute, s1, lo, hi, int(lift),
-                                tail.passes, None)
-            return taken
-        if tail.passes is not None:
-            s1, lo, hi, raw_out, lift = tail.passes
-
-            def inline():       # `fused` with the requantizer's passes inline
-                if interior is not None:
-                    copyto(interior, inner, casting="unsafe")
-                copyto(dest, view, casting="unsafe")
-                dot(cols, wm, acc)
-                for a, b, into in halves:
-                    np.maximum(a, b, out=into)
-                clip(s1, lo, hi, s1)
-                copyto(raw_out, s1, casting="unsafe")
-                np.bitwise_xor(raw_out, lift, raw_out)
-
-            copies = ((interior, inner),) if interior is not None else ()
-            compute = ((dot, (cols, wm, acc), {}),) + tuple(
-                ("maximum", (a, b), {"out": into}) for a, b, into in halves)
-            inline.stage = Stage(None, copies + ((dest, view),), compute, s1, lo, hi,
-                                 int(lift), tail.passes, None)
-            return inline
-
-        def fused():
-            if interior is not None:
-                copyto(interior, inner, casting="unsafe")
-            copyto(dest, view, casting="unsafe")
-            dot(cols, wm, acc)
-            for a, b, into in halves:
-                np.maximum(a, b, out=into)
-            tail()
-        return fused
+            return requantized_step(None, ((interior, inner),), (call(
+                padded.take, index, None, cols, "clip"),) + pooled_sums, tail)
+        copies = ((interior, inner),) if interior is not None else ()
+        return requantized_step(None, copies + ((dest, view),), pooled_sums, tail)
     run.bind = bind
     run.stage_out, run.stage_in = getattr(requant, "lift", 0) == 128, False
     return run
@@ -431,16 +363,13 @@ class _Phase:
         self.source = (slice(None), slice(0, rows), slice(first, first + sw * count, sw))
         self.empty = rows == 0 or count == 0
 
-    def bind_fill(self, plane, x, zx):
-        """`fill(plane, x, zx)` on fixed arrays: a function of no arguments (one copy where
-        the input covers the whole plane, channels not repeated)."""
+    def bind_fill(self, plane, x, zx) -> tuple:
+        """`fill(plane, x, zx)` on fixed arrays as a call (steps.call): one copy where the
+        input covers the whole plane, channels not repeated."""
         (r0, r1), (q0, q1) = self.rows, self.cols
         whole = not self.empty and self.mult == 1 and (r0, q0) == (0, 0) and \
             (r1, q1) == plane.shape[1:3]
-        if not whole:
-            return partial(self.fill, plane, x, zx)
-        copyto, src = raw(np.copyto), x[self.source]
-        return lambda: copyto(plane, src, casting="unsafe")
+        return copy(plane, x[self.source]) if whole else call(self.fill, plane, x, zx)
 
     def fill(self, plane, x, zx) -> None:
         (r0, r1), (q0, q1) = self.rows, self.cols
@@ -630,55 +559,22 @@ def depthwise_conv_2d(node):
         if folded is not None:
             ones_plane, head, weights, acc1, products, ones = folded
             finish = requant.bind_finish(acc1, out, work, False)
-            copyto, dot, row = raw(np.copyto), raw(np.dot), acc1.reshape(1, -1)
             if finish is None:
                 return None
-
-            if finish.passes is not None:
-                s1, lo_, hi_, raw_out, lift = finish.passes
-
-                def inline():       # `pixel` with the requantizer's passes inline
-                    copyto(head, x, casting="unsafe")
-                    np.multiply(ones_plane, weights, out=products)
-                    dot(ones, products, row)
-                    clip(s1, lo_, hi_, s1)
-                    copyto(raw_out, s1, casting="unsafe")
-                    np.bitwise_xor(raw_out, lift, raw_out)
-                inline.stage = Stage(
-                    None, ((head, x),), (("multiply", (ones_plane, weights), {"out": products}),
-                                         (dot, (ones, products, row), {})),
-                    s1, lo_, hi_, int(lift), finish.passes, None)
-                return inline
-
-            def pixel():
-                copyto(head, x, casting="unsafe")
-                np.multiply(ones_plane, weights, out=products)
-                dot(ones, products, row)
-                finish()
-            return pixel
+            return requantized_step(None, ((head, x),), (
+                call((np, "multiply"), ones_plane, weights, out=products),
+                call(raw(np.dot), ones, products, acc1.reshape(1, -1))), finish)
         tail = requant.bind_finish(acc2, out.reshape(acc2.shape), work, True)
         if tail is None:
             return None
-        fills = [phase.bind_fill(plane, x, zx) for phase, plane in zip(phases, planes)]
+        # (c_einsum looked up in this module on each call, as the tests count it)
         (spec, view, weights), rest = groups[0], groups[1:]
-        if len(fills) == 1 and not rest:
-            fill = fills[0]
-
-            def one():
-                fill()
-                einsum(spec, view, weights, out=acc)
-                tail()
-            return one
-
-        def many():
-            for fill in fills:
-                fill()
-            einsum(spec, view, weights, out=acc)
-            for sp, v, w in rest:
-                einsum(sp, v, w, out=part)
-                np.add(acc, part, acc)
-            tail()
-        return many
+        return calls_step(*[phase.bind_fill(plane, x, zx) for phase, plane in zip(phases, planes)],
+                          call((_MODULE, "einsum"), spec, view, weights, out=acc),
+                          *[one for sp, v, w in rest
+                            for one in (call((_MODULE, "einsum"), sp, v, w, out=part),
+                                        call((np, "add"), acc, part, acc))],
+                          *finished(tail))
 
     run.bind = fixed
     result = with_optional_inputs(node, run, 3)

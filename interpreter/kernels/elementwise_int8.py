@@ -16,13 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from .common import activation_code, broadcast_shape, clip
-from .common import raw as c_function
 from .elementwise import binary
 from .fixed_point import f32, mbqm, quantize_multiplier, rdbpot, srdhm, wrap32
+from .int8_stage import requantized
 from .lut import all_values, pair_lookup, pair_table
 from .quant_params import activation_range, quant_params
 from .registry import register
 from .requantize import exact_rounding
+from .steps import call, calls_step
 
 LEFT_SHIFT = 20  # 8-bit ADD/SUB headroom
 
@@ -133,22 +134,14 @@ def _float_add(key, shape, a_shape, b_shape, ra, rb, c: float, lo: int, hi: int,
 
     def bind(a, b, out):
         """`run` on the plan's fixed arrays (plan.bind_step): 0-d constants made once, the
-        clip in place then the cast (cheaper than clip's own cast); the same values."""
-        raw = out.view(np.uint8)
+        clip in place then the cast (cheaper than clip's own cast); the same values. A step
+        of calls (steps.calls_step), written into the plan's run_steps."""
         fra, frb, off, lo_, hi_ = (np.array(v, np.float32) for v in (ra, rb, offset) + bounds)
-        lift0 = np.array(lift, np.uint8)
-        copyto, f32 = c_function(np.copyto), np.float32
-
-        def fixed():
-            np.multiply(a, fra, out=fa, dtype=f32)
-            np.multiply(b, frb, out=fb, dtype=f32)
-            np.add(fa, fb, s)
-            np.add(s, off, s)
-            clip(s, lo_, hi_, s)
-            copyto(raw, s, casting="unsafe")
-            if lift:
-                np.bitwise_xor(raw, lift0, raw)
-        return fixed
+        return calls_step(call((np, "multiply"), a, fra, out=fa, dtype=np.float32),
+                          call((np, "multiply"), b, frb, out=fb, dtype=np.float32),
+                          call((np, "add"), fa, fb, s), call((np, "add"), s, off, s),
+                          *requantized((s, lo_, hi_, out.view(np.uint8),
+                                        np.array(lift, np.uint8) if lift else None)))
 
     run.bind = bind
     return run

@@ -17,11 +17,12 @@ from .common import clip, clip_, matmul_shape, raw
 from .conv_integer import integer_bias, integer_weights
 from .fixed_point import EXACT_F32, exact_float_type, f32, quantize_multiplier, round_half_away
 from .geometry import fully_connected_shape
-from .int8_stage import Stage
+from .int8_stage import CLIP, Stage, copy
 from .quant_params import TYPE_RANGE, activation_range, channel_scales, expect_output_type, \
     quant_params
 from .requantize import Requantizer, exact_rounding
 from .registry import register
+from .steps import call, calls_step, source_step
 
 
 @register("FULLY_CONNECTED", "int8", "uint8")
@@ -158,46 +159,23 @@ def _fast_run(wc, effective, bias, zo: int, lo: int, hi: int, x_max: int, batch:
 
     def bind(x, w_, *rest):
         """`run` on the plan's fixed arrays (plan.bind_step): views and 0-d bounds made once;
-        the same passes."""
+        the same passes, as a Stage's step (its calls, or a line of Python where the output is
+        one value: written into the plan's run_steps, or into a chain's)."""
         head, rows, out = xf[:, :depth], x.reshape(batch, depth), rest[-1].reshape(batch, units)
         lo, hi = (np.array(b, np.float32) for b in bounds)
-        copyto, dot = raw(np.copyto), raw(np.dot)
-
-        def stage(finish):
-            """fusion_int8.Stage: floor(clip(acc)) is clip(floor(acc)) at integer bounds."""
-            return Stage(head, ((head, rows),), ((dot, (xf, wmat, acc), {}),), acc.reshape(-1),
-                         lo, hi, 0, None, finish)
-
         if batch * units == 1 and rest[-1].flags.c_contiguous:
-            # One output (a detector's score): floor and clamp as Python numbers (three
-            # numpy calls on one value cost ~1.5 µs more); the same value.
-            value, dest, floor = acc.reshape(-1).item, rest[-1].reshape(-1), math.floor
-            low, high = int(bounds[0]), int(bounds[1])
-
-            def single():
-                copyto(head, rows, casting="unsafe")
-                dot(xf, wmat, acc)
-                dest[0] = min(max(floor(value(0)), low), high)
-
-            def finish_single():
-                dest[0] = min(max(floor(value(0)), low), high)
-            single.stage = stage(finish_single)
-            return single
-
-        def fixed():
-            copyto(head, rows, casting="unsafe")
-            dot(xf, wmat, acc)
-            np.floor(acc, acc)
-            clip(acc, lo, hi, acc)          # in place, then the cast: cheaper than clip's cast
-            copyto(out, acc, casting="unsafe")
-
-        def finish():
-            np.floor(acc, acc)
-            clip(acc, lo, hi, acc)
-            copyto(out, acc, casting="unsafe")
-
-        fixed.stage = stage(finish)
-        return fixed
+            # One output (a detector's score): floor and clamp as Python numbers, a line of
+            # Python (three numpy calls on one value cost ~1.5 µs more); the same value.
+            finish = source_step("{dest}[0] = min(max({floor}({value}(0)), {low}), {high})",
+                                 dest=rest[-1].reshape(-1), floor=math.floor,
+                                 value=acc.reshape(-1).item, low=int(bounds[0]),
+                                 high=int(bounds[1]))
+        else:   # (the clip in place, then the cast: cheaper than clip's cast)
+            finish = calls_step(call((np, "floor"), acc, acc), call(CLIP, acc, lo, hi, acc),
+                                copy(out, acc))
+        # fusion_int8.Stage: floor(clip(acc)) is clip(floor(acc)) at integer bounds
+        return Stage(head, ((head, rows),), (call(raw(np.dot), xf, wmat, acc),),
+                     acc.reshape(-1), lo, hi, 0, None, finish).step()
 
     run.bind = bind
     run.stage_out = run.stage_in = run.stage_lift_zero = True

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import clip, clip_
+from .common import clip_, raw
 from .geometry import pool_windows
+from .int8_stage import CLIP
 from .quant_params import TYPE_RANGE, activation_range, expect_output_type
 from .registry import register
+from .steps import call, calls_step
 
 
 def _pool_geometry(node):
@@ -60,18 +62,25 @@ def _tile_chain(x, out, kernel, out_hw, clamp, lo, hi):
     else:
         row_taps, acc = [part[:, i::kh] for i in range(kh)], rows
         col_taps, dest = [rows[:, :, j::kw] for j in range(kw)], out
-    bounds = (np.array(lo, x.dtype), np.array(hi, x.dtype)) if clamp else None
+    return calls_step(*_maxima(row_taps, acc), *_maxima(col_taps, dest),
+                      _clamped(out, clamp, lo, hi))
 
-    def chain():         # (np.maximum looked up on each call, as the tests count it)
-        np.maximum(row_taps[0], row_taps[1], out=acc)
-        for tap in row_taps[2:]:
-            np.maximum(acc, tap, out=acc)
-        np.maximum(col_taps[0], col_taps[1], out=dest)
-        for tap in col_taps[2:]:
-            np.maximum(dest, tap, out=dest)
-        if bounds is not None:
-            clip(out, *bounds, out)
-    return chain
+
+def _maxima(taps, out) -> list:
+    """out = the max over `taps` (at least one) as calls (steps.call); np.maximum looked up on
+    each call, as the tests count it."""
+    if len(taps) == 1:
+        return [call(raw(np.copyto), out, taps[0])]
+    return [call((np, "maximum"), taps[0], taps[1], out=out)] + \
+        [call((np, "maximum"), out, tap, out=out) for tap in taps[2:]]
+
+
+def _clamped(out, clamp: bool, lo: int, hi: int):
+    """The fused activation's clamp of `out` in place as a call (0-d bounds of its type), or
+    None without one."""
+    if not clamp:
+        return None
+    return call(CLIP, out, np.array(lo, out.dtype), np.array(hi, out.dtype), out)
 
 
 @register("MAX_POOL_2D", "int8", "uint8", "int16")
@@ -101,24 +110,17 @@ def max_pool_2d(node):
         def fixed(x, out):
             """`direct` on the plan's fixed arrays (plan.bind_step): windows that tile the
             input (kernel = stride) as one max over two axes of a 6-d view, else the taps
-            found once."""
+            found once; steps of calls (steps.calls_step), written into the plan's run_steps."""
             (kh, kw), (sh, sw), (oh, ow) = kernel, stride, out_hw
             if (kh, kw) == (sh, sw) and x.flags.c_contiguous and out.flags.c_contiguous \
                     and kh > 1 and kw > 1 and n * oh * ow * kh * kw > CHAIN_LOOPS:
                 return _tile_chain(x, out, kernel, out_hw, clamp, lo, hi)
             if (kh, kw) == (sh, sw) and x.flags.c_contiguous and out.flags.c_contiguous:
                 tiles = x[:, :oh * kh, :ow * kw].reshape(n, oh, kh, ow, kw, c)
-                reduce6 = np.maximum.reduce
-                if not clamp:
-                    return lambda: reduce6(tiles, (2, 4), None, out)
-                lo_, hi_ = np.array(lo, x.dtype), np.array(hi, x.dtype)
-
-                def clamped():
-                    reduce6(tiles, (2, 4), None, out)
-                    clip(out, lo_, hi_, out)
-                return clamped
+                return calls_step(call(np.maximum.reduce, tiles, (2, 4), None, out),
+                                  _clamped(out, clamp, lo, hi))
             taps = _taps(x, (n, c), kernel, stride, out_hw)
-            return lambda: reduce(taps, out)
+            return calls_step(*_maxima(taps, out), _clamped(out, clamp, lo, hi))
         direct.bind = fixed
         return direct
     made = []    # the padded buffer (padding never wins a max), made at the first run

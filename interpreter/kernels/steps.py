@@ -4,9 +4,14 @@ no Python frame of its own (issue 17). Kept out of common.py: `import edgelite.i
 compiles only what it needs (test_import_budget)."""
 from __future__ import annotations
 
+from string import Formatter
+
 
 def call(function, *args, **keywords) -> tuple:
-    """One call of a bound step made of calls (`calls_step`): (function, args, keywords)."""
+    """One call of a bound step made of calls (`calls_step`): (function, args, keywords).
+    `function` is a callable, or (owner, name): the attribute `name` of `owner` (a module),
+    looked up on each call, as `owner.name(...)` in the plan's line (so that a wrapper put
+    there later, tests/interpreter/numpy_calls.py's counting ones, sees the calls)."""
     return function, args, keywords
 
 
@@ -19,9 +24,57 @@ def calls_step(*calls):
 
     def step():
         for function, args, keywords in calls:
+            if function.__class__ is tuple:
+                function = getattr(*function)
             function(*args, **keywords)
     step.calls = calls
     return step
+
+
+def joined(*parts):
+    """One bound step doing `parts` in order: each a `call(...)`, a bound step (its calls,
+    its line of Python, or else one call of it) or None (skipped). A calls_step where every
+    part is calls; else a source_step, the calls written as Python beside the lines (each a
+    simple statement, or statements joined by `;`). So a step built of other steps' pieces
+    (an int8 chain's stages, fusion_int8.py) is still one line of the plan's run_steps."""
+    pieces = []       # calls, and the (template, objects) of lines
+    for part in parts:
+        if part is None:
+            continue
+        if part.__class__ is tuple:
+            pieces.append(part)
+        elif getattr(part, "source", None) is not None:
+            pieces.append(part.source)
+        else:
+            pieces.extend(step_calls(part))
+    if all(len(p) == 3 for p in pieces):
+        return calls_step(*pieces)
+    objects: dict = {}
+
+    def field(value) -> str:
+        key = f"o{len(objects)}"
+        objects[key] = value
+        return key
+
+    lines = []
+    for piece in pieces:
+        if len(piece) == 3:
+            function, args, keywords = piece
+            head = "{%s}.%s" % (field(function[0]), function[1]) \
+                if function.__class__ is tuple else "{%s}" % field(function)
+            items = ["{%s}" % field(a) for a in args] + \
+                [f"{k}={{{field(v)}}}" for k, v in keywords.items()]
+            lines.append(f"{head}({', '.join(items)})")
+            continue
+        template, own = piece        # its fields renamed, its literal braces kept escaped
+        text = []
+        for literal, key, spec, conversion in Formatter().parse(template):
+            text.append(literal.replace("{", "{{").replace("}", "}}"))
+            if key is not None:
+                text.append("{%s%s%s}" % (field(own[key]), "!" + conversion if conversion
+                                          else "", ":" + spec if spec else ""))
+        lines.append("".join(text))
+    return source_step("; ".join(lines), **objects)
 
 
 def source_step(template: str, **objects):
@@ -73,6 +126,8 @@ def step_line(step, name) -> str | None:
     calls = getattr(step, "calls", None)
     if calls is None:
         return None
-    return "; ".join(f"{name(function)}({', '.join([name(a) for a in args] + keys)})"
+    return "; ".join(f"{head}({', '.join([name(a) for a in args] + keys)})"
                      for function, args, keywords in calls
+                     for head in [f"{name(function[0])}.{function[1]}"
+                                  if function.__class__ is tuple else name(function)]
                      for keys in [[f"{k}={name(v)}" for k, v in keywords.items()]]) or "pass"
