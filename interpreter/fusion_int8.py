@@ -14,7 +14,8 @@ import numpy as np
 
 from .fusion import _only_reader
 from .kernels.int8_stage import CLIP, copy
-from .kernels.steps import call, joined
+from .kernels.joined_steps import joined
+from .kernels.steps import call
 from .plan import ALIAS_OPS, bind_step
 
 CONSUMERS = ("CONV_2D", "FULLY_CONNECTED")

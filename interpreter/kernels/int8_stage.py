@@ -13,7 +13,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import common
-from .steps import call, joined
+from .joined_steps import joined
+from .steps import call
 
 # The kernels' clip as a call's function, looked up on each call (tests/interpreter/
 # numpy_calls.py counts it through a wrapper put there)

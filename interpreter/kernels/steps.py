@@ -4,8 +4,6 @@ no Python frame of its own (issue 17). Kept out of common.py: `import edgelite.i
 compiles only what it needs (test_import_budget)."""
 from __future__ import annotations
 
-from string import Formatter
-
 
 def call(function, *args, **keywords) -> tuple:
     """One call of a bound step made of calls (`calls_step`): (function, args, keywords).
@@ -31,52 +29,6 @@ def calls_step(*calls):
     return step
 
 
-def joined(*parts):
-    """One bound step doing `parts` in order: each a `call(...)`, a bound step (its calls,
-    its line of Python, or else one call of it) or None (skipped). A calls_step where every
-    part is calls; else a source_step, the calls written as Python beside the lines (each a
-    simple statement, or statements joined by `;`). So a step built of other steps' pieces
-    (an int8 chain's stages, fusion_int8.py) is still one line of the plan's run_steps."""
-    pieces = []       # calls, and the (template, objects) of lines
-    for part in parts:
-        if part is None:
-            continue
-        if part.__class__ is tuple:
-            pieces.append(part)
-        elif getattr(part, "source", None) is not None:
-            pieces.append(part.source)
-        else:
-            pieces.extend(step_calls(part))
-    if all(len(p) == 3 for p in pieces):
-        return calls_step(*pieces)
-    objects: dict = {}
-
-    def field(value) -> str:
-        key = f"o{len(objects)}"
-        objects[key] = value
-        return key
-
-    lines = []
-    for piece in pieces:
-        if len(piece) == 3:
-            function, args, keywords = piece
-            head = "{%s}.%s" % (field(function[0]), function[1]) \
-                if function.__class__ is tuple else "{%s}" % field(function)
-            items = ["{%s}" % field(a) for a in args] + \
-                [f"{k}={{{field(v)}}}" for k, v in keywords.items()]
-            lines.append(f"{head}({', '.join(items)})")
-            continue
-        template, own = piece        # its fields renamed, its literal braces kept escaped
-        text = []
-        for literal, key, spec, conversion in Formatter().parse(template):
-            text.append(literal.replace("{", "{{").replace("}", "}}"))
-            if key is not None:
-                text.append("{%s%s%s}" % (field(own[key]), "!" + conversion if conversion
-                                          else "", ":" + spec if spec else ""))
-        lines.append("".join(text))
-    return source_step("; ".join(lines), **objects)
-
-
 def source_step(template: str, **objects):
     """A bound step written as one line of Python source (statements joined by `;`):
     `template` with `{name}` for each of `objects` (arrays' memoryviews, Python floats). The
@@ -100,7 +52,8 @@ def step_calls(step):
 
 def namer(bound: dict):
     """name(value, prefix): a literal for None, a bool, a str, an int or a finite float; else
-    the closure name of `value` (`prefix` and a number), added to `bound` the first time."""
+    the name of `value` in the plan's namespace (`prefix` and a number), added to `bound` the
+    first time."""
     names: dict = {}   # id of a bound object -> its name
 
     def name(value, prefix="c"):

@@ -8,8 +8,8 @@ import types
 
 import numpy as np
 
-from edgelite.interpreter.kernels.steps import call, calls_step, joined, namer, source_step, \
-    step_line
+from edgelite.interpreter.kernels.joined_steps import joined
+from edgelite.interpreter.kernels.steps import call, calls_step, namer, source_step, step_line
 
 
 def _line(step) -> tuple:
