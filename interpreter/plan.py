@@ -289,7 +289,7 @@ def compile_steps(specs: list, steps: list):
         run_steps.inlined = 0
         return run_steps
     from .kernels.steps import namer, step_line
-    bound: dict = {}   # closure name -> object
+    bound: dict = {}   # name in run_steps' namespace -> object
     name = namer(bound)
     lines = []
     nbound = ninlined = 0

@@ -198,10 +198,7 @@ def _cpu_name_string(device) -> tuple | None:
 def fix_target_cpu(device) -> str | None:
     """Give PoCL's device the library's CPU name where its own is `_stale`; returns the name
     written (None when nothing needed or could be done)."""
-    want = _wanted_cpu()
-    if not want or want == "off":
-        return None
-    where = _find_cpu_name(device)
+    where = _find_cpu_name(device)   # (None where EDGELITE_POCL_CPU is "off")
     if where is None:
         return None
     libc = ctypes.CDLL(None)
@@ -210,6 +207,7 @@ def fix_target_cpu(device) -> str | None:
         return None
     usable.restype = ctypes.c_size_t
     usable.argtypes = [ctypes.c_void_p]
+    want = _wanted_cpu()
     name = want.encode() + b"\0"
     if usable(where) < len(name):
         return None

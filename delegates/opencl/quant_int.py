@@ -374,12 +374,12 @@ def build_mean(node, g) -> None:
 
 # -- 1x1 convolutions as integer matrix products (gemm_int.cl) ----------------------------------
 
-# LLVM CPU names (the `arch=` of the device's TARGET, pocl_cpu.py) with AVX512-BW: 512-bit
-# pmaddwd; with AVX2: 256-bit. Other CPUs keep the float kernels (exact sums in float32).
-AVX512BW = AVX512
-AVX2 = AVX512BW | {"haswell", "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake",
-                   "arrowlake", "arrowlake-s", "lunarlake", "gracemont", "znver1", "znver2",
-                   "znver3", "bdver4", "x86-64-v3"}
+# LLVM CPU names (the `arch=` of the device's TARGET, pocl_cpu.py) with AVX-512 (pocl_cpu.AVX512,
+# BW included): 512-bit pmaddwd; with AVX2: 256-bit. Other CPUs keep the float kernels (exact
+# sums in float32).
+AVX2 = AVX512 | {"haswell", "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake",
+                 "arrowlake", "arrowlake-s", "lunarlake", "gracemont", "znver1", "znver2",
+                 "znver3", "bdver4", "x86-64-v3"}
 SPLIT_DEPTHWISE = True  # a folded depthwise convolution on its own, then the integer product
 KMAX = 2048  # gemm_int.cl's KMAX2 pairs
 GEMM_TM = {512: 8, 256: 6}  # rows a work-item: its accumulators fill 16 / 12 vector registers
@@ -392,7 +392,7 @@ def int_dot(dev) -> int | None:
         return None
     target = getattr(dev, "target", "") or ""
     arch = target.partition('arch=')[2].partition('"')[0]
-    return 512 if arch in AVX512BW else 256 if arch in AVX2 else None
+    return 512 if arch in AVX512 else 256 if arch in AVX2 else None
 
 
 VNNI_FLAGS = {512: "avx512_vnni", 256: "avx_vnni"}  # /proc/cpuinfo's name of each width's

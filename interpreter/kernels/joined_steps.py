@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from string import Formatter
 
-from .steps import calls_step, source_step, step_calls
+from .steps import call_source, calls_step, source_step, step_calls
 
 
 def joined(*parts):
@@ -36,12 +36,7 @@ def joined(*parts):
     lines = []
     for piece in pieces:
         if len(piece) == 3:
-            function, args, keywords = piece
-            head = "{%s}.%s" % (field(function[0]), function[1]) \
-                if function.__class__ is tuple else "{%s}" % field(function)
-            items = ["{%s}" % field(a) for a in args] + \
-                [f"{k}={{{field(v)}}}" for k, v in keywords.items()]
-            lines.append(f"{head}({', '.join(items)})")
+            lines.append(call_source(piece, lambda v: "{%s}" % field(v)))
             continue
         template, own = piece        # its fields renamed, its literal braces kept escaped
         text = []

@@ -17,7 +17,7 @@ def calls_step(*calls):
     """A bound step (plan.bind_step) that is nothing but these calls, each `call(...)` (None
     entries skipped): `step.calls` lists them, and the plan writes them into its generated
     run_steps as they are (plan.compile_steps: no frame for the step, its arrays and bounds
-    closure variables). Called alone, the step runs them in a loop."""
+    names in the plan's namespace). Called alone, the step runs them in a loop."""
     calls = tuple(c for c in calls if c is not None)
 
     def step():
@@ -70,8 +70,8 @@ def namer(bound: dict):
 
 def step_line(step, name) -> str | None:
     """The line plan.compile_steps writes for a bound step made of calls or of a line of
-    Python, `name(value)` naming each object (a closure variable, or a literal); None for any
-    other step (the plan calls it)."""
+    Python, `name(value)` naming each object (a name in the plan's namespace, or a literal);
+    None for any other step (the plan calls it)."""
     source = getattr(step, "source", None)
     if source is not None:
         template, objects = source
@@ -79,8 +79,14 @@ def step_line(step, name) -> str | None:
     calls = getattr(step, "calls", None)
     if calls is None:
         return None
-    return "; ".join(f"{head}({', '.join([name(a) for a in args] + keys)})"
-                     for function, args, keywords in calls
-                     for head in [f"{name(function[0])}.{function[1]}"
-                                  if function.__class__ is tuple else name(function)]
-                     for keys in [[f"{k}={name(v)}" for k, v in keywords.items()]]) or "pass"
+    return "; ".join(call_source(c, name) for c in calls) or "pass"
+
+
+def call_source(one: tuple, name) -> str:
+    """One `call(...)` as Python source, `name(value)` writing each object: `f(a, k=b)`, or
+    `owner.attr(...)` for a function given as (owner, attr)."""
+    function, args, keywords = one
+    head = f"{name(function[0])}.{function[1]}" if function.__class__ is tuple \
+        else name(function)
+    items = [name(a) for a in args] + [f"{k}={name(v)}" for k, v in keywords.items()]
+    return f"{head}({', '.join(items)})"
